@@ -1,0 +1,413 @@
+//! A recursive-descent parser over the significant tokens, with error recovery.
+//!
+//! Parsing never fails: every error is recorded with a range and a stable code, and the
+//! parser resynchronizes at the next statement. Recovery uses the layout MLIR printers and
+//! test writers follow: a statement starts on a new line, and ops of one block share an
+//! indentation column. So a broken op costs that op only, never the rest of its function.
+
+mod attrs;
+mod ops;
+
+use crate::{
+    SyntaxError, TextRange,
+    ast::{Chunk, Item, SourceFile},
+    lexer::{Token, TokenKind},
+};
+
+/// Nesting deeper than this is reported instead of recursed into, so hostile input cannot
+/// overflow the stack (a test thread has 2 MiB).
+const MAX_DEPTH: u32 = 200;
+
+pub(crate) type PResult<T> = Result<T, Recovered>;
+
+/// Marker for "an error was recorded; unwind to the nearest recovery point".
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Recovered;
+
+pub(crate) fn parse_file(
+    text: &str,
+    tokens: &[Token],
+    errors: &mut Vec<SyntaxError>,
+) -> SourceFile {
+    // A `// -----` line splits the file into independent chunks, as `--split-input-file` does.
+    let mut chunks = Vec::new();
+    let mut sig = Vec::new();
+    let mut chunk_start = 0u32;
+    for (i, t) in tokens.iter().enumerate() {
+        if t.kind == TokenKind::Comment && t.range.slice(text).trim_end() == "// -----" {
+            let range = TextRange::new(chunk_start, t.range.start);
+            chunks.push(parse_chunk(text, tokens, &sig, range, errors));
+            sig.clear();
+            chunk_start = t.range.end;
+        } else if !t.kind.is_trivia() {
+            sig.push(i as u32);
+        }
+    }
+    let range = TextRange::new(chunk_start, text.len() as u32);
+    chunks.push(parse_chunk(text, tokens, &sig, range, errors));
+    SourceFile { chunks }
+}
+
+fn parse_chunk(
+    text: &str,
+    tokens: &[Token],
+    sig: &[u32],
+    range: TextRange,
+    errors: &mut Vec<SyntaxError>,
+) -> Chunk {
+    let mut p = Parser { text, tokens, sig, pos: 0, end: range.end, errors, depth: 0 };
+    let mut items = Vec::new();
+    while !p.at_eof() {
+        let before = p.pos;
+        items.push(p.item());
+        if p.pos == before {
+            // Guarantee progress on input no rule accepts.
+            let t = p.bump();
+            items.push(Item::Error(t.range));
+        }
+    }
+    Chunk { range, items }
+}
+
+pub(crate) struct Parser<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) tokens: &'a [Token],
+    /// Indices into `tokens` of the chunk's significant tokens.
+    sig: &'a [u32],
+    pos: usize,
+    /// End offset of the chunk, for diagnostics at the end of input.
+    end: u32,
+    errors: &'a mut Vec<SyntaxError>,
+    depth: u32,
+}
+
+impl<'a> Parser<'a> {
+    // ---- token access -------------------------------------------------------------------
+
+    pub(crate) fn at_eof(&self) -> bool {
+        self.pos >= self.sig.len()
+    }
+
+    pub(crate) fn nth_token(&self, n: usize) -> Option<Token> {
+        self.sig.get(self.pos + n).map(|&i| self.tokens[i as usize])
+    }
+
+    pub(crate) fn nth(&self, n: usize) -> Option<TokenKind> {
+        self.nth_token(n).map(|t| t.kind)
+    }
+
+    pub(crate) fn nth_text(&self, n: usize) -> &'a str {
+        self.nth_token(n).map_or("", |t| t.range.slice(self.text))
+    }
+
+    pub(crate) fn at(&self, kind: TokenKind) -> bool {
+        self.nth(0) == Some(kind)
+    }
+
+    pub(crate) fn at_kw(&self, kw: &str) -> bool {
+        self.at(TokenKind::BareId) && self.nth_text(0) == kw
+    }
+
+    /// The index into `tokens` of the current significant token.
+    pub(crate) fn token_index(&self) -> u32 {
+        self.sig.get(self.pos).copied().unwrap_or(self.tokens.len() as u32)
+    }
+
+    /// The range of the current token, or an empty range at the end of the chunk.
+    pub(crate) fn cur_range(&self) -> TextRange {
+        self.nth_token(0).map_or(TextRange::empty(self.end), |t| t.range)
+    }
+
+    /// The start offset of the current token.
+    pub(crate) fn cur_start(&self) -> u32 {
+        self.cur_range().start
+    }
+
+    /// The end offset of the last consumed token.
+    pub(crate) fn prev_end(&self) -> u32 {
+        if self.pos == 0 {
+            return self.sig.first().map_or(self.end, |&i| self.tokens[i as usize].range.start);
+        }
+        self.tokens[self.sig[self.pos - 1] as usize].range.end
+    }
+
+    /// True when the n-th and (n+1)-th significant tokens touch (no trivia between them).
+    pub(crate) fn adjacent(&self, n: usize) -> bool {
+        match (self.nth_token(n), self.nth_token(n + 1)) {
+            (Some(a), Some(b)) => a.range.end == b.range.start,
+            _ => false,
+        }
+    }
+
+    /// True when a line break separates the current token from the previous one.
+    fn newline_before(&self) -> bool {
+        if self.pos == 0 {
+            return true;
+        }
+        let prev = self.tokens[self.sig[self.pos - 1] as usize].range.end;
+        let cur = self.cur_start();
+        self.text.get(prev as usize..cur as usize).is_some_and(|s| s.contains('\n'))
+    }
+
+    /// The column (bytes from the line start) of an offset, for the indentation heuristic.
+    fn column_of(&self, offset: u32) -> u32 {
+        let before = self.text.get(..offset as usize).unwrap_or("");
+        match before.rfind('\n') {
+            Some(nl) => offset - nl as u32 - 1,
+            None => offset,
+        }
+    }
+
+    pub(crate) fn bump(&mut self) -> Token {
+        let t = self
+            .nth_token(0)
+            .unwrap_or(Token { kind: TokenKind::Error, range: TextRange::empty(self.end) });
+        if !self.at_eof() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    pub(crate) fn eat(&mut self, kind: TokenKind) -> Option<Token> {
+        if self.at(kind) { Some(self.bump()) } else { None }
+    }
+
+    pub(crate) fn eat_kw(&mut self, kw: &str) -> Option<Token> {
+        if self.at_kw(kw) { Some(self.bump()) } else { None }
+    }
+
+    pub(crate) fn expect(&mut self, kind: TokenKind) -> PResult<Token> {
+        match self.eat(kind) {
+            Some(t) => Ok(t),
+            None => Err(self.error_expected(kind.describe())),
+        }
+    }
+
+    pub(crate) fn expect_kw(&mut self, kw: &str) -> PResult<Token> {
+        match self.eat_kw(kw) {
+            Some(t) => Ok(t),
+            None => Err(self.error_expected(&format!("`{kw}`"))),
+        }
+    }
+
+    // ---- diagnostics --------------------------------------------------------------------
+
+    pub(crate) fn error(&mut self, code: &'static str, message: String, range: TextRange) {
+        self.errors.push(SyntaxError::new(code, message, range));
+    }
+
+    /// Records "expected X, found Y" at the current token.
+    pub(crate) fn error_expected(&mut self, what: &str) -> Recovered {
+        let found = match self.nth_token(0) {
+            None => "end of input".to_owned(),
+            Some(t) => {
+                let text = t.range.slice(self.text);
+                let shown: String = text.chars().take(40).collect();
+                format!("`{shown}`")
+            }
+        };
+        let range = self.cur_range();
+        self.error("expected-token", format!("expected {what}, found {found}"), range);
+        Recovered
+    }
+
+    // ---- nesting guard ------------------------------------------------------------------
+
+    /// Enters one level of nesting; past the limit, reports once and skips the group.
+    pub(crate) fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.depth -= 1;
+            let start = self.cur_range();
+            self.skip_balanced();
+            let range = start.cover(TextRange::empty(self.prev_end()));
+            self.error(
+                "nesting-too-deep",
+                format!("nesting deeper than {MAX_DEPTH} levels is not supported"),
+                range,
+            );
+            return Err(Recovered);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Skips one token, or a whole bracketed group if the current token opens one.
+    /// Iterative, so arbitrarily deep input is fine.
+    pub(crate) fn skip_balanced(&mut self) {
+        let mut stack: Vec<TokenKind> = Vec::new();
+        loop {
+            let Some(kind) = self.nth(0) else { return };
+            match kind {
+                TokenKind::LParen => stack.push(TokenKind::RParen),
+                TokenKind::LBracket => stack.push(TokenKind::RBracket),
+                TokenKind::LBrace => stack.push(TokenKind::RBrace),
+                TokenKind::Less => stack.push(TokenKind::Greater),
+                TokenKind::RParen
+                | TokenKind::RBracket
+                | TokenKind::RBrace
+                | TokenKind::Greater => {
+                    // Pop to the matching opener; a mismatched closer ends the inner groups.
+                    if let Some(at) = stack.iter().rposition(|&k| k == kind) {
+                        stack.truncate(at);
+                    } else if stack.is_empty() {
+                        return;
+                    }
+                }
+                _ => {}
+            }
+            self.bump();
+            if stack.is_empty() {
+                return;
+            }
+        }
+    }
+
+    // ---- recovery -----------------------------------------------------------------------
+
+    /// True if the current token can start a statement in a block.
+    fn at_statement_start(&self) -> bool {
+        match self.nth(0) {
+            Some(
+                TokenKind::ValueId | TokenKind::String | TokenKind::CaretId | TokenKind::RBrace,
+            ) => true,
+            Some(TokenKind::HashId | TokenKind::BangId) => self.nth(1) == Some(TokenKind::Equal),
+            Some(TokenKind::BareId) => {
+                let t = self.nth_text(0);
+                t.contains('.') || matches!(t, "return" | "call" | "module")
+            }
+            Some(TokenKind::FileMetaBegin) => true,
+            _ => false,
+        }
+    }
+
+    /// Skips a broken statement that started at significant-token index `start_pos`.
+    ///
+    /// The parser rewinds to the statement's start so bracket depth is tracked from a known
+    /// point, then stops at the next token on a new line that can start a statement and is
+    /// either outside all brackets or indented no deeper than the broken statement (which
+    /// covers brackets the broken text never closed). A `}` that would close the enclosing
+    /// region stops the skip without being consumed. Always consumes at least one token.
+    pub(crate) fn recover_statement(&mut self, start_pos: usize) {
+        self.pos = start_pos.min(self.sig.len());
+        let col = self.column_of(self.cur_start());
+        let mut depth = 0u32;
+        let mut first = true;
+        while let Some(kind) = self.nth(0) {
+            if !first {
+                let on_new_line = self.newline_before();
+                if kind == TokenKind::RBrace && depth == 0 {
+                    return;
+                }
+                if on_new_line && self.at_statement_start() {
+                    let this_col = self.column_of(self.cur_start());
+                    let closes_outer = kind == TokenKind::RBrace && this_col < col;
+                    let opens_statement =
+                        kind != TokenKind::RBrace && (depth == 0 || this_col <= col);
+                    if opens_statement || closes_outer {
+                        return;
+                    }
+                }
+            }
+            match kind {
+                TokenKind::LBrace | TokenKind::LParen | TokenKind::LBracket => depth += 1,
+                TokenKind::RBrace | TokenKind::RParen | TokenKind::RBracket => {
+                    depth = depth.saturating_sub(1);
+                }
+                _ => {}
+            }
+            self.bump();
+            first = false;
+        }
+    }
+
+    // ---- top level ----------------------------------------------------------------------
+
+    fn item(&mut self) -> Item {
+        let start = self.cur_start();
+        let start_pos = self.save();
+        match self.nth(0) {
+            Some(TokenKind::HashId) if self.nth(1) == Some(TokenKind::Equal) => {
+                let name = self.ident();
+                self.bump();
+                if self.at_kw("loc") && self.nth(1) == Some(TokenKind::LParen) {
+                    match self.loc_spec() {
+                        Ok(spec) => Item::LocAlias(crate::ast::LocAliasDef {
+                            name,
+                            loc: spec.loc,
+                            range: TextRange::new(start, self.prev_end()),
+                        }),
+                        Err(Recovered) => self.item_error(start_pos),
+                    }
+                } else {
+                    match self.attr() {
+                        Ok(value) => Item::AttrAlias(crate::ast::AttrAliasDef {
+                            name,
+                            value,
+                            range: TextRange::new(start, self.prev_end()),
+                        }),
+                        Err(Recovered) => self.item_error(start_pos),
+                    }
+                }
+            }
+            Some(TokenKind::BangId) if self.nth(1) == Some(TokenKind::Equal) => {
+                let name = self.ident();
+                self.bump();
+                match self.ty() {
+                    Ok(value) => Item::TypeAlias(crate::ast::TypeAliasDef {
+                        name,
+                        value,
+                        range: TextRange::new(start, self.prev_end()),
+                    }),
+                    Err(Recovered) => self.item_error(start_pos),
+                }
+            }
+            Some(TokenKind::FileMetaBegin) => {
+                self.bump();
+                while !self.at_eof() && !self.at(TokenKind::FileMetaEnd) {
+                    self.bump();
+                }
+                if self.eat(TokenKind::FileMetaEnd).is_none() {
+                    let range = TextRange::new(start, self.prev_end());
+                    self.error(
+                        "unterminated-resources",
+                        "dialect resource section is not closed with `#-}`".to_owned(),
+                        range,
+                    );
+                }
+                Item::Resources(TextRange::new(start, self.prev_end()))
+            }
+            Some(TokenKind::RBrace) => {
+                let t = self.bump();
+                self.error("unmatched-brace", "unmatched `}`".to_owned(), t.range);
+                Item::Error(t.range)
+            }
+            _ => Item::Op(self.op()),
+        }
+    }
+
+    fn item_error(&mut self, start_pos: usize) -> Item {
+        let start = self.cur_start_at(start_pos);
+        self.recover_statement(start_pos);
+        Item::Error(TextRange::new(start, self.prev_end()))
+    }
+
+    /// The start offset of the significant token at index `pos`.
+    pub(crate) fn cur_start_at(&self, pos: usize) -> u32 {
+        self.sig.get(pos).map_or(self.end, |&i| self.tokens[i as usize].range.start)
+    }
+
+    /// The current significant-token index, for rewinding on recovery.
+    pub(crate) fn save(&self) -> usize {
+        self.pos
+    }
+
+    /// Takes the current token as an identifier.
+    pub(crate) fn ident(&mut self) -> crate::ast::Ident {
+        let t = self.bump();
+        crate::ast::Ident { text: t.range.slice(self.text).to_owned(), range: t.range }
+    }
+}
