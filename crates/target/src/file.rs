@@ -354,7 +354,7 @@ pub(crate) fn apply(
             return fail(field, format!("must be a power of two, got {v}"));
         }
     }
-    if t.dst_tiles < 2 || t.dst_tiles % 2 != 0 {
+    if t.dst_tiles < 2 || !t.dst_tiles.is_multiple_of(2) {
         return fail("dst_tiles", format!("must be even and at least 2, got {}", t.dst_tiles));
     }
     if t.num_cbs == 0 {

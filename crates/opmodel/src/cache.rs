@@ -1,0 +1,84 @@
+//! A value-keyed, thread-safe memo table in front of any [`OpModel`].
+//!
+//! Upstream keys its cache by MLIR attribute pointers; we key by value (target + query) so the
+//! same answer is found across salsa revisions. Failures are cached too: upstream's failure
+//! caching cut a ResNet compile from 16 to 5 minutes.
+
+use std::sync::{
+    PoisonError, RwLock,
+    atomic::{AtomicU64, Ordering},
+};
+
+use rustc_hash::FxHashMap;
+use target::Target;
+
+use crate::{OpConstraints, OpError, OpModel, OpQuery};
+
+/// Hit/miss counters and the number of cached answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub entries: u64,
+}
+
+type Answer = Result<OpConstraints, OpError>;
+
+/// Memoizes `M` by `(target, query)`.
+///
+/// The map is nested by target so a lookup borrows the query instead of cloning it; the
+/// counters are atomics so a hit takes only the read lock.
+pub struct CachedOpModel<M: OpModel> {
+    inner: M,
+    map: RwLock<FxHashMap<Target, FxHashMap<OpQuery, Answer>>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl<M: OpModel> CachedOpModel<M> {
+    pub fn new(inner: M) -> CachedOpModel<M> {
+        CachedOpModel {
+            inner,
+            map: RwLock::new(FxHashMap::default()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            entries: map.values().map(|m| m.len() as u64).sum(),
+        }
+    }
+
+    /// Drops every cached answer (the counters stay).
+    pub fn clear(&self) {
+        self.map.write().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+}
+
+impl<M: OpModel> OpModel for CachedOpModel<M> {
+    fn query(&self, target: &Target, q: &OpQuery) -> Result<OpConstraints, OpError> {
+        {
+            let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(answer) = map.get(target).and_then(|m| m.get(q)) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return answer.clone();
+            }
+        }
+        // Computed outside the lock: two threads may race on one key; both compute the same
+        // deterministic answer and the second insert is a no-op in effect.
+        let answer = self.inner.query(target, q);
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        map.entry(target.clone()).or_default().insert(q.clone(), answer.clone());
+        answer
+    }
+}

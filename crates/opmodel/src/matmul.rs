@@ -1,0 +1,630 @@
+//! Matmul and linear: tt-mlir's program-config generator, tt-metal's program-config rules,
+//! its auto-picker for interleaved outputs, and the CB formula
+//! `tileBytes * (2*pM*ibw + 2*pN*ibw + pM*pN [+ pM*pN interm])` (opmodel.md §4.3, §5;
+//! legacy notes §5).
+
+use ttnn_types::{
+    CoreCoord, DeviceComputeKernelConfig, Grid, MatmulProgramConfig, PageLayout, TILE,
+    TensorMemoryLayout, TtnnLayout, UnaryWithParam, div_ceil,
+};
+
+use crate::{
+    MatmulAttrs, OpConfig, OpError, OutputHint,
+    util::{
+        Ctx, Estimate, LayoutExt, largest_divisor_at_most, shape_text, sharded, unsupported,
+    },
+};
+
+/// The operand and result shapes a program config is generated from.
+#[derive(Debug, Clone, Copy)]
+pub struct MatmulShapes<'a> {
+    pub a: &'a [u64],
+    pub b: &'a [u64],
+    pub out: &'a [u64],
+    pub transpose_a: bool,
+    pub transpose_b: bool,
+}
+
+impl MatmulShapes<'_> {
+    /// (M, K) of A and (K, N) of B after the transposes; rank-1 operands are a row / a column.
+    fn mkn(&self) -> ((u64, u64), (u64, u64)) {
+        let last2 = |s: &[u64], vector_is_row: bool| -> (u64, u64) {
+            match s {
+                [] => (1, 1),
+                [x] if vector_is_row => (1, *x),
+                [x] => (*x, 1),
+                [.., r, c] => (*r, *c),
+            }
+        };
+        let (am, ak) = last2(self.a, true);
+        let a = if self.transpose_a { (ak, am) } else { (am, ak) };
+        let (bk, bn) = last2(self.b, false);
+        let b = if self.transpose_b { (bn, bk) } else { (bk, bn) };
+        (a, b)
+    }
+
+    fn batch(s: &[u64]) -> u64 {
+        if s.len() <= 2 { 1 } else { s[..s.len() - 2].iter().fold(1u64, |a, d| a.saturating_mul(*d)) }
+    }
+}
+
+/// tt-mlir's `generateMatmulProgramConfig`: a program config for an L1-sharded output, or
+/// `None` (interleaved output, or B has batch dims so `fuse_batch` cannot hold, tt-metal#42572).
+///
+/// Mt is taken from the output's second-last dim only, as upstream does, even though
+/// `fuse_batch` folds A's batch into M inside tt-metal; the validation catches the mismatch.
+#[must_use]
+pub fn generate_matmul_program_config(
+    shapes: &MatmulShapes<'_>,
+    out_layout: &TtnnLayout,
+    compute: Option<&DeviceComputeKernelConfig>,
+    activation: Option<&str>,
+) -> Option<MatmulProgramConfig> {
+    if !out_layout.is_l1_sharded() || MatmulShapes::batch(shapes.b) != 1 {
+        return None;
+    }
+    let ((_, k), _) = shapes.mkn();
+    let (m, n) = match shapes.out {
+        [] => (1, 1),
+        [x] => (1, *x),
+        [.., r, c] => (*r, *c),
+    };
+    let (mt, nt, kt) = (div_ceil(m, TILE), div_ceil(n, TILE), div_ceil(k, TILE));
+    if mt == 0 || nt == 0 || kt == 0 {
+        return None;
+    }
+    let max_sub = compute.map_or(8, DeviceComputeKernelConfig::max_subblock_tiles).max(1);
+    let fused_activation =
+        activation.map(|a| UnaryWithParam { op_type: a.to_owned(), params: Vec::new() });
+    let grid = out_layout.grid2d();
+    let bbox = out_layout.bounding_box().map_or(
+        CoreCoord { x: grid.cols, y: grid.rows },
+        |b| CoreCoord { x: b.end.x - b.start.x + 1, y: b.end.y - b.start.y + 1 },
+    );
+    let kt_even_ibw = if kt.is_multiple_of(2) { 2 } else { 1 };
+    let ml = match out_layout.memory_layout? {
+        // A block-sharded grid with one row or column is really 1D.
+        TensorMemoryLayout::BlockSharded if grid.rows == 1 => TensorMemoryLayout::WidthSharded,
+        TensorMemoryLayout::BlockSharded if grid.cols == 1 => TensorMemoryLayout::HeightSharded,
+        other => other,
+    };
+    match ml {
+        TensorMemoryLayout::BlockSharded => {
+            let pm = div_ceil(mt, grid.rows);
+            let pn = div_ceil(nt, grid.cols);
+            Some(MatmulProgramConfig::MultiCast2D {
+                grid: CoreCoord { x: grid.cols, y: grid.rows },
+                in0_block_w: kt_even_ibw,
+                out_subblock_h: 1,
+                out_subblock_w: largest_divisor_at_most(pn, max_sub),
+                out_block_h: pm,
+                out_block_w: pn,
+                per_core_m: pm,
+                per_core_n: pn,
+                transpose_mcast: false,
+                fused_activation,
+                fuse_batch: true,
+            })
+        }
+        TensorMemoryLayout::WidthSharded => {
+            let cores = out_layout.num_cores().max(1);
+            let pn = div_ceil(nt, cores);
+            let ibw = if nt > 128 {
+                kt_even_ibw
+            } else {
+                [8, 4, 2, 1].into_iter().find(|d| kt.is_multiple_of(*d)).unwrap_or(1)
+            };
+            Some(MatmulProgramConfig::MultiCast1D {
+                grid: bbox,
+                in0_block_w: ibw,
+                out_subblock_h: 1,
+                out_subblock_w: largest_divisor_at_most(pn, max_sub),
+                out_block_h: mt,
+                out_block_w: pn,
+                per_core_m: mt,
+                per_core_n: pn,
+                fuse_batch: true,
+                fused_activation,
+                mcast_in0: true,
+            })
+        }
+        TensorMemoryLayout::HeightSharded => {
+            let cores = out_layout.num_cores().max(1);
+            let pm = div_ceil(mt, cores);
+            Some(MatmulProgramConfig::MultiCast1D {
+                grid: bbox,
+                in0_block_w: kt,
+                out_subblock_h: 1,
+                out_subblock_w: largest_divisor_at_most(nt, max_sub),
+                out_block_h: pm,
+                out_block_w: nt,
+                per_core_m: pm,
+                per_core_n: nt,
+                fuse_batch: true,
+                fused_activation,
+                mcast_in0: false,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Tile dims of one matmul query.
+struct Dims {
+    mt: u64,
+    nt: u64,
+    kt: u64,
+    /// A's batch folded into M (what tt-metal does with `fuse_batch`).
+    m_fused: u64,
+    batched_b: bool,
+}
+
+pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpError> {
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let shapes = MatmulShapes {
+        a: &a.shape,
+        b: &b.shape,
+        out: &ctx.q.output_shape,
+        transpose_a: attrs.transpose_a,
+        transpose_b: attrs.transpose_b,
+    };
+    let dims = dims(ctx, &shapes)?;
+    if let Some(bias) = ctx.q.inputs.get(2) {
+        let (rows, cols) = match bias.shape.as_slice() {
+            [] => (1, 1),
+            [c] => (1, *c),
+            [.., r, c] => (*r, *c),
+        };
+        let n = ctx.q.output_shape.last().copied().unwrap_or(1);
+        if rows > TILE || (cols != n && cols != 1) {
+            return Err(crate::util::invalid(format!(
+                "{}: bias {} must be one row of N = {n} (at most {TILE} rows)",
+                ctx.name(),
+                shape_text(&bias.shape)
+            )));
+        }
+    }
+    let (compute, given) = match &ctx.q.config {
+        OpConfig::Matmul { program, compute } => (*compute, program.clone()),
+        _ => (None, None),
+    };
+    let max_sub = compute.as_ref().map_or(8, DeviceComputeKernelConfig::max_subblock_tiles).max(1);
+
+    // The output and the program config decide each other: a sharded output needs a config
+    // (given or generated) and a partial hint takes its grid from the generated config.
+    let (out, program, generated) = match &ctx.q.output {
+        OutputHint::Null => (ctx.dram_output(PageLayout::Tile), given, false),
+        OutputHint::Layout(l) | OutputHint::Partial(l) if !l.is_sharded() => {
+            (ctx.output_like(l)?, given, false)
+        }
+        OutputHint::Layout(l) => {
+            let out = ctx.output_like(l)?;
+            let (cfg, generated) = match given {
+                Some(c) => (c, false),
+                None => (need_config(ctx, &shapes, &out, compute.as_ref(), attrs)?, true),
+            };
+            (out, Some(cfg), generated)
+        }
+        OutputHint::Partial(l) => {
+            let ml = l.memory_layout.unwrap_or(TensorMemoryLayout::BlockSharded);
+            let (cfg, generated) = match given {
+                Some(c) => (c, false),
+                None => {
+                    let probe = probe_layout(ctx, ml, &dims)?;
+                    (need_config(ctx, &shapes, &probe, compute.as_ref(), attrs)?, true)
+                }
+            };
+            let out = layout_from_config(ctx, &cfg, ml, &dims, l.page_layout())?;
+            (out, Some(cfg), generated)
+        }
+    };
+    if out.is_l1_sharded() && dims.batched_b {
+        return Err(unsupported(format!(
+            "{}: B has batch dims, so no program config is generated and a sharded output is \
+             not supported (tt-metal#42572)",
+            ctx.name()
+        )));
+    }
+    let cfg = match &program {
+        Some(c) => {
+            validate(ctx, c, &dims, &a.layout, &out, max_sub)?;
+            c.clone()
+        }
+        None => auto_config(ctx, &dims, &a.layout, max_sub),
+    };
+    let cb = cb_bytes(ctx, &cfg, &a.layout, &out, compute.as_ref());
+    let mut est = Estimate::new(cb, out);
+    // Upstream attaches a config only when it generated one for a sharded output; for
+    // interleaved outputs tt-metal picks at run time, so none is reported.
+    let reported = if program.is_some() || generated { Some(cfg) } else { None };
+    est.config = OpConfig::Matmul { program: reported, compute };
+    Ok(est)
+}
+
+/// sparse_matmul: DRAM-resident sparse weights, interleaved output, the batched program's CBs.
+pub(crate) fn sparse_matmul(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let shapes =
+        MatmulShapes { a: &a.shape, b: &b.shape, out: &ctx.q.output_shape, transpose_a: false, transpose_b: false };
+    let ((_, k), _) = shapes.mkn();
+    let (m, n) = match ctx.q.output_shape.as_slice() {
+        [.., r, c] => (*r, *c),
+        _ => (1, 1),
+    };
+    let dims = Dims {
+        mt: div_ceil(m, TILE),
+        nt: div_ceil(n, TILE),
+        kt: div_ceil(k, TILE),
+        m_fused: div_ceil(m, TILE),
+        batched_b: true,
+    };
+    let out = ctx.resolve_output(crate::util::NullPolicy::Dram)?;
+    if out.is_sharded() || a.layout.is_sharded() {
+        return Err(unsupported("ttnn.sparse_matmul is modelled for interleaved tensors only"));
+    }
+    let cfg = auto_config(ctx, &dims, &a.layout, 8);
+    let cb = cb_bytes(ctx, &cfg, &a.layout, &out, None);
+    Ok(Estimate::new(cb, out))
+}
+
+fn dims(ctx: &Ctx<'_>, s: &MatmulShapes<'_>) -> Result<Dims, OpError> {
+    let ((m, ka), (kb, n)) = s.mkn();
+    if ka != kb {
+        return Err(crate::util::invalid(format!(
+            "{}: inner dims differ: A {} has K = {ka}, B {} has K = {kb}",
+            ctx.name(),
+            shape_text(s.a),
+            shape_text(s.b)
+        )));
+    }
+    let (om, on) = match s.out {
+        [] => (1, 1),
+        [x] => (1, *x),
+        [.., r, c] => (*r, *c),
+    };
+    if (s.a.len() > 1 && om != m) || on != n {
+        return Err(crate::util::invalid(format!(
+            "{}: output {} is not [.., {m}, {n}]",
+            ctx.name(),
+            shape_text(s.out)
+        )));
+    }
+    let mt = div_ceil(m, TILE);
+    Ok(Dims {
+        mt,
+        nt: div_ceil(n, TILE),
+        kt: div_ceil(ka, TILE),
+        m_fused: mt.saturating_mul(MatmulShapes::batch(s.a)),
+        batched_b: MatmulShapes::batch(s.b) > 1,
+    })
+}
+
+fn need_config(
+    ctx: &Ctx<'_>,
+    shapes: &MatmulShapes<'_>,
+    out: &TtnnLayout,
+    compute: Option<&DeviceComputeKernelConfig>,
+    attrs: &MatmulAttrs,
+) -> Result<MatmulProgramConfig, OpError> {
+    generate_matmul_program_config(shapes, out, compute, attrs.activation.as_deref()).ok_or_else(
+        || {
+            unsupported(format!(
+                "{}: a sharded output needs a generated program config, and none exists for \
+                 {} (B batched or output not L1-sharded, tt-metal#42572)",
+                ctx.name(),
+                out.describe()
+            ))
+        },
+    )
+}
+
+/// The layout a partial hint is generated against: the whole worker grid, clipped to tiles.
+fn probe_layout(
+    ctx: &Ctx<'_>,
+    ml: TensorMemoryLayout,
+    d: &Dims,
+) -> Result<TtnnLayout, OpError> {
+    let w = ctx.worker();
+    let grid = match ml {
+        TensorMemoryLayout::BlockSharded => Grid::new(w.rows.min(d.mt).max(1), w.cols.min(d.nt).max(1)),
+        TensorMemoryLayout::WidthSharded => Grid::new(1, w.volume().min(d.nt).max(1)),
+        _ => Grid::new(w.volume().min(d.mt).max(1), 1),
+    };
+    sharded(&ctx.q.output_shape, ctx.q.output_dtype, PageLayout::Tile, ml, grid, w)
+}
+
+/// The output grid a program config implies.
+fn layout_from_config(
+    ctx: &Ctx<'_>,
+    cfg: &MatmulProgramConfig,
+    ml: TensorMemoryLayout,
+    d: &Dims,
+    page: PageLayout,
+) -> Result<TtnnLayout, OpError> {
+    let (pm, pn) = cfg.per_core();
+    let rows = div_ceil(d.m_fused, pm.max(1)).max(1);
+    let cols = div_ceil(d.nt, pn.max(1)).max(1);
+    let (ml, grid) = match cfg {
+        MatmulProgramConfig::MultiCast2D { .. } => (TensorMemoryLayout::BlockSharded, Grid::new(rows, cols)),
+        MatmulProgramConfig::MultiCast1D { mcast_in0: true, .. } => {
+            (TensorMemoryLayout::WidthSharded, Grid::new(1, cols))
+        }
+        MatmulProgramConfig::MultiCast1D { mcast_in0: false, .. } => {
+            (TensorMemoryLayout::HeightSharded, Grid::new(rows, 1))
+        }
+        _ => (ml, Grid::new(rows, cols)),
+    };
+    sharded(&ctx.q.output_shape, ctx.q.output_dtype, page, ml, grid, ctx.worker())
+}
+
+/// tt-metal's program-config checks (matmul_device_operation.cpp, as summarised in our notes).
+fn validate(
+    ctx: &Ctx<'_>,
+    cfg: &MatmulProgramConfig,
+    d: &Dims,
+    a: &TtnnLayout,
+    out: &TtnnLayout,
+    max_sub: u64,
+) -> Result<(), OpError> {
+    let fail = |why: String| Err(unsupported(format!("{}: {} program config: {why}", ctx.name(), cfg.kind_name())));
+    let (pm, pn) = cfg.per_core();
+    let ibw = cfg.in0_block_w();
+    let (sbh, sbw) = cfg.out_subblock();
+    let (obh, obw) = match cfg {
+        MatmulProgramConfig::MultiCast2D { out_block_h, out_block_w, .. }
+        | MatmulProgramConfig::MultiCast1D { out_block_h, out_block_w, .. } => (*out_block_h, *out_block_w),
+        _ => (pm, pn),
+    };
+    if [pm, pn, ibw, sbh, sbw, obh, obw].contains(&0) {
+        return fail("block dims must be non-zero".to_owned());
+    }
+    if matches!(cfg, MatmulProgramConfig::DramSharded { .. }) {
+        return Err(unsupported("DRAM-sharded matmul program configs are not modelled"));
+    }
+    if !obh.is_multiple_of(sbh) || !obw.is_multiple_of(sbw) {
+        return fail(format!("out block {obh}x{obw} is not a multiple of subblock {sbh}x{sbw}"));
+    }
+    if !pm.is_multiple_of(obh) || !pn.is_multiple_of(obw) {
+        return fail(format!("per-core {pm}x{pn} is not a multiple of out block {obh}x{obw}"));
+    }
+    if sbh * sbw > max_sub {
+        return fail(format!("subblock {sbh}x{sbw} exceeds the {max_sub} DST tiles"));
+    }
+    if !d.kt.is_multiple_of(ibw) {
+        return fail(format!("Kt = {} is not a multiple of in0_block_w = {ibw}", d.kt));
+    }
+    let cores = match cfg {
+        MatmulProgramConfig::MultiCast2D { grid, .. }
+        | MatmulProgramConfig::MultiCast1D { grid, .. }
+        | MatmulProgramConfig::MultiCoreReuse { grid, .. } => grid.x.saturating_mul(grid.y),
+        MatmulProgramConfig::DramSharded { .. } => 0,
+    };
+    let (a_sh, a_sw) = a.shard_tiles();
+    let a_ml = a.memory_layout.filter(|_| a.is_l1_sharded());
+    let out_ml = out.memory_layout.filter(|_| out.is_l1_sharded());
+    if out_ml.is_some() && out.shard_tiles() != (pm, pn) {
+        return fail(format!(
+            "the output shard {}x{} tiles differs from the per-core block {pm}x{pn}",
+            out.shard_tiles().0,
+            out.shard_tiles().1
+        ));
+    }
+    match cfg {
+        MatmulProgramConfig::MultiCast2D { grid, transpose_mcast, .. } => {
+            let (gy, gx) = if *transpose_mcast { (grid.x, grid.y) } else { (grid.y, grid.x) };
+            if div_ceil(d.m_fused, pm) > gy || div_ceil(d.nt, pn) > gx {
+                return fail(format!(
+                    "{} x {} blocks do not fit the {gy}x{gx} grid (M includes the batch)",
+                    div_ceil(d.m_fused, pm),
+                    div_ceil(d.nt, pn)
+                ));
+            }
+            match a_ml {
+                Some(TensorMemoryLayout::BlockSharded) => {
+                    if a_sh != pm || !a_sw.is_multiple_of(ibw) {
+                        return fail(format!("block-sharded in0 shard {a_sh}x{a_sw} does not match per_core_m {pm} / in0_block_w {ibw}"));
+                    }
+                }
+                Some(TensorMemoryLayout::HeightSharded) if a.grid2d().cols == 1 => {
+                    if d.kt != ibw {
+                        return fail("a height-sharded in0 needs in0_block_w = Kt".to_owned());
+                    }
+                }
+                Some(ml) => return fail(format!("in0 may not be {ml}")),
+                None => {}
+            }
+            if let (Some(aml), Some(oml)) = (a_ml, out_ml)
+                && aml != oml
+            {
+                return fail(format!("a sharded in0 ({aml}) needs the output in the same memory layout, not {oml}"));
+            }
+            if matches!(out_ml, Some(m) if m != TensorMemoryLayout::BlockSharded) {
+                return fail("2D multicast writes a block-sharded output".to_owned());
+            }
+        }
+        MatmulProgramConfig::MultiCast1D { mcast_in0: true, .. } => {
+            if div_ceil(d.nt, pn) > cores {
+                return fail(format!("{} blocks exceed {cores} cores", div_ceil(d.nt, pn)));
+            }
+            if d.m_fused != pm {
+                return fail(format!("M must fit one block: Mt = {} but per_core_m = {pm}", d.m_fused));
+            }
+            match a_ml {
+                Some(TensorMemoryLayout::WidthSharded) => {
+                    if a_sh != pm || !a_sw.is_multiple_of(ibw) {
+                        return fail(format!("width-sharded in0 shard {a_sh}x{a_sw} does not match per_core_m {pm} / in0_block_w {ibw}"));
+                    }
+                }
+                Some(ml) => return fail(format!("in0 must be width-sharded or interleaved, not {ml}")),
+                None => {}
+            }
+            match out_ml {
+                Some(TensorMemoryLayout::WidthSharded) | None => {}
+                Some(TensorMemoryLayout::BlockSharded) if out.grid2d().rows == 1 => {}
+                Some(ml) => return fail(format!("mcast_in0 writes a width-sharded output, not {ml}")),
+            }
+            if sbw != pn && sbh != 1 {
+                return fail("out_subblock_w must equal per_core_n or out_subblock_h be 1".to_owned());
+            }
+        }
+        MatmulProgramConfig::MultiCast1D { mcast_in0: false, .. } => {
+            if div_ceil(d.m_fused, pm) > cores {
+                return fail(format!("{} blocks exceed {cores} cores (M includes the batch)", div_ceil(d.m_fused, pm)));
+            }
+            if d.nt != pn {
+                return fail(format!("N must fit one block: Nt = {} but per_core_n = {pn}", d.nt));
+            }
+            match a_ml {
+                Some(TensorMemoryLayout::HeightSharded) => {
+                    if a_sw != d.kt || a_sh != pm {
+                        return fail(format!("height-sharded in0 shard {a_sh}x{a_sw} must be per_core_m {pm} x Kt {}", d.kt));
+                    }
+                }
+                Some(ml) => return fail(format!("in0 must be height-sharded or interleaved, not {ml}")),
+                None => {}
+            }
+            match out_ml {
+                Some(TensorMemoryLayout::HeightSharded) | None => {}
+                Some(TensorMemoryLayout::BlockSharded) if out.grid2d().cols == 1 => {}
+                Some(ml) => return fail(format!("mcast_in1 writes a height-sharded output, not {ml}")),
+            }
+        }
+        MatmulProgramConfig::MultiCoreReuse { .. } => {
+            let blocks = div_ceil(d.m_fused, pm).saturating_mul(div_ceil(d.nt, pn));
+            if blocks > cores {
+                return fail(format!("{blocks} blocks exceed {cores} cores"));
+            }
+        }
+        MatmulProgramConfig::DramSharded { .. } => {}
+    }
+    Ok(())
+}
+
+/// What tt-metal picks when no config is given (interleaved or DRAM output): from in0's
+/// shard when in0 is sharded, else 1D for very tall or very wide problems and 2D otherwise.
+fn auto_config(ctx: &Ctx<'_>, d: &Dims, a: &TtnnLayout, max_sub: u64) -> MatmulProgramConfig {
+    let w = ctx.worker();
+    let cores = w.volume().max(1);
+    let ibw8 = largest_divisor_at_most(d.kt, 8);
+    let sub = |pm: u64, pn: u64| best_subblock(pm, pn, max_sub);
+    if d.batched_b {
+        let (pm, pn) = (largest_divisor_at_most(d.mt, 8), largest_divisor_at_most(d.nt, 8));
+        let (sbh, sbw) = sub(pm, pn);
+        return MatmulProgramConfig::MultiCoreReuse {
+            grid: CoreCoord { x: w.cols, y: w.rows },
+            in0_block_w: ibw8,
+            out_subblock_h: sbh,
+            out_subblock_w: sbw,
+            per_core_m: pm,
+            per_core_n: pn,
+        };
+    }
+    let grid = CoreCoord { x: w.cols, y: w.rows };
+    let one_d = |pm: u64, pn: u64, ibw: u64, mcast_in0: bool| {
+        let (sbh, sbw) = sub(pm, pn);
+        MatmulProgramConfig::MultiCast1D {
+            grid,
+            in0_block_w: ibw,
+            out_subblock_h: sbh,
+            out_subblock_w: sbw,
+            out_block_h: pm,
+            out_block_w: pn,
+            per_core_m: pm,
+            per_core_n: pn,
+            fuse_batch: true,
+            fused_activation: None,
+            mcast_in0,
+        }
+    };
+    let two_d = |rows: u64, cols: u64, pm: u64, ibw: u64| {
+        let pn = div_ceil(d.nt, cols.max(1));
+        let (sbh, sbw) = sub(pm, pn);
+        MatmulProgramConfig::MultiCast2D {
+            grid: CoreCoord { x: cols, y: rows },
+            in0_block_w: ibw,
+            out_subblock_h: sbh,
+            out_subblock_w: sbw,
+            out_block_h: pm,
+            out_block_w: pn,
+            per_core_m: pm,
+            per_core_n: pn,
+            transpose_mcast: false,
+            fused_activation: None,
+            fuse_batch: true,
+        }
+    };
+    if a.is_l1_sharded() {
+        let (sh, sw) = a.shard_tiles();
+        let g = a.grid2d();
+        match a.memory_layout {
+            Some(TensorMemoryLayout::HeightSharded) => return one_d(sh.max(1), d.nt, d.kt, false),
+            Some(TensorMemoryLayout::WidthSharded) => {
+                let n = a.num_cores().max(1);
+                return one_d(d.m_fused, div_ceil(d.nt, n), largest_divisor_at_most(sw, 8), true);
+            }
+            Some(TensorMemoryLayout::BlockSharded) => {
+                return two_d(g.rows, g.cols, sh.max(1), largest_divisor_at_most(sw, 8));
+            }
+            _ => {}
+        }
+    }
+    if d.nt >= 8 * d.m_fused {
+        let n = cores.min(d.nt).max(1);
+        one_d(d.m_fused, div_ceil(d.nt, n), ibw8, true)
+    } else if d.m_fused >= 8 * d.nt {
+        let n = cores.min(d.m_fused).max(1);
+        one_d(div_ceil(d.m_fused, n), d.nt, ibw8, false)
+    } else {
+        let rows = w.rows.min(d.m_fused).max(1);
+        let cols = w.cols.min(d.nt).max(1);
+        two_d(rows, cols, div_ceil(d.m_fused, rows), ibw8)
+    }
+}
+
+/// The largest-area subblock that divides the per-core block and fits the DST budget.
+fn best_subblock(pm: u64, pn: u64, max_sub: u64) -> (u64, u64) {
+    let mut best = (1, 1);
+    for h in 1..=pm.min(max_sub) {
+        for w in 1..=pn.min(max_sub) {
+            if h * w <= max_sub
+                && pm.is_multiple_of(h)
+                && pn.is_multiple_of(w)
+                && h * w > best.0 * best.1
+            {
+                best = (h, w);
+            }
+        }
+    }
+    best
+}
+
+fn cb_bytes(
+    ctx: &Ctx<'_>,
+    cfg: &MatmulProgramConfig,
+    a: &TtnnLayout,
+    out: &TtnnLayout,
+    compute: Option<&DeviceComputeKernelConfig>,
+) -> u64 {
+    let (pm, pn) = cfg.per_core();
+    let ibw = cfg.in0_block_w();
+    let (tb_a, tb_b, tb_out) = (ctx.in_tb(0), ctx.in_tb(1), ctx.out_tb());
+    // A height-sharded in0 with the whole K per core is read in place.
+    let in0 = if matches!(cfg, MatmulProgramConfig::MultiCast1D { mcast_in0: false, .. })
+        && a.is_l1_sharded()
+    {
+        0
+    } else {
+        2 * pm * ibw * tb_a
+    };
+    let in1 = 2 * pn * ibw * tb_b;
+    let fp32_acc = compute.is_some_and(|c| c.fp32_dest_acc_en == Some(true));
+    let tb_interm = if fp32_acc { ttnn_types::DataType::F32.tile_bytes() } else { tb_out };
+    let any_l1_input = ctx.q.inputs.iter().take(2).any(|t| t.layout.is_l1());
+    // The partials CB shares the output CB unless a calibration-observed condition splits
+    // them: an L1 input, or an accumulation dtype that differs from the output's.
+    let separate_interm = any_l1_input || tb_interm != tb_out;
+    let out_cb = if out.is_l1_sharded() { 0 } else { pm * pn * tb_out };
+    let interm = if separate_interm { pm * pn * tb_interm } else { 0 };
+    let bias = ctx.q.inputs.get(2).map_or(0, |_| pn * ctx.in_tb(2));
+    in0.saturating_add(in1).saturating_add(out_cb).saturating_add(interm).saturating_add(bias)
+}
