@@ -368,7 +368,10 @@ impl TtnnLayout {
         let (h, w) = collapse_2d(&phys);
         let memref_shape = match (buffer, page) {
             (BufferType::L1, PageLayout::Tile) => {
-                vec![1, div_ceil(div_ceil(h, TILE).saturating_mul(div_ceil(w, TILE)), grid.volume())]
+                vec![
+                    1,
+                    div_ceil(div_ceil(h, TILE).saturating_mul(div_ceil(w, TILE)), grid.volume()),
+                ]
             }
             (BufferType::L1, PageLayout::RowMajor) => {
                 vec![1, div_ceil(h.saturating_mul(w), grid.volume())]
@@ -559,16 +562,19 @@ impl TtnnLayout {
         if self.is_sharded() {
             let _ = write!(s, " {}", self.grid2d());
         }
-        let unit = if self.memref_element.is_tile() { " tiles" } else { "" };
+        let unit = if self.memref_element.is_tile() { "tiles" } else { "elements" };
         let shard: Vec<String> = self.memref_shape.iter().map(u64::to_string).collect();
-        let what = if self.is_sharded() || self.buffer == BufferType::L1 {
-            "per core"
-        } else {
-            "total"
-        };
-        let _ = write!(s, ", {} {}{unit} {what}", shard.join("x"), self.page_layout());
-        if let Some(dt) = self.data_type() {
-            let _ = write!(s, " ({dt})");
+        let what =
+            if self.is_sharded() || self.buffer == BufferType::L1 { "per core" } else { "total" };
+        let _ = write!(s, ", {} {unit} {what}", shard.join("x"));
+        match (self.data_type(), self.page_layout()) {
+            (Some(dt), PageLayout::Tile) => {
+                let _ = write!(s, " ({dt})");
+            }
+            (Some(dt), PageLayout::RowMajor) => {
+                let _ = write!(s, " ({dt}, row-major)");
+            }
+            (None, _) => {}
         }
         if self.ignore_physical_layout {
             s.push_str(", partial");
@@ -592,7 +598,11 @@ impl fmt::Display for TtnnLayout {
 }
 
 /// The memref element type and the physical (possibly tile-padded) shape.
-fn element_and_physical(shape: &[u64], dtype: DataType, page: PageLayout) -> (ElementType, Vec<u64>) {
+fn element_and_physical(
+    shape: &[u64],
+    dtype: DataType,
+    page: PageLayout,
+) -> (ElementType, Vec<u64>) {
     match page {
         PageLayout::Tile => {
             (ElementType::Tile { height: TILE, width: TILE, dtype }, tile_padded_shape(shape))

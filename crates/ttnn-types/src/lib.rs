@@ -16,8 +16,7 @@ mod layout;
 
 pub use crate::{
     config::{
-        Conv2dConfig, DeviceComputeKernelConfig, MathFidelity, MatmulProgramConfig,
-        UnaryWithParam,
+        Conv2dConfig, DeviceComputeKernelConfig, MathFidelity, MatmulProgramConfig, UnaryWithParam,
     },
     core_range::{CoreCoord, CoreRange, CoreRangeSet, Grid},
     dtype::{DataType, ElementType, ScalarType, Signedness},

@@ -520,6 +520,9 @@ impl Parser<'_> {
         let mut end = self.prev_end();
         let mut uses = Vec::new();
         let mut depth = 0u32;
+        // Values inside the op's own regions are defined and used there; only values outside
+        // braces are uses of the enclosing scope.
+        let mut braces = 0u32;
         while let Some(kind) = self.nth(0) {
             if depth == 0 {
                 if self.newline_before() && self.at_statement_start() {
@@ -536,11 +539,17 @@ impl Parser<'_> {
                 }
             }
             match kind {
-                TokenKind::LParen | TokenKind::LBracket | TokenKind::LBrace => depth += 1,
-                TokenKind::RParen | TokenKind::RBracket | TokenKind::RBrace => {
-                    depth = depth.saturating_sub(1);
+                TokenKind::LParen | TokenKind::LBracket => depth += 1,
+                TokenKind::LBrace => {
+                    depth += 1;
+                    braces += 1;
                 }
-                TokenKind::ValueId => {
+                TokenKind::RParen | TokenKind::RBracket => depth = depth.saturating_sub(1),
+                TokenKind::RBrace => {
+                    depth = depth.saturating_sub(1);
+                    braces = braces.saturating_sub(1);
+                }
+                TokenKind::ValueId if braces == 0 => {
                     if let Ok(u) = self.value_use() {
                         end = u.range.end;
                         uses.push(u);

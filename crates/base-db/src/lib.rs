@@ -1,0 +1,123 @@
+//! The salsa inputs of the analysis and the `Db` trait every analysis crate extends.
+//!
+//! All inputs live here, each with the durability of how often it changes:
+//! source files are edited constantly (`LOW`), overrides and options change in tuning loops
+//! and settings (`MEDIUM`), the target device almost never (`HIGH`). A query that read only
+//! `MEDIUM` and `HIGH` inputs is re-validated in O(1) after a file edit.
+//!
+//! Inputs are written only through `Change::apply` in the `ide` crate, which diffs before
+//! setting: a salsa setter always starts a new revision, even for an equal value.
+
+mod overrides;
+
+use std::sync::Arc;
+
+pub use salsa::{self, Durability};
+
+pub use crate::overrides::{
+    Conv2dOverride, OptionSetting, OutputLayoutOverride, OverrideEntry, OverrideError,
+    OverrideFile, OverrideKind, parse_overrides,
+};
+
+/// One IR file. `path` is a display name (a path or URI) used only in diagnostics; analysis
+/// never reads the file system.
+#[salsa::input(debug)]
+pub struct SourceFile {
+    #[returns(ref)]
+    pub path: String,
+    #[returns(ref)]
+    pub text: Arc<str>,
+}
+
+/// The device the analysis targets. One per database, created at startup.
+#[salsa::input(singleton, debug)]
+pub struct TargetInput {
+    #[returns(ref)]
+    pub target: target::Target,
+}
+
+/// The user's optimizer overrides, in tt-mlir's option syntax (one option per line). One per
+/// database, created at startup (possibly empty).
+#[salsa::input(singleton, debug)]
+pub struct OverridesInput {
+    /// Where the text came from (`model.overrides`, `<command line>`), for diagnostics.
+    #[returns(ref)]
+    pub origin: String,
+    #[returns(ref)]
+    pub text: Arc<str>,
+}
+
+/// Analysis options that are not per-op overrides. One per database, created at startup.
+#[salsa::input(singleton, debug)]
+pub struct OptionsInput {
+    #[returns(ref)]
+    pub options: Options,
+}
+
+/// The memory-layout policy, as in tt-mlir's pluggable `MemoryLayoutAnalysis`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Policy {
+    /// The seeds' chain-based DFShardingPolicy + ShardSolver, no chain merging.
+    DfSharding,
+    /// The seeds' section 4.1: chain merging, fork/concat L1 reservations, L1 timeline.
+    DfShardingMerge,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 2] = [Policy::DfSharding, Policy::DfShardingMerge];
+
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Policy> {
+        match s {
+            "df-sharding" => Some(Policy::DfSharding),
+            "df-sharding-merge" => Some(Policy::DfShardingMerge),
+            _ => None,
+        }
+    }
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::DfSharding => "df-sharding",
+            Policy::DfShardingMerge => "df-sharding-merge",
+        }
+    }
+}
+
+/// Options set by the CLI, the LSP settings or a tuning client.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Options {
+    pub policy: Policy,
+    /// Cap on sharded candidate layouts per op (`max-legal-layouts`; tt-mlir's default 64).
+    pub max_legal_layouts: u32,
+    /// Also generate row-major candidate layouts (`row-major-enabled`).
+    pub row_major_enabled: bool,
+}
+
+impl Options {
+    /// tt-mlir's defaults at optimization level 2, with the chain-merging policy.
+    #[must_use]
+    pub fn tt_mlir_defaults() -> Options {
+        Options { policy: Policy::DfShardingMerge, max_legal_layouts: 64, row_major_enabled: false }
+    }
+}
+
+/// The database every analysis crate's `Db` trait extends.
+#[salsa::db]
+pub trait Db: salsa::Database {}
+
+/// Creates the singleton inputs with their durabilities. Must run before any query: a
+/// singleton created after a query ran is invisible to it.
+pub fn init_inputs(
+    db: &dyn Db,
+    target: target::Target,
+    options: Options,
+    overrides_origin: String,
+    overrides_text: Arc<str>,
+) {
+    let _ = TargetInput::builder(target).durability(Durability::HIGH).new(db);
+    let _ = OptionsInput::builder(options).durability(Durability::MEDIUM).new(db);
+    let _ = OverridesInput::builder(overrides_origin, overrides_text)
+        .durability(Durability::MEDIUM)
+        .new(db);
+}

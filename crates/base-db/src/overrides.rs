@@ -1,0 +1,574 @@
+//! tt-mlir's optimizer override syntax, parsed with positions for diagnostics.
+//!
+//! An overrides file holds options in tt-mlir's pipeline-option syntax, one or more per line
+//! separated by spaces; `#` and `//` start comment lines:
+//!
+//! ```text
+//! # pin the attention projection in L1
+//! override-output-layout=attn_qkv=8x8:l1:block_sharded:tile,ffn_down=dram:interleaved
+//! override-conv2d-config=conv1=act_block_h_override#32:deallocate_activation#true
+//! insert-memreconfig=matmul_3=0:1
+//! max-legal-layouts=32 row-major-enabled=false
+//! ```
+//!
+//! Per-op values are split on every `,` and each entry on every `=`, as tt-mlir does, so an op
+//! name can contain `:` and `.` but not `,`, `=` or spaces. Unlike tt-mlir, a later entry for the
+//! same op is reported instead of silently replacing the earlier one.
+
+use syntax::TextRange;
+use ttnn_types::{
+    BufferType, Conv2dConfig, DataType, Grid, PageLayout, TensorMemoryLayout, UnaryWithParam,
+};
+
+/// The parsed overrides with their ranges in the overrides text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OverrideFile {
+    pub entries: Vec<OverrideEntry>,
+    pub settings: Vec<OptionSetting>,
+    pub errors: Vec<OverrideError>,
+}
+
+/// One per-op override: `op_name=params` inside an option value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverrideEntry {
+    pub op_name: String,
+    pub name_range: TextRange,
+    /// The whole `name=params` entry.
+    pub range: TextRange,
+    pub kind: OverrideKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OverrideKind {
+    OutputLayout(OutputLayoutOverride),
+    Conv2dConfig(Conv2dOverride),
+    /// Operand indices to put a memory reconfiguration (reshard) in front of.
+    InsertMemReconfig(Vec<u32>),
+}
+
+impl OverrideKind {
+    #[must_use]
+    pub fn option_name(&self) -> &'static str {
+        match self {
+            OverrideKind::OutputLayout(_) => "override-output-layout",
+            OverrideKind::Conv2dConfig(_) => "override-conv2d-config",
+            OverrideKind::InsertMemReconfig(_) => "insert-memreconfig",
+        }
+    }
+}
+
+/// `override-output-layout`: each field optional; all of grid, buffer type, memory layout and
+/// page layout together make a full override that skips the search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct OutputLayoutOverride {
+    pub grid: Option<Grid>,
+    pub buffer: Option<BufferType>,
+    pub memory_layout: Option<TensorMemoryLayout>,
+    pub page: Option<PageLayout>,
+    pub dtype: Option<DataType>,
+}
+
+impl OutputLayoutOverride {
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.grid.is_some()
+            && self.buffer.is_some()
+            && self.memory_layout.is_some()
+            && self.page.is_some()
+    }
+
+    /// Renders the override back in tt-mlir syntax (`8x8:l1:block_sharded:tile:bf16`).
+    #[must_use]
+    pub fn to_params(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(g) = self.grid {
+            parts.push(g.to_string());
+        }
+        if let Some(b) = self.buffer {
+            parts.push(b.keyword().to_owned());
+        }
+        if let Some(m) = self.memory_layout {
+            parts.push(m.keyword().to_owned());
+        }
+        if let Some(p) = self.page {
+            parts.push(p.keyword().to_owned());
+        }
+        if let Some(d) = self.dtype {
+            parts.push(d.keyword().to_owned());
+        }
+        parts.join(":")
+    }
+}
+
+/// `override-conv2d-config`: the fields to pin; the rest are searched.
+pub type Conv2dOverride = Conv2dConfig;
+
+/// Global options that may appear in an overrides file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionSetting {
+    MaxLegalLayouts { value: u32, range: TextRange },
+    RowMajorEnabled { value: bool, range: TextRange },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverrideError {
+    pub code: &'static str,
+    pub message: String,
+    pub range: TextRange,
+    /// Warnings are accepted input with a caveat (an option with no effect, a replaced entry).
+    pub is_warning: bool,
+}
+
+/// Options tt-mlir's pipeline accepts that have no effect on this analysis. They are accepted
+/// with a warning so an existing option string can be pasted as is.
+const IGNORED_OPTIONS: &[&str] = &[
+    "enable-optimizer",
+    "memory-layout-analysis-enabled",
+    "optimization-level",
+    "system-desc-path",
+    "mock-system-desc-arch",
+    "tensor-l1-usage-cap",
+    "memreconfig-enabled",
+    "enable-greedy-optimizer",
+    "l1-interleaved-fallback-analysis-enabled",
+    "memory-layout-analysis-policy",
+    "check-unique-locs",
+    "max-fallback-attempts",
+    "enable-decision-trace",
+    "decision-trace-dir",
+    "experimental-weight-dtype",
+    "experimental-kv-cache-dtype",
+    "mesh-shape",
+    "mesh-topology",
+    "override-conv3d-config",
+];
+
+/// Parses an overrides text. Never fails: problems are in `errors`.
+#[must_use]
+pub fn parse_overrides(text: &str) -> OverrideFile {
+    let mut out = OverrideFile::default();
+    let mut offset = 0u32;
+    for line in text.split_inclusive('\n') {
+        let line_start = offset;
+        offset += line.len() as u32;
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("//") {
+            continue;
+        }
+        // Options on one line are separated by whitespace, as in a pipeline option string.
+        let mut pos = 0usize;
+        let bytes = line.as_bytes();
+        while pos < bytes.len() {
+            while pos < bytes.len() && bytes[pos].is_ascii_whitespace() {
+                pos += 1;
+            }
+            let start = pos;
+            while pos < bytes.len() && !bytes[pos].is_ascii_whitespace() {
+                pos += 1;
+            }
+            if pos > start {
+                parse_option(&mut out, &line[start..pos], line_start + start as u32);
+            }
+        }
+    }
+    out
+}
+
+fn range_of(start: u32, s: &str) -> TextRange {
+    TextRange::new(start, start + s.len() as u32)
+}
+
+fn error(out: &mut OverrideFile, code: &'static str, message: String, range: TextRange) {
+    out.errors.push(OverrideError { code, message, range, is_warning: false });
+}
+
+fn parse_option(out: &mut OverrideFile, opt: &str, at: u32) {
+    let Some((name, value)) = opt.split_once('=') else {
+        error(
+            out,
+            "invalid-option",
+            format!("expected `name=value`, found `{opt}`"),
+            range_of(at, opt),
+        );
+        return;
+    };
+    let value_at = at + name.len() as u32 + 1;
+    let name_range = range_of(at, name);
+    match name {
+        "override-output-layout" | "override-conv2d-config" | "insert-memreconfig" => {
+            if value.is_empty() {
+                error(out, "empty-override", format!("`{name}` has no entries"), name_range);
+                return;
+            }
+            let mut entry_at = value_at;
+            for entry in value.split(',') {
+                parse_entry(out, name, entry, entry_at);
+                entry_at += entry.len() as u32 + 1;
+            }
+        }
+        "max-legal-layouts" => match value.parse::<u32>() {
+            Ok(v) => out
+                .settings
+                .push(OptionSetting::MaxLegalLayouts { value: v, range: range_of(at, opt) }),
+            Err(_) => error(
+                out,
+                "invalid-option-value",
+                format!("`max-legal-layouts` expects a non-negative integer, found `{value}`"),
+                range_of(value_at, value),
+            ),
+        },
+        "row-major-enabled" => match parse_bool(value) {
+            Some(v) => out
+                .settings
+                .push(OptionSetting::RowMajorEnabled { value: v, range: range_of(at, opt) }),
+            None => error(
+                out,
+                "invalid-option-value",
+                format!("`row-major-enabled` expects `true` or `false`, found `{value}`"),
+                range_of(value_at, value),
+            ),
+        },
+        _ if IGNORED_OPTIONS.contains(&name) => out.errors.push(OverrideError {
+            code: "ignored-option",
+            message: format!(
+                "`{name}` is a tt-mlir pipeline option with no effect on this analysis"
+            ),
+            range: name_range,
+            is_warning: true,
+        }),
+        _ => error(out, "unknown-option", format!("unknown option `{name}`"), name_range),
+    }
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "1" => Some(true),
+        "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_entry(out: &mut OverrideFile, option: &str, entry: &str, at: u32) {
+    let parts: Vec<&str> = entry.split('=').collect();
+    let range = range_of(at, entry);
+    if parts.len() != 2 || parts[0].is_empty() {
+        error(
+            out,
+            "invalid-override-entry",
+            format!("expected `op_name=params` in `{option}`, found `{entry}`"),
+            range,
+        );
+        return;
+    }
+    let (op_name, params) = (parts[0], parts[1]);
+    let name_range = range_of(at, op_name);
+    let params_at = at + op_name.len() as u32 + 1;
+    let kind = match option {
+        "override-output-layout" => {
+            parse_layout_params(out, params, params_at).map(OverrideKind::OutputLayout)
+        }
+        "override-conv2d-config" => {
+            parse_conv2d_params(out, params, params_at).map(OverrideKind::Conv2dConfig)
+        }
+        _ => parse_reconfig_params(out, params, params_at).map(OverrideKind::InsertMemReconfig),
+    };
+    let Some(kind) = kind else { return };
+    if let Some(prev) = out.entries.iter().find(|e| {
+        e.op_name == op_name && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind)
+    }) {
+        let prev_line = prev.range;
+        out.errors.push(OverrideError {
+            code: "duplicate-override",
+            message: format!(
+                "a second `{option}` entry for `{op_name}` replaces the one at offset {}",
+                prev_line.start
+            ),
+            range: name_range,
+            is_warning: true,
+        });
+        out.entries.retain(|e| {
+            !(e.op_name == op_name
+                && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind))
+        });
+    }
+    out.entries.push(OverrideEntry { op_name: op_name.to_owned(), name_range, range, kind });
+}
+
+fn parse_layout_params(
+    out: &mut OverrideFile,
+    params: &str,
+    at: u32,
+) -> Option<OutputLayoutOverride> {
+    let mut o = OutputLayoutOverride::default();
+    let mut ok = true;
+    let mut tok_at = at;
+    for tok in params.split(':') {
+        let range = range_of(tok_at, tok);
+        tok_at += tok.len() as u32 + 1;
+        let dup = |out: &mut OverrideFile, what: &str| {
+            error(out, "duplicate-layout-parameter", format!("{what} is given twice"), range);
+        };
+        if let Some(grid) = parse_grid(tok) {
+            if o.grid.replace(grid).is_some() {
+                dup(out, "the grid");
+                ok = false;
+            }
+        } else if let Some(b) = BufferType::from_keyword(tok) {
+            if o.buffer.replace(b).is_some() {
+                dup(out, "the buffer type");
+                ok = false;
+            }
+        } else if let Some(m) = TensorMemoryLayout::from_keyword(tok) {
+            if o.memory_layout.replace(m).is_some() {
+                dup(out, "the memory layout");
+                ok = false;
+            }
+        } else if let Some(p) = PageLayout::from_keyword(tok) {
+            if o.page.replace(p).is_some() {
+                dup(out, "the page layout");
+                ok = false;
+            }
+        } else if let Some(d) = DataType::from_keyword(tok) {
+            if o.dtype.replace(d).is_some() {
+                dup(out, "the data type");
+                ok = false;
+            }
+        } else {
+            let hint = if tok.is_empty() {
+                "an empty layout parameter".to_owned()
+            } else {
+                format!("invalid layout parameter `{tok}`")
+            };
+            error(
+                out,
+                "invalid-layout-parameter",
+                format!(
+                    "{hint}: expected a grid (`8x8`), a buffer type (`dram`, `l1`), a memory layout (`interleaved`, `height_sharded`, `width_sharded`, `block_sharded`), a page layout (`tile`, `row_major`) or a data type (`bf16`, `f32`, `bfp_bf8`, ...)"
+                ),
+                range,
+            );
+            ok = false;
+        }
+    }
+    ok.then_some(o)
+}
+
+/// `<rows>x<cols>`: exactly two positive numbers.
+fn parse_grid(s: &str) -> Option<Grid> {
+    let (r, c) = s.split_once('x')?;
+    let rows: u64 = r.parse().ok()?;
+    let cols: u64 = c.parse().ok()?;
+    (rows > 0 && cols > 0).then_some(Grid::new(rows, cols))
+}
+
+fn parse_conv2d_params(out: &mut OverrideFile, params: &str, at: u32) -> Option<Conv2dOverride> {
+    let mut c = Conv2dConfig::default();
+    if params.is_empty() {
+        return Some(c);
+    }
+    let mut ok = true;
+    let mut seen: Vec<&str> = Vec::new();
+    let mut tok_at = at;
+    for tok in params.split(':') {
+        let range = range_of(tok_at, tok);
+        tok_at += tok.len() as u32 + 1;
+        let Some((key, value)) = tok.split_once('#') else {
+            error(
+                out,
+                "invalid-conv2d-parameter",
+                format!("expected `key#value`, found `{tok}`"),
+                range,
+            );
+            ok = false;
+            continue;
+        };
+        if seen.contains(&key) {
+            error(out, "duplicate-conv2d-parameter", format!("`{key}` is given twice"), range);
+            ok = false;
+            continue;
+        }
+        seen.push(key);
+        let bad_value = |out: &mut OverrideFile, expected: &str| {
+            error(
+                out,
+                "invalid-conv2d-parameter",
+                format!("`{key}` expects {expected}, found `{value}`"),
+                range,
+            );
+        };
+        let applied = match key {
+            "weights_dtype" => DataType::from_keyword(value).map(|v| c.weights_dtype = Some(v)),
+            "activation" => {
+                // tt-mlir accepts the key case-insensitively but only `relu` maps to an op type.
+                if value.eq_ignore_ascii_case("relu") {
+                    c.activation =
+                        Some(UnaryWithParam { op_type: "relu".to_owned(), params: Vec::new() });
+                    Some(())
+                } else {
+                    None
+                }
+            }
+            "deallocate_activation" => parse_bool(value).map(|v| c.deallocate_activation = Some(v)),
+            "reallocate_halo_output" => {
+                parse_bool(value).map(|v| c.reallocate_halo_output = Some(v))
+            }
+            "act_block_h_override" => value.parse().ok().map(|v| c.act_block_h_override = Some(v)),
+            "act_block_w_div" => value.parse().ok().map(|v| c.act_block_w_div = Some(v)),
+            "reshard_if_not_optimal" => {
+                parse_bool(value).map(|v| c.reshard_if_not_optimal = Some(v))
+            }
+            "override_sharding_config" => {
+                parse_bool(value).map(|v| c.override_sharding_config = Some(v))
+            }
+            "shard_layout" => {
+                TensorMemoryLayout::from_keyword(value).map(|v| c.shard_layout = Some(v))
+            }
+            "transpose_shards" => parse_bool(value).map(|v| c.transpose_shards = Some(v)),
+            "output_layout" => PageLayout::from_keyword(value).map(|v| c.output_layout = Some(v)),
+            "enable_act_double_buffer" => {
+                parse_bool(value).map(|v| c.enable_act_double_buffer = Some(v))
+            }
+            "enable_weights_double_buffer" => {
+                parse_bool(value).map(|v| c.enable_weights_double_buffer = Some(v))
+            }
+            "core_grid" => {
+                error(
+                    out,
+                    "unsupported-conv2d-parameter",
+                    "`core_grid` cannot be overridden (tt-mlir asserts on it)".to_owned(),
+                    range,
+                );
+                ok = false;
+                continue;
+            }
+            _ => {
+                error(
+                    out,
+                    "invalid-conv2d-parameter",
+                    format!("unknown conv2d parameter `{key}`"),
+                    range,
+                );
+                ok = false;
+                continue;
+            }
+        };
+        if applied.is_none() {
+            let expected = match key {
+                "weights_dtype" => "a data type",
+                "activation" => "`relu` (omit the key for no activation)",
+                "act_block_h_override" | "act_block_w_div" => "an unsigned integer",
+                "shard_layout" => "a memory layout",
+                "output_layout" => "`tile` or `row_major`",
+                _ => "`true` or `false`",
+            };
+            bad_value(out, expected);
+            ok = false;
+        }
+    }
+    ok.then_some(c)
+}
+
+fn parse_reconfig_params(out: &mut OverrideFile, params: &str, at: u32) -> Option<Vec<u32>> {
+    let mut idx = Vec::new();
+    let mut tok_at = at;
+    for tok in params.split(':') {
+        let range = range_of(tok_at, tok);
+        tok_at += tok.len() as u32 + 1;
+        match tok.parse::<u32>() {
+            Ok(i) => idx.push(i),
+            Err(_) => {
+                error(
+                    out,
+                    "invalid-operand-index",
+                    format!("expected an operand index, found `{tok}`"),
+                    range,
+                );
+                return None;
+            }
+        }
+    }
+    Some(idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use expect_test::{Expect, expect};
+
+    use super::*;
+
+    #[track_caller]
+    fn check(text: &str, expect: Expect) {
+        let f = parse_overrides(text);
+        let mut out = String::new();
+        for e in &f.entries {
+            let _ = writeln!(out, "{} {:?}: {:?}", e.op_name, e.name_range, e.kind);
+        }
+        for s in &f.settings {
+            let _ = writeln!(out, "{s:?}");
+        }
+        for e in &f.errors {
+            let sev = if e.is_warning { "warning" } else { "error" };
+            let _ = writeln!(
+                out,
+                "{sev}[{}] {:?} {:?}: {}",
+                e.code,
+                e.range,
+                e.range.slice(text),
+                e.message
+            );
+        }
+        expect.assert_eq(&out);
+    }
+
+    #[test]
+    fn output_layout_overrides_accept_parameters_in_any_order() {
+        check(
+            "override-output-layout=mm_1=8x8:l1:block_sharded:tile,p0.3=bf16:dram:interleaved\n",
+            expect![[r#"
+                mm_1 23..27: OutputLayout(OutputLayoutOverride { grid: Some(Grid { rows: 8, cols: 8 }), buffer: Some(L1), memory_layout: Some(BlockSharded), page: Some(Tile), dtype: None })
+                p0.3 54..58: OutputLayout(OutputLayoutOverride { grid: None, buffer: Some(Dram), memory_layout: Some(Interleaved), page: None, dtype: Some(BF16) })
+            "#]],
+        );
+    }
+
+    #[test]
+    fn bad_overrides_point_at_the_offending_token() {
+        check(
+            "# comment\noverride-output-layout=a=2x2x2:l1,b=\noverride-conv2d-config=c=dtype#bf16:activation#none\nfrobnicate=1 enable-optimizer=true\n",
+            expect![[r#"
+                error[invalid-layout-parameter] 35..40 "2x2x2": invalid layout parameter `2x2x2`: expected a grid (`8x8`), a buffer type (`dram`, `l1`), a memory layout (`interleaved`, `height_sharded`, `width_sharded`, `block_sharded`), a page layout (`tile`, `row_major`) or a data type (`bf16`, `f32`, `bfp_bf8`, ...)
+                error[invalid-layout-parameter] 46..46 "": an empty layout parameter: expected a grid (`8x8`), a buffer type (`dram`, `l1`), a memory layout (`interleaved`, `height_sharded`, `width_sharded`, `block_sharded`), a page layout (`tile`, `row_major`) or a data type (`bf16`, `f32`, `bfp_bf8`, ...)
+                error[invalid-conv2d-parameter] 72..82 "dtype#bf16": unknown conv2d parameter `dtype`
+                error[invalid-conv2d-parameter] 83..98 "activation#none": `activation` expects `relu` (omit the key for no activation), found `none`
+                error[unknown-option] 99..109 "frobnicate": unknown option `frobnicate`
+                warning[ignored-option] 112..128 "enable-optimizer": `enable-optimizer` is a tt-mlir pipeline option with no effect on this analysis
+            "#]],
+        );
+    }
+
+    #[test]
+    fn conv2d_and_reshard_overrides_and_global_settings() {
+        check(
+            "override-conv2d-config=conv1=act_block_h_override#32:deallocate_activation#TRUE insert-memreconfig=mm=0:1\nmax-legal-layouts=8\nrow-major-enabled=true\n",
+            expect![[r#"
+                conv1 23..28: Conv2dConfig(Conv2dConfig { weights_dtype: None, activation: None, deallocate_activation: Some(true), reallocate_halo_output: None, act_block_h_override: Some(32), act_block_w_div: None, reshard_if_not_optimal: None, override_sharding_config: None, shard_layout: None, core_grid: None, transpose_shards: None, output_layout: None, enable_act_double_buffer: None, enable_weights_double_buffer: None, enable_kernel_stride_folding: None, config_tensors_in_dram: None })
+                mm 99..101: InsertMemReconfig([0, 1])
+                MaxLegalLayouts { value: 8, range: 106..125 }
+                RowMajorEnabled { value: true, range: 126..148 }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_repeated_entry_replaces_the_earlier_one_with_a_warning() {
+        check(
+            "override-output-layout=x=l1,x=dram\n",
+            expect![[r#"
+                x 28..29: OutputLayout(OutputLayoutOverride { grid: None, buffer: Some(Dram), memory_layout: None, page: None, dtype: None })
+                warning[duplicate-override] 28..29 "x": a second `override-output-layout` entry for `x` replaces the one at offset 23
+            "#]],
+        );
+    }
+}

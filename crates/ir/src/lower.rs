@@ -1,0 +1,872 @@
+//! Lowering: syntax tree to the semantic model.
+//!
+//! Per chunk, aliases are collected first (location aliases may be used before they are
+//! defined), then every function is lowered: values are resolved to their definitions, types
+//! and attributes are converted with aliases resolved and layouts decoded, and each op's
+//! position goes to the source map. Problems become diagnostics; lowering never fails.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use syntax::{Parse, TextRange, ast};
+use ttnn_types::{ElementType, ScalarType, TensorType};
+
+use crate::{
+    decode::DecodeCtx,
+    model::{
+        AttrValue, Decoded, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames, LoweredFile,
+        LoweredFunc, OpData, OpForm, Severity, SystemDesc, Ty, ValueRef,
+    },
+};
+
+/// Lowers a whole parsed file.
+#[must_use]
+pub fn lower_file(text: &str, parse: &Parse) -> LoweredFile {
+    let mut out = LoweredFile::default();
+    for e in &parse.errors {
+        out.diagnostics.push(Diagnostic {
+            range: e.range,
+            severity: Severity::Error,
+            code: e.code,
+            message: e.message.clone(),
+        });
+    }
+    for (chunk_idx, chunk) in parse.file.chunks.iter().enumerate() {
+        lower_chunk(text, parse, chunk_idx as u32, chunk, &mut out);
+    }
+    out.diagnostics.sort_by_key(|d| (d.range.start, d.range.end));
+    out
+}
+
+fn lower_chunk(
+    text: &str,
+    parse: &Parse,
+    chunk_idx: u32,
+    chunk: &ast::Chunk,
+    out: &mut LoweredFile,
+) {
+    let mut attr_aliases: FxHashMap<&str, &ast::Attr> = FxHashMap::default();
+    let mut type_aliases: FxHashMap<&str, &ast::Type> = FxHashMap::default();
+    let mut loc_aliases: FxHashMap<&str, &ast::Location> = FxHashMap::default();
+    let mut diags = Vec::new();
+    for item in &chunk.items {
+        let (name, dup) = match item {
+            ast::Item::AttrAlias(a) => {
+                let n = &a.name.text[1..];
+                (&a.name, attr_aliases.insert(n, &a.value).is_some())
+            }
+            ast::Item::TypeAlias(a) => {
+                let n = &a.name.text[1..];
+                (&a.name, type_aliases.insert(n, &a.value).is_some())
+            }
+            ast::Item::LocAlias(a) => {
+                let n = &a.name.text[1..];
+                (&a.name, loc_aliases.insert(n, &a.loc).is_some())
+            }
+            _ => continue,
+        };
+        if dup {
+            diags.push(error(
+                name.range,
+                "duplicate-alias",
+                format!("`{}` is defined twice", name.text),
+            ));
+        }
+    }
+    let mut cx = Lower {
+        text,
+        parse,
+        decode: DecodeCtx { text, parse, attr_aliases: &attr_aliases },
+        type_aliases: &type_aliases,
+        loc_aliases: &loc_aliases,
+        diags,
+        ty_cache: FxHashMap::default(),
+        alias_attr_cache: FxHashMap::default(),
+        func_counts: FxHashMap::default(),
+        chunk: chunk_idx,
+        funcs: Vec::new(),
+        device: None,
+        system_desc: None,
+    };
+    // Decode every alias definition once, so a malformed one is reported at its definition
+    // even if nothing uses it.
+    for item in &chunk.items {
+        if let ast::Item::AttrAlias(a) = item {
+            cx.alias_attr(&a.name.text[1..], a.name.range);
+        }
+    }
+    for item in &chunk.items {
+        if let ast::Item::Op(op) = item {
+            cx.walk_op(op);
+        }
+    }
+    out.funcs.append(&mut cx.funcs);
+    out.diagnostics.append(&mut cx.diags);
+    if out.device.is_none() {
+        out.device = cx.device;
+    }
+    if out.system_desc.is_none() {
+        out.system_desc = cx.system_desc;
+    }
+}
+
+fn error(range: TextRange, code: &'static str, message: String) -> Diagnostic {
+    Diagnostic { range, severity: Severity::Error, code, message }
+}
+
+struct Lower<'a> {
+    text: &'a str,
+    parse: &'a Parse,
+    decode: DecodeCtx<'a>,
+    type_aliases: &'a FxHashMap<&'a str, &'a ast::Type>,
+    loc_aliases: &'a FxHashMap<&'a str, &'a ast::Location>,
+    diags: Vec<Diagnostic>,
+    /// Types by normalized spelling: large files repeat the same few types thousands of times.
+    ty_cache: FxHashMap<String, Ty>,
+    /// Attribute aliases, converted once each.
+    alias_attr_cache: FxHashMap<String, AttrValue>,
+    func_counts: FxHashMap<String, u32>,
+    chunk: u32,
+    funcs: Vec<LoweredFunc>,
+    device: Option<DeviceDesc>,
+    system_desc: Option<SystemDesc>,
+}
+
+/// A value definition inside a function: the op index, the first result index, and how many
+/// results the name covers (`%0:3` covers 3).
+#[derive(Clone, Copy)]
+struct Def {
+    value: ValueRef,
+    count: u32,
+}
+
+impl<'a> Lower<'a> {
+    fn norm(&self, range: TextRange) -> String {
+        self.parse.normalized_text(self.text, range)
+    }
+
+    fn walk_op(&mut self, op: &'a ast::Op) {
+        match &op.body {
+            ast::OpBody::Module(m) => {
+                if let Some(attrs) = &m.attrs {
+                    self.module_attrs(attrs);
+                }
+                self.walk_region(&m.body);
+            }
+            ast::OpBody::RegionOp(r) => self.walk_region(&r.body),
+            ast::OpBody::Func(f) => self.func(op, f),
+            ast::OpBody::DeviceDecl(d) => self.device_decl(d),
+            ast::OpBody::Generic(g) => {
+                for r in &g.regions {
+                    self.walk_region(r);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn walk_region(&mut self, region: &'a ast::Region) {
+        for block in &region.blocks {
+            for op in &block.ops {
+                self.walk_op(op);
+            }
+        }
+    }
+
+    fn module_attrs(&mut self, attrs: &ast::AttrDict) {
+        for e in &attrs.entries {
+            if e.key.text == "ttcore.system_desc"
+                && let Some(v) = &e.value
+                && let AttrValue::Dialect { decoded: Some(d), .. } = self.attr(v)
+                && let Decoded::SystemDesc(sd) = *d
+            {
+                self.system_desc.get_or_insert(sd);
+            }
+        }
+    }
+
+    fn device_decl(&mut self, d: &ast::DeviceDecl) {
+        let decoded = match &d.value.kind {
+            ast::AttrKind::Stripped(body) => self.decode.device_body(body),
+            ast::AttrKind::Dialect { body: Some(body), .. } => self.decode.device_body(body),
+            _ => Err("expected a device description `<...>`".to_owned()),
+        };
+        match decoded {
+            Ok(dev) => {
+                self.device.get_or_insert(dev);
+            }
+            Err(msg) => self.diags.push(error(d.value.range, "invalid-attribute", msg)),
+        }
+    }
+
+    // ---- types ------------------------------------------------------------------------
+
+    fn ty(&mut self, t: &ast::Type) -> Ty {
+        let key = self.norm(t.range);
+        if let Some(ty) = self.ty_cache.get(&key) {
+            return ty.clone();
+        }
+        let ty = self.ty_uncached(t, 0);
+        self.ty_cache.insert(key, ty.clone());
+        ty
+    }
+
+    fn ty_uncached(&mut self, t: &ast::Type, depth: u32) -> Ty {
+        match &t.kind {
+            ast::TypeKind::Tensor { shape, elem, encoding } => {
+                let element = match self.element(elem, depth) {
+                    Some(e) => e,
+                    None => return Ty::Other(self.norm(t.range)),
+                };
+                let mut tt = TensorType {
+                    shape: shape.clone(),
+                    element,
+                    layout: None,
+                    other_encoding: None,
+                };
+                if let Some(enc) = encoding {
+                    match self.attr(enc) {
+                        AttrValue::Dialect { decoded: Some(d), text, .. } => match *d {
+                            Decoded::Layout(l) => {
+                                self.check_layout(&tt, &l, enc.range);
+                                tt.layout = Some(l);
+                            }
+                            _ => tt.other_encoding = Some(text),
+                        },
+                        AttrValue::Dialect { text, .. } => tt.other_encoding = Some(text),
+                        _ => tt.other_encoding = Some(self.norm(enc.range)),
+                    }
+                }
+                Ty::Tensor(tt)
+            }
+            ast::TypeKind::Dialect { dialect, name, .. }
+                if dialect == "ttnn" && name == "device" =>
+            {
+                Ty::Device
+            }
+            ast::TypeKind::Alias(name) => {
+                if depth > 16 {
+                    self.diags.push(error(
+                        t.range,
+                        "alias-cycle",
+                        format!("type alias `!{name}` is defined in a cycle"),
+                    ));
+                    return Ty::Unknown;
+                }
+                match self.type_aliases.get(name.as_str()) {
+                    Some(target) => self.ty_uncached(target, depth + 1),
+                    None => {
+                        self.diags.push(error(
+                            t.range,
+                            "unknown-alias",
+                            format!("unknown type alias `!{name}`"),
+                        ));
+                        Ty::Unknown
+                    }
+                }
+            }
+            _ => Ty::Other(self.norm(t.range)),
+        }
+    }
+
+    fn element(&mut self, t: &ast::Type, depth: u32) -> Option<ElementType> {
+        match &t.kind {
+            ast::TypeKind::Builtin(kw) => ScalarType::from_keyword(kw).map(ElementType::Scalar),
+            ast::TypeKind::Dialect { dialect, name, body: Some(body) }
+                if dialect == "ttcore" && name == "tile" =>
+            {
+                let toks: Vec<syntax::Token> = self
+                    .parse
+                    .body_tokens(body)
+                    .iter()
+                    .copied()
+                    .filter(|t| !t.kind.is_trivia())
+                    .collect();
+                let text =
+                    toks.iter().map(|t| t.range.slice(self.text)).collect::<Vec<_>>().join(" ");
+                match parse_tile(&text) {
+                    Some(e) => Some(e),
+                    None => {
+                        self.diags.push(error(
+                            t.range,
+                            "invalid-type",
+                            "expected `!ttcore.tile<HxW, dtype>`".to_owned(),
+                        ));
+                        None
+                    }
+                }
+            }
+            ast::TypeKind::Alias(name) if depth < 16 => {
+                let target = *self.type_aliases.get(name.as_str())?;
+                self.element(target, depth + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Warns when a layout's memref does not match the tensor it encodes.
+    fn check_layout(&mut self, tt: &TensorType, l: &ttnn_types::TtnnLayout, range: TextRange) {
+        let Some(shape) = tt.static_shape() else { return };
+        let worker = ttnn_types::Grid::new(8, 8);
+        if let Some(expected) = l.expected_memref_shape(&shape, worker)
+            && expected != l.memref_shape
+            && l.grid.len() == 2
+        {
+            let show = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
+            self.diags.push(Diagnostic {
+                range,
+                severity: Severity::Warning,
+                code: "layout-shape-mismatch",
+                message: format!(
+                    "layout memref is {}, but a {} tensor in this layout needs {}",
+                    show(&l.memref_shape),
+                    show(&shape),
+                    show(&expected)
+                ),
+            });
+        }
+    }
+
+    // ---- attributes -------------------------------------------------------------------
+
+    fn alias_attr(&mut self, name: &str, use_range: TextRange) -> AttrValue {
+        if let Some(v) = self.alias_attr_cache.get(name) {
+            return v.clone();
+        }
+        let Some(target) = self.decode.attr_aliases.get(name).copied() else {
+            self.diags.push(error(
+                use_range,
+                "unknown-alias",
+                format!("unknown attribute alias `#{name}`"),
+            ));
+            return AttrValue::Other(format!("#{name}"));
+        };
+        // Guard against alias cycles before recursing.
+        self.alias_attr_cache.insert(name.to_owned(), AttrValue::Other(format!("#{name}")));
+        let v = self.attr(target);
+        self.alias_attr_cache.insert(name.to_owned(), v.clone());
+        v
+    }
+
+    fn attr(&mut self, a: &ast::Attr) -> AttrValue {
+        match &a.kind {
+            ast::AttrKind::Alias(name) => self.alias_attr(name, a.range),
+            ast::AttrKind::Dialect { dialect, mnemonic, body } => {
+                let name = match mnemonic {
+                    Some(m) => format!("{dialect}.{m}"),
+                    None => dialect.clone(),
+                };
+                let decoded = match self.decode.dialect(dialect, mnemonic.as_deref(), body.as_ref())
+                {
+                    Ok(d) => d.map(Box::new),
+                    Err(msg) => {
+                        self.diags.push(error(
+                            a.range,
+                            "invalid-attribute",
+                            format!("invalid `#{name}`: {msg}"),
+                        ));
+                        None
+                    }
+                };
+                AttrValue::Dialect { name, text: self.norm(a.range), decoded }
+            }
+            ast::AttrKind::Int { text, ty } => {
+                let value = parse_int(text);
+                match value {
+                    Some(value) => {
+                        AttrValue::Int { value, ty: ty.as_ref().map(|t| self.norm(t.range)) }
+                    }
+                    None => {
+                        self.diags.push(error(
+                            a.range,
+                            "invalid-integer",
+                            format!("integer `{text}` is out of range"),
+                        ));
+                        AttrValue::Other(text.clone())
+                    }
+                }
+            }
+            ast::AttrKind::Float { text, ty } => {
+                AttrValue::Float { text: text.clone(), ty: ty.as_ref().map(|t| self.norm(t.range)) }
+            }
+            ast::AttrKind::Bool(b) => AttrValue::Bool(*b),
+            ast::AttrKind::Str { value, .. } => AttrValue::Str(value.clone()),
+            ast::AttrKind::Unit => AttrValue::Unit,
+            ast::AttrKind::Array(items) => {
+                AttrValue::Array(items.iter().map(|i| self.attr(i)).collect())
+            }
+            ast::AttrKind::DenseArray { elem, values } => {
+                AttrValue::DenseArray { elem: self.norm(elem.range), values: values.clone() }
+            }
+            ast::AttrKind::Dict(d) => AttrValue::Dict(self.dict(d)),
+            ast::AttrKind::SymbolRef(path) => AttrValue::SymbolRef(path.clone()),
+            ast::AttrKind::Type(t) => AttrValue::Type(self.ty(t)),
+            ast::AttrKind::Keyword(k) => AttrValue::Keyword(k.clone()),
+            _ => AttrValue::Other(self.norm(a.range)),
+        }
+    }
+
+    /// Entries sorted by key, as MLIR's dictionary attribute stores them.
+    fn dict(&mut self, d: &ast::AttrDict) -> Vec<(String, AttrValue)> {
+        let mut entries: Vec<(String, AttrValue)> = d
+            .entries
+            .iter()
+            .map(|e| {
+                let v = e.value.as_ref().map_or(AttrValue::Unit, |v| self.attr(v));
+                (e.key.text.clone(), v)
+            })
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries
+    }
+
+    /// The top-level `loc("name")` of an op, following aliases.
+    fn loc_name(&mut self, loc: Option<&ast::LocSpec>) -> Option<String> {
+        let mut l = &loc?.loc;
+        for _ in 0..16 {
+            match &l.kind {
+                ast::LocKind::Name { name, .. } => return Some(name.clone()),
+                ast::LocKind::Alias(a) => match self.loc_aliases.get(a.as_str()) {
+                    Some(target) => l = target,
+                    None => {
+                        self.diags.push(error(
+                            l.range,
+                            "unknown-alias",
+                            format!("unknown location alias `#{a}`"),
+                        ));
+                        return None;
+                    }
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    // ---- functions --------------------------------------------------------------------
+
+    fn func(&mut self, op: &'a ast::Op, f: &'a ast::FuncOp) {
+        let name = f.sym_name.text.trim_start_matches('@').to_owned();
+        let dup = {
+            let c = self.func_counts.entry(name.clone()).or_insert(0);
+            *c += 1;
+            *c - 1
+        };
+        if dup > 0 {
+            self.diags.push(error(
+                f.sym_name.range,
+                "duplicate-function",
+                format!("function `@{name}` is defined twice"),
+            ));
+        }
+        let function_type =
+            f.attrs.as_ref().and_then(|a| a.get("tt.function_type")).and_then(|e| {
+                match e.value.as_ref().map(|v| &v.kind) {
+                    Some(ast::AttrKind::Str { value, .. }) => Some(value.clone()),
+                    _ => None,
+                }
+            });
+        let mut body = FuncBody {
+            name: name.clone(),
+            is_private: f.visibility.as_ref().is_some_and(|v| v.text == "private"),
+            function_type,
+            arg_names: Vec::new(),
+            args: Vec::new(),
+            results: f.results.iter().map(|r| self.ty(&r.ty)).collect(),
+            ops: Vec::new(),
+            returns: Vec::new(),
+            has_body: f.body.is_some(),
+        };
+        let mut sm = FuncSourceMap {
+            range: op.range,
+            name_range: f.sym_name.range,
+            chunk: self.chunk,
+            ..FuncSourceMap::default()
+        };
+        let mut loc_names = LocNames::default();
+        let mut defs: FxHashMap<&'a str, Def> = FxHashMap::default();
+        for (i, a) in f.args.iter().enumerate() {
+            let ty = self.ty(&a.ty);
+            body.args.push(ty);
+            sm.arg_ranges.push(a.range);
+            if let Some(n) = &a.name {
+                body.arg_names.push(n.text.clone());
+                if defs.insert(&n.text, Def { value: ValueRef::Arg(i as u32), count: 1 }).is_some()
+                {
+                    self.diags.push(error(
+                        n.range,
+                        "duplicate-value",
+                        format!("`{}` is defined twice", n.text),
+                    ));
+                }
+            } else {
+                body.arg_names.push(format!("%arg{i}"));
+            }
+        }
+        let Some(region) = &f.body else {
+            self.push_func(name, dup, body, sm, loc_names);
+            return;
+        };
+        // All blocks' ops go in order; block arguments of later blocks are defined but
+        // untracked (TTNN bodies have one block).
+        let mut top: Vec<&'a ast::Op> = Vec::new();
+        for block in &region.blocks {
+            if let Some(label) = &block.label {
+                for a in &label.args {
+                    defs.entry(a.name.text.as_str())
+                        .or_insert(Def { value: ValueRef::Unknown, count: 1 });
+                }
+            }
+            top.extend(block.ops.iter());
+        }
+        let terminator = top.last().filter(|o| matches!(o.body, ast::OpBody::Return(_))).copied();
+        let ops: Vec<&'a ast::Op> =
+            top.iter().copied().filter(|o| !matches!(o.body, ast::OpBody::Return(_))).collect();
+        // Definitions first, so uses can refer to any op (and use-before-def is reported
+        // with a precise message rather than as an undefined value).
+        for (i, o) in ops.iter().enumerate() {
+            let mut index = 0u32;
+            for r in &o.results {
+                let value = ValueRef::Result { op: i as u32, index };
+                if defs.insert(&r.name.text, Def { value, count: r.count }).is_some() {
+                    self.diags.push(error(
+                        r.name.range,
+                        "duplicate-value",
+                        format!("`{}` is defined twice", r.name.text),
+                    ));
+                }
+                index += r.count;
+            }
+            self.define_nested(o, &mut defs);
+        }
+        let mut zero_result_ordinals: FxHashMap<String, u32> = FxHashMap::default();
+        for (i, o) in ops.iter().enumerate() {
+            let key = if o.results.is_empty() {
+                let n = zero_result_ordinals.entry(o.name.text.clone()).or_insert(0);
+                *n += 1;
+                format!("{}#{}", o.name.text, *n - 1)
+            } else {
+                o.results.iter().map(|r| r.name.text.as_str()).collect::<Vec<_>>().join(",")
+            };
+            let data = self.op(o, key, i as u32, &defs, &body, &mut sm);
+            loc_names.names.push(self.loc_name(o.loc.as_ref()));
+            body.ops.push(data);
+        }
+        if let Some(term) = terminator
+            && let ast::OpBody::Return(r) = &term.body
+        {
+            sm.return_range = Some(term.range);
+            for u in &r.operands {
+                body.returns.push(self.resolve(u, &defs, u32::MAX));
+                sm.return_operand_ranges.push(u.range);
+            }
+            self.check_return(f, r, &body);
+        } else if !ops.is_empty() {
+            let range = region.range;
+            self.diags.push(Diagnostic {
+                range: TextRange::new(range.end.saturating_sub(1), range.end),
+                severity: Severity::Error,
+                code: "missing-return",
+                message: format!("function `@{name}` does not end with `return`"),
+            });
+        }
+        self.push_func(name, dup, body, sm, loc_names);
+    }
+
+    fn push_func(
+        &mut self,
+        name: String,
+        dup: u32,
+        body: FuncBody,
+        sm: FuncSourceMap,
+        loc_names: LocNames,
+    ) {
+        self.funcs.push(LoweredFunc {
+            chunk: self.chunk,
+            name,
+            dup,
+            body: Arc::new(body),
+            source_map: Arc::new(sm),
+            loc_names: Arc::new(loc_names),
+        });
+    }
+
+    /// Values defined inside an op's regions are visible there; record them as untracked.
+    fn define_nested(&mut self, o: &'a ast::Op, defs: &mut FxHashMap<&'a str, Def>) {
+        let regions: &[ast::Region] = match &o.body {
+            ast::OpBody::Generic(g) => &g.regions,
+            _ => return,
+        };
+        for r in regions {
+            for b in &r.blocks {
+                if let Some(label) = &b.label {
+                    for a in &label.args {
+                        defs.entry(a.name.text.as_str())
+                            .or_insert(Def { value: ValueRef::Unknown, count: 1 });
+                    }
+                }
+                for nested in &b.ops {
+                    for res in &nested.results {
+                        defs.entry(res.name.text.as_str())
+                            .or_insert(Def { value: ValueRef::Unknown, count: res.count });
+                    }
+                    self.define_nested(nested, defs);
+                }
+            }
+        }
+    }
+
+    fn resolve(
+        &mut self,
+        u: &ast::ValueUse,
+        defs: &FxHashMap<&'a str, Def>,
+        user: u32,
+    ) -> ValueRef {
+        let Some(def) = defs.get(u.name.text.as_str()) else {
+            self.diags.push(error(
+                u.range,
+                "undefined-value",
+                format!("use of undefined value `{}`", u.name.text),
+            ));
+            return ValueRef::Unknown;
+        };
+        let idx = u.index.unwrap_or(0);
+        if idx >= def.count {
+            self.diags.push(error(
+                u.range,
+                "invalid-result-number",
+                format!("`{}` has {} result(s); `#{idx}` is out of range", u.name.text, def.count),
+            ));
+            return ValueRef::Unknown;
+        }
+        match def.value {
+            ValueRef::Result { op, index } => {
+                if op >= user && user != u32::MAX {
+                    self.diags.push(error(
+                        u.range,
+                        "use-before-def",
+                        format!("`{}` is used before it is defined", u.name.text),
+                    ));
+                }
+                ValueRef::Result { op, index: index + idx }
+            }
+            other => other,
+        }
+    }
+
+    #[expect(clippy::too_many_lines, reason = "one match over op forms reads best in one place")]
+    fn op(
+        &mut self,
+        o: &'a ast::Op,
+        key: String,
+        index: u32,
+        defs: &FxHashMap<&'a str, Def>,
+        body: &FuncBody,
+        sm: &mut FuncSourceMap,
+    ) -> OpData {
+        let mut data = OpData {
+            key,
+            name: o.name.text.clone(),
+            form: OpForm::Generic,
+            operands: Vec::new(),
+            operand_types: Vec::new(),
+            results: Vec::new(),
+            properties: Vec::new(),
+            attrs: Vec::new(),
+            callee: None,
+            has_regions: false,
+        };
+        let mut uses: Vec<&ast::ValueUse> = Vec::new();
+        let mut fn_type: Option<&ast::FunctionType> = None;
+        let mut prop_ranges = Vec::new();
+        let mut result_type_ranges = Vec::new();
+        match &o.body {
+            ast::OpBody::Generic(g) => {
+                uses.extend(&g.operands);
+                fn_type = g.fn_type.as_ref();
+                if let Some(p) = &g.properties {
+                    data.properties = self.dict(p);
+                    prop_ranges = p.entries.iter().map(|e| (e.key.text.clone(), e.range)).collect();
+                }
+                if let Some(a) = &g.attrs {
+                    data.attrs = self.dict(a);
+                }
+                data.has_regions = !g.regions.is_empty();
+                data.callee = data.property("callee").and_then(|v| match v {
+                    AttrValue::SymbolRef(p) => p.first().cloned(),
+                    _ => None,
+                });
+            }
+            ast::OpBody::D2mSubgraph(d) => {
+                data.form =
+                    OpForm::D2mSubgraph { ins: d.ins.len() as u32, outs: d.outs.len() as u32 };
+                uses.extend(&d.ins);
+                uses.extend(&d.outs);
+                data.callee = Some(d.callee.text.trim_start_matches('@').to_owned());
+                if let Some(a) = &d.attrs {
+                    data.attrs = self.dict(a);
+                }
+                data.operand_types =
+                    d.in_types.iter().chain(&d.out_types).map(|t| self.ty(t)).collect();
+                data.results = d.result_types.iter().map(|t| self.ty(t)).collect();
+                result_type_ranges = d.result_types.iter().map(|t| t.range).collect();
+                if d.in_types.len() != d.ins.len() || d.out_types.len() != d.outs.len() {
+                    self.diags.push(error(
+                        o.range,
+                        "operand-count-mismatch",
+                        "`ins`/`outs` list a different number of values and types".to_owned(),
+                    ));
+                }
+            }
+            ast::OpBody::Call(c) => {
+                data.form = OpForm::Call;
+                uses.extend(&c.operands);
+                fn_type = c.fn_type.as_ref();
+                data.callee = Some(c.callee.text.trim_start_matches('@').to_owned());
+            }
+            ast::OpBody::LoadCached(l) => {
+                data.form = OpForm::LoadCached;
+                uses.extend(&l.operands);
+                fn_type = l.fn_type.as_ref();
+                data.callee = Some(l.callee.text.trim_start_matches('@').to_owned());
+            }
+            ast::OpBody::TtLang(c) => {
+                data.form = OpForm::TtLang;
+                uses.extend(&c.operands);
+                fn_type = c.fn_type.as_ref();
+                if let Some(a) = &c.attrs {
+                    data.properties = self.dict(a);
+                }
+            }
+            ast::OpBody::Opaque(op) => {
+                data.form = OpForm::Opaque;
+                uses.extend(&op.uses);
+                data.results = vec![Ty::Unknown; o.result_count() as usize];
+                data.attrs = vec![("text".to_owned(), AttrValue::Other(self.norm(op.rest)))];
+            }
+            ast::OpBody::Error => {
+                data.form = OpForm::Other;
+                data.results = vec![Ty::Unknown; o.result_count() as usize];
+            }
+            _ => {
+                data.form = OpForm::Other;
+                data.results = vec![Ty::Unknown; o.result_count() as usize];
+            }
+        }
+        if let Some(f) = fn_type {
+            data.operand_types = f.inputs.iter().map(|t| self.ty(t)).collect();
+            data.results = f.results.iter().map(|t| self.ty(t)).collect();
+            result_type_ranges = f.results.iter().map(|t| t.range).collect();
+            if f.inputs.len() != uses.len() {
+                self.diags.push(error(
+                    f.range,
+                    "operand-count-mismatch",
+                    format!(
+                        "`{}` has {} operand(s) but its type lists {}",
+                        o.name.text,
+                        uses.len(),
+                        f.inputs.len()
+                    ),
+                ));
+            }
+        }
+        let declared_results = o.result_count() as usize;
+        if declared_results != data.results.len()
+            && !matches!(data.form, OpForm::Opaque | OpForm::Other)
+        {
+            self.diags.push(error(
+                o.range,
+                "result-count-mismatch",
+                format!(
+                    "`{}` defines {declared_results} result(s) but its type lists {}",
+                    o.name.text,
+                    data.results.len()
+                ),
+            ));
+        }
+        let mut operand_ranges = Vec::new();
+        for (i, u) in uses.iter().enumerate() {
+            let v = self.resolve(u, defs, index);
+            operand_ranges.push(u.range);
+            if let (Some(declared), Some(actual)) = (data.operand_types.get(i), body.value_type(v))
+                && declared != actual
+                && *declared != Ty::Unknown
+                && *actual != Ty::Unknown
+            {
+                self.diags.push(error(
+                    u.range,
+                    "type-mismatch",
+                    format!(
+                        "operand {i} of `{}` is declared as `{declared}` but `{}` has type `{actual}`",
+                        o.name.text, u.name.text
+                    ),
+                ));
+            }
+            data.operands.push(v);
+        }
+        sm.op_ranges.push(o.range);
+        sm.op_name_ranges.push(o.name.range);
+        sm.result_ranges.push(o.results.iter().map(|r| r.range).collect());
+        sm.operand_ranges.push(operand_ranges);
+        sm.result_type_ranges.push(result_type_ranges);
+        sm.property_ranges.push(prop_ranges);
+        data
+    }
+
+    fn check_return(&mut self, f: &ast::FuncOp, r: &ast::ReturnOp, body: &FuncBody) {
+        if r.operands.len() != body.results.len() {
+            self.diags.push(error(
+                r.operands.first().map_or(f.sym_name.range, |u| u.range),
+                "return-count-mismatch",
+                format!(
+                    "`return` has {} operand(s) but `{}` returns {}",
+                    r.operands.len(),
+                    f.sym_name.text,
+                    body.results.len()
+                ),
+            ));
+            return;
+        }
+        for (i, (u, v)) in r.operands.iter().zip(&body.returns).enumerate() {
+            if let (Some(actual), Some(expected)) = (body.value_type(*v), body.results.get(i))
+                && actual != expected
+                && *actual != Ty::Unknown
+                && *expected != Ty::Unknown
+            {
+                self.diags.push(error(
+                    u.range,
+                    "type-mismatch",
+                    format!(
+                        "`{}` has type `{actual}` but `{}` returns `{expected}`",
+                        u.name.text, f.sym_name.text
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn parse_int(text: &str) -> Option<i128> {
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, text),
+    };
+    let v = match digits.strip_prefix("0x") {
+        Some(hex) => i128::from_str_radix(hex, 16).ok()?,
+        None => digits.parse::<i128>().ok()?,
+    };
+    Some(if neg { -v } else { v })
+}
+
+/// `32 x32 , bf16` (tokens joined with spaces) → a tile element type.
+fn parse_tile(joined: &str) -> Option<ElementType> {
+    let compact: String = joined.chars().filter(|c| !c.is_whitespace()).collect();
+    let (shape, dtype) = compact.split_once(',')?;
+    let (dims, rest) = syntax::split_dims(shape)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    let [Some(h), Some(w)] = dims.as_slice() else { return None };
+    let dtype = ttnn_types::DataType::from_keyword(dtype)?;
+    Some(ElementType::Tile { height: *h, width: *w, dtype })
+}

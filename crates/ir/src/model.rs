@@ -1,0 +1,372 @@
+//! The semantic model: functions, ops and values with no text positions in them.
+//!
+//! Positions (op ranges, `loc(...)`, alias names) live in [`FuncSourceMap`], read only by the
+//! IDE layer. So a whitespace, comment or location edit produces an equal [`FuncBody`], salsa
+//! backdates it, and nothing downstream re-runs.
+
+use std::{fmt, sync::Arc};
+
+use syntax::TextRange;
+use ttnn_types::{
+    BufferType, Conv2dConfig, CoreRangeSet, DataType, DeviceComputeKernelConfig, Grid,
+    MatmulProgramConfig, TensorMemoryLayout, TensorType, TtnnLayout,
+};
+
+/// A semantic type: aliases resolved, layouts decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Tensor(TensorType),
+    /// `!ttnn.device`.
+    Device,
+    /// Any other type, as normalized text (`i32`, `!ttnn.global_semaphore`, `tuple<...>`).
+    Other(String),
+    /// The type of a value whose definition could not be typed (an op in foreign syntax).
+    Unknown,
+}
+
+impl Ty {
+    #[must_use]
+    pub fn as_tensor(&self) -> Option<&TensorType> {
+        match self {
+            Ty::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    #[must_use]
+    pub fn layout(&self) -> Option<&TtnnLayout> {
+        self.as_tensor().and_then(|t| t.layout.as_ref())
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Tensor(t) => t.fmt(f),
+            Ty::Device => f.write_str("!ttnn.device"),
+            Ty::Other(s) => f.write_str(s),
+            Ty::Unknown => f.write_str("<unknown>"),
+        }
+    }
+}
+
+/// A semantic attribute value. Aliases are resolved; known dialect attributes are decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AttrValue {
+    /// An integer with its optional type (`i32`, `si32`, `ui32`, ...).
+    Int {
+        value: i128,
+        ty: Option<String>,
+    },
+    /// A float as written (`1.250000e-01`, `0x7FC00000`), with its optional type.
+    Float {
+        text: String,
+        ty: Option<String>,
+    },
+    Bool(bool),
+    Str(String),
+    Unit,
+    Array(Vec<AttrValue>),
+    /// `array<i32: 1, 2>`.
+    DenseArray {
+        elem: String,
+        values: Vec<String>,
+    },
+    SymbolRef(Vec<String>),
+    Type(Ty),
+    /// A dialect attribute: its full name, normalized text, and the decoded value if known.
+    Dialect {
+        name: String,
+        text: String,
+        decoded: Option<Box<Decoded>>,
+    },
+    Keyword(String),
+    Dict(Vec<(String, AttrValue)>),
+    /// Anything else, as normalized text (`dense<...> : tensor<...>`, `affine_map<...>`).
+    Other(String),
+}
+
+impl AttrValue {
+    #[must_use]
+    pub fn as_int(&self) -> Option<i128> {
+        match self {
+            AttrValue::Int { value, .. } => Some(*value),
+            _ => None,
+        }
+    }
+
+    #[must_use]
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            AttrValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// Integers from `array<i32: ...>` or `[1 : i32, ...]`.
+    #[must_use]
+    pub fn as_ints(&self) -> Option<Vec<i64>> {
+        match self {
+            AttrValue::DenseArray { values, .. } => {
+                values.iter().map(|v| v.parse::<i64>().ok()).collect()
+            }
+            AttrValue::Array(items) => {
+                items.iter().map(|a| a.as_int().and_then(|v| i64::try_from(v).ok())).collect()
+            }
+            _ => None,
+        }
+    }
+
+    #[must_use]
+    pub fn decoded(&self) -> Option<&Decoded> {
+        match self {
+            AttrValue::Dialect { decoded, .. } => decoded.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Known dialect attributes, decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Decoded {
+    Layout(TtnnLayout),
+    BufferType(BufferType),
+    MemoryConfig(MemoryConfig),
+    ShardSpec(ShardSpec),
+    Conv2dConfig(Conv2dConfig),
+    ComputeConfig(DeviceComputeKernelConfig),
+    MatmulProgramConfig(MatmulProgramConfig),
+    Device(DeviceDesc),
+    SystemDesc(SystemDesc),
+    Shape(Vec<u64>),
+    DataType(DataType),
+}
+
+/// `#ttnn.memory_config<#dram, <interleaved>, #ttnn.shard_spec<...>>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MemoryConfig {
+    pub buffer: BufferType,
+    pub memory_layout: Option<TensorMemoryLayout>,
+    pub shard_spec: Option<ShardSpec>,
+}
+
+/// `#ttnn.shard_spec<<[core ranges]>, <HxW>, <row_major>>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ShardSpec {
+    pub core_ranges: CoreRangeSet,
+    pub shape: Vec<u64>,
+    pub row_major_orientation: bool,
+}
+
+/// The body of `ttcore.device` / `#ttcore.device`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DeviceDesc {
+    pub worker_grid: Option<Grid>,
+    pub dram_grid: Option<Grid>,
+    pub mesh_shape: Vec<u64>,
+    pub chip_ids: Vec<i64>,
+}
+
+/// The chip descriptions of `#ttcore.system_desc`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SystemDesc {
+    pub chips: Vec<ChipDesc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChipDesc {
+    pub arch: Option<String>,
+    pub grid: Option<Grid>,
+    pub l1_size: Option<u64>,
+    pub l1_unreserved_base: Option<u64>,
+    pub num_dram_channels: Option<u64>,
+    pub dram_channel_size: Option<u64>,
+}
+
+/// Where an operand comes from. Ops are referred to by their index in [`FuncBody::ops`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueRef {
+    Arg(u32),
+    Result {
+        op: u32,
+        index: u32,
+    },
+    /// Undefined, or defined somewhere the model does not track (a nested region).
+    Unknown,
+}
+
+/// How an op was written; the rewriter uses it to print the op back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpForm {
+    Generic,
+    D2mSubgraph {
+        ins: u32,
+        outs: u32,
+    },
+    Call,
+    LoadCached,
+    TtLang,
+    /// Custom syntax of another dialect, kept verbatim.
+    Opaque,
+    /// Structural ops inside a function body (nested module, device declaration).
+    Other,
+}
+
+/// One op of a function body, position-free.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OpData {
+    /// The op's identity inside its function: its result names, or for ops without results
+    /// the op name and an ordinal (see [`op_key`](crate::op_key)).
+    pub key: String,
+    pub name: String,
+    pub form: OpForm,
+    pub operands: Vec<ValueRef>,
+    pub operand_types: Vec<Ty>,
+    pub results: Vec<Ty>,
+    /// Inherent attributes (`<{...}>`), sorted by key.
+    pub properties: Vec<(String, AttrValue)>,
+    /// Discardable attributes (`{...}`), sorted by key.
+    pub attrs: Vec<(String, AttrValue)>,
+    pub callee: Option<String>,
+    /// True if the op carries regions (whose ops are not part of `FuncBody::ops`).
+    pub has_regions: bool,
+}
+
+impl OpData {
+    #[must_use]
+    pub fn property(&self, key: &str) -> Option<&AttrValue> {
+        self.properties
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| &self.properties[i].1)
+            .or_else(|| {
+                // Old files put inherent attributes in the discardable dictionary; MLIR
+                // accepts both, so do we.
+                self.attrs
+                    .binary_search_by(|(k, _)| k.as_str().cmp(key))
+                    .ok()
+                    .map(|i| &self.attrs[i].1)
+            })
+    }
+}
+
+/// A function's semantic body: no positions, no locations.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FuncBody {
+    pub name: String,
+    pub is_private: bool,
+    /// `tt.function_type` (`forward_device`, `const_eval`, ...), if set.
+    pub function_type: Option<String>,
+    pub arg_names: Vec<String>,
+    pub args: Vec<Ty>,
+    pub results: Vec<Ty>,
+    /// Top-level ops in program order (the terminator excluded).
+    pub ops: Vec<OpData>,
+    /// The terminator's operands.
+    pub returns: Vec<ValueRef>,
+    pub has_body: bool,
+}
+
+impl FuncBody {
+    /// The type of a value.
+    #[must_use]
+    pub fn value_type(&self, v: ValueRef) -> Option<&Ty> {
+        match v {
+            ValueRef::Arg(i) => self.args.get(i as usize),
+            ValueRef::Result { op, index } => {
+                self.ops.get(op as usize).and_then(|o| o.results.get(index as usize))
+            }
+            ValueRef::Unknown => None,
+        }
+    }
+
+    /// The index of the op with `key`.
+    #[must_use]
+    pub fn op_index(&self, key: &str) -> Option<usize> {
+        self.ops.iter().position(|o| o.key == key)
+    }
+}
+
+/// Where a function's pieces are in the text. Read only by the IDE layer and the CLI.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FuncSourceMap {
+    /// The whole `func.func`.
+    pub range: TextRange,
+    pub name_range: TextRange,
+    pub arg_ranges: Vec<TextRange>,
+    /// Per op (parallel to `FuncBody::ops`): the whole op.
+    pub op_ranges: Vec<TextRange>,
+    /// Per op: its name token.
+    pub op_name_ranges: Vec<TextRange>,
+    /// Per op: the ranges of its result definitions.
+    pub result_ranges: Vec<Vec<TextRange>>,
+    /// Per op: the ranges of its operand uses.
+    pub operand_ranges: Vec<Vec<TextRange>>,
+    /// Per op: its result type ranges.
+    pub result_type_ranges: Vec<Vec<TextRange>>,
+    /// Per op: the range of each property entry, by key.
+    pub property_ranges: Vec<Vec<(String, TextRange)>>,
+    /// The terminator, if any.
+    pub return_range: Option<TextRange>,
+    pub return_operand_ranges: Vec<TextRange>,
+    /// The chunk the function is in (for alias lookups).
+    pub chunk: u32,
+}
+
+/// Per op: the name of its top-level `loc("name")` (aliases resolved), which overrides key on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct LocNames {
+    pub names: Vec<Option<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+    Hint,
+}
+
+impl Severity {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+            Severity::Hint => "hint",
+        }
+    }
+}
+
+/// A diagnostic from parsing or lowering, with a range in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub range: TextRange,
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// One function as lowering produced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoweredFunc {
+    pub chunk: u32,
+    pub name: String,
+    /// Index among same-named functions of the chunk (0 unless a name repeats).
+    pub dup: u32,
+    pub body: Arc<FuncBody>,
+    pub source_map: Arc<FuncSourceMap>,
+    pub loc_names: Arc<LocNames>,
+}
+
+/// A whole file lowered: its functions and every parse and lowering diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoweredFile {
+    pub funcs: Vec<LoweredFunc>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The device the file declares (`ttcore.device`), if any.
+    pub device: Option<DeviceDesc>,
+    /// The system description the file carries (`#ttcore.system_desc`), if any.
+    pub system_desc: Option<SystemDesc>,
+}

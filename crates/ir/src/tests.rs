@@ -1,0 +1,162 @@
+//! Lowering tests: decoded values and semantic diagnostics.
+
+use std::fmt::Write as _;
+
+use expect_test::{Expect, expect};
+
+use crate::{AttrValue, Decoded, lower_parse};
+
+#[track_caller]
+fn check(text: &str, expect: Expect) {
+    let parse = syntax::parse(text);
+    let lowered = lower_parse(text, &parse);
+    let mut out = String::new();
+    for f in &lowered.funcs {
+        let _ = writeln!(out, "func @{} ({} args)", f.name, f.body.args.len());
+        for (i, a) in f.body.args.iter().enumerate() {
+            if let Some(l) = a.layout() {
+                let _ = writeln!(out, "  arg{i}: {}", l.describe());
+            }
+        }
+        for (op, loc) in f.body.ops.iter().zip(&f.loc_names.names) {
+            let loc = loc.as_ref().map_or(String::new(), |l| format!(" loc={l}"));
+            let _ = writeln!(out, "  {} = {}{loc}", op.key, op.name);
+            for (k, v) in &op.properties {
+                if let Some(d) = v.decoded() {
+                    let shown = match d {
+                        Decoded::Layout(l) => l.describe(),
+                        other => format!("{other:?}"),
+                    };
+                    let _ = writeln!(out, "    {k}: {shown}");
+                }
+            }
+            for r in &op.results {
+                if let Some(l) = r.layout() {
+                    let _ = writeln!(out, "    -> {}", l.describe());
+                }
+            }
+        }
+    }
+    for d in &lowered.diagnostics {
+        let _ = writeln!(
+            out,
+            "{}[{}] {:?}: {}",
+            d.severity.as_str(),
+            d.code,
+            d.range.slice(text),
+            d.message
+        );
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn layouts_decode_through_aliases_and_inline() {
+    check(
+        r##"#dram = #ttnn.buffer_type<dram>
+#l1_ = #ttnn.buffer_type<l1>
+#lay = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#sh = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <2x8>, memref<1x1x!ttcore.tile<32x32, bf16>, #l1_>, <block_sharded>, core_ranges = <[#ttnn.core_range<(0,0), (7,1)>]>>
+func.func @f(%a: tensor<64x128xbf16, #lay>, %h: tensor<3x5xf32, #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x5xf32, #ttnn.buffer_type<system_memory>>>>) -> tensor<64x256xbf16, #sh> {
+  %0 = "ttnn.relu"(%a) : (tensor<64x128xbf16, #lay>) -> tensor<64x256xbf16, #sh> loc(#loc1)
+  return %0 : tensor<64x256xbf16, #sh>
+}
+#loc1 = loc("relu_1"("model.py":3:1))
+"##,
+        expect![[r#"
+            func @f (2 args)
+              arg0: DRAM interleaved, 2x4 tiles total (bf16)
+              arg1: host, 3x5 elements total (f32, row-major)
+              %0 = ttnn.relu loc=relu_1
+                -> L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+        "#]],
+    );
+}
+
+#[test]
+fn op_configs_decode_with_any_key_order() {
+    check(
+        r##"func.func @f(%x: tensor<1x1x1024x64xbf16>, %w: tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16> {
+  %0 = "ttnn.conv2d"(%x, %w) <{conv2d_config = #ttnn.conv2d_config<act_block_h_override = 64, weights_dtype = bfp_bf8, activation = <op_type = relu>, shard_layout = height_sharded, deallocate_activation = true>, batch_size = 1 : i32}> : (tensor<1x1x1024x64xbf16>, tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16>
+  %1 = "ttnn.matmul"(%0, %0) <{matmul_program_config = #ttnn.matmul_multi_core_reuse_multi_cast_program_config<compute_with_storage_grid_size = #ttnn.core_coord<8, 8>, in0_block_w = 2, out_subblock_h = 1, out_subblock_w = 4, out_block_h = 4, out_block_w = 4, per_core_m = 4, per_core_n = 4, transpose_mcast = false, fuse_batch = true>}> : (tensor<1x1x1024x64xbf16>, tensor<1x1x1024x64xbf16>) -> tensor<1x1x1024x64xbf16>
+  %2 = "ttnn.to_memory_config"(%1) <{memory_config = #ttnn.memory_config<#ttnn.buffer_type<l1>, <block_sharded>, #ttnn.shard_spec<<[#ttnn.core_range<(0,0), (7,0)>]>, <32x128>, <row_major>>>}> : (tensor<1x1x1024x64xbf16>) -> tensor<1x1x1024x64xbf16>
+  return %2 : tensor<1x1x1024x64xbf16>
+}
+"##,
+        expect![[r#"
+            func @f (2 args)
+              %0 = ttnn.conv2d
+                conv2d_config: Conv2dConfig(Conv2dConfig { weights_dtype: Some(BfpBF8), activation: Some(UnaryWithParam { op_type: "relu", params: [] }), deallocate_activation: Some(true), reallocate_halo_output: None, act_block_h_override: Some(64), act_block_w_div: None, reshard_if_not_optimal: None, override_sharding_config: None, shard_layout: Some(HeightSharded), core_grid: None, transpose_shards: None, output_layout: None, enable_act_double_buffer: None, enable_weights_double_buffer: None, enable_kernel_stride_folding: None, config_tensors_in_dram: None })
+              %1 = ttnn.matmul
+                matmul_program_config: MatmulProgramConfig(MultiCast2D { grid: CoreCoord { x: 8, y: 8 }, in0_block_w: 2, out_subblock_h: 1, out_subblock_w: 4, out_block_h: 4, out_block_w: 4, per_core_m: 4, per_core_n: 4, transpose_mcast: false, fused_activation: None, fuse_batch: true })
+              %2 = ttnn.to_memory_config
+                memory_config: MemoryConfig(MemoryConfig { buffer: L1, memory_layout: Some(BlockSharded), shard_spec: Some(ShardSpec { core_ranges: CoreRangeSet { ranges: [CoreRange { start: CoreCoord { x: 0, y: 0 }, end: CoreCoord { x: 7, y: 0 } }] }, shape: [32, 128], row_major_orientation: true }) })
+        "#]],
+    );
+}
+
+#[test]
+fn undefined_values_and_type_mismatches_are_reported() {
+    check(
+        r#"func.func @f(%a: tensor<4x4xf32>) -> tensor<4x4xbf16> {
+  %0 = "ttnn.relu"(%b) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = "ttnn.exp"(%a) : (tensor<4x4xbf16>) -> tensor<4x4xf32>
+  %2:2 = "ttnn.split"(%1) : (tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+  %3 = "ttnn.add"(%2#1, %2#2) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %3 : tensor<4x4xf32>
+}
+"#,
+        expect![[r#"
+            func @f (1 args)
+              %0 = ttnn.relu
+              %1 = ttnn.exp
+              %2 = ttnn.split
+              %3 = ttnn.add
+            error[undefined-value] "%b": use of undefined value `%b`
+            error[type-mismatch] "%a": operand 0 of `ttnn.exp` is declared as `tensor<4x4xbf16>` but `%a` has type `tensor<4x4xf32>`
+            error[invalid-result-number] "%2#2": `%2` has 2 result(s); `#2` is out of range
+            error[type-mismatch] "%3": `%3` has type `tensor<4x4xf32>` but `@f` returns `tensor<4x4xbf16>`
+        "#]],
+    );
+}
+
+#[test]
+fn malformed_layouts_are_diagnosed_at_their_definition() {
+    check(
+        r##"#bad = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf17>, #dram>, <interleaved>>
+#dram = #ttnn.buffer_type<dram>
+#lay = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<9x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+func.func @f(%a: tensor<64x128xbf16, #lay>) -> tensor<64x128xbf16, #nope> {
+  return %a : tensor<64x128xbf16, #lay>
+}
+"##,
+        expect![[r##"
+            func @f (1 args)
+              arg0: DRAM interleaved, 9x4 tiles total (bf16)
+            error[invalid-attribute] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf17>, #dram>, <interleaved>>": invalid `#ttnn.ttnn_layout`: unknown tile data type `bf17`
+            warning[layout-shape-mismatch] "#lay": layout memref is 9x4, but a 64x128 tensor in this layout needs 2x4
+            error[unknown-alias] "#nope": unknown attribute alias `#nope`
+            error[type-mismatch] "%a": `%a` has type `tensor<64x128xbf16, #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<9x4x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>>` but `@f` returns `tensor<64x128xbf16, #nope>`
+        "##]],
+    );
+}
+
+#[test]
+fn attribute_values_keep_their_meaning() {
+    let text = r#"func.func @f() {
+  "ttnn.x"() <{a = 1 : i32, b = -2, c = 0x10 : ui32, d = array<i32: 1, 2>, e = [3 : i32, 4 : i32], f = "s", g, h = 1.5 : f32, i = @sym}> : () -> ()
+  return
+}
+"#;
+    let parse = syntax::parse(text);
+    let lowered = lower_parse(text, &parse);
+    let op = &lowered.funcs[0].body.ops[0];
+    assert_eq!(op.property("a").and_then(AttrValue::as_int), Some(1));
+    assert_eq!(op.property("b").and_then(AttrValue::as_int), Some(-2));
+    assert_eq!(op.property("c").and_then(AttrValue::as_int), Some(16));
+    assert_eq!(op.property("d").and_then(AttrValue::as_ints), Some(vec![1, 2]));
+    assert_eq!(op.property("e").and_then(AttrValue::as_ints), Some(vec![3, 4]));
+    assert_eq!(op.property("f"), Some(&AttrValue::Str("s".to_owned())));
+    assert_eq!(op.property("g"), Some(&AttrValue::Unit));
+    assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+}
