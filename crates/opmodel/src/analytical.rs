@@ -5,7 +5,7 @@ use target::Target;
 use crate::{
     OpConstraints, OpError, OpKind, OpModel, OpQuery, conv, data_movement, eltwise, matmul, norm,
     transformer,
-    util::{Ctx, Estimate},
+    util::{Ctx, Estimate, invalid, shape_text},
 };
 
 /// The hardware-free op model: closed-form CB and tensor sizes per op family, tt-mlir's
@@ -34,7 +34,28 @@ impl OpModel for AnalyticalModel {
     }
 }
 
+/// Real tensors are far below these bounds (a chip has at most tens of GiB of DRAM); staying
+/// under them keeps every per-core formula far from u64 overflow.
+const MAX_DIM: u64 = 1 << 32;
+const MAX_VOLUME: u64 = 1 << 48;
+
+fn check_sizes(ctx: &Ctx<'_>) -> Result<(), OpError> {
+    let shapes = ctx.q.inputs.iter().map(|t| &t.shape).chain(std::iter::once(&ctx.q.output_shape));
+    for shape in shapes {
+        let volume = shape.iter().try_fold(1u64, |acc, d| acc.checked_mul(*d));
+        if shape.iter().any(|d| *d > MAX_DIM) || volume.is_none_or(|v| v > MAX_VOLUME) {
+            return Err(invalid(format!(
+                "{}: a {} tensor is too large to model",
+                ctx.name(),
+                shape_text(shape)
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn estimate(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
+    check_sizes(ctx)?;
     match &ctx.q.kind {
         // Host transfers and creation ops may see host tensors; everything else must not.
         OpKind::Fixed(_) | OpKind::Creation(_) => return eltwise::fixed_or_creation(ctx),

@@ -56,12 +56,13 @@ fn t(shape: &[u64], layout: TtnnLayout) -> TensorDesc {
 }
 
 /// Attributes given as a list of (name, value) pairs.
-struct Attrs(Vec<(&'static str, AttrValue)>);
+pub(crate) struct Attrs(pub(crate) Vec<(&'static str, AttrValue)>);
 
-enum AttrValue {
+pub(crate) enum AttrValue {
     Int(i64),
     Bool(bool),
     Ints(Vec<i64>),
+    Str(&'static str),
 }
 
 impl AttrLookup for Attrs {
@@ -83,8 +84,11 @@ impl AttrLookup for Attrs {
             _ => None,
         })
     }
-    fn string(&self, _: &str) -> Option<String> {
-        None
+    fn string(&self, name: &str) -> Option<String> {
+        self.0.iter().find_map(|(k, v)| match v {
+            AttrValue::Str(s) if *k == name => Some((*s).to_owned()),
+            _ => None,
+        })
     }
     fn float(&self, _: &str) -> Option<f64> {
         None

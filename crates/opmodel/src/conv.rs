@@ -136,6 +136,20 @@ fn halo_bytes(
     rows.min(total_rows.max(1)).saturating_mul(width).saturating_mul(ch_core).saturating_mul(elem)
 }
 
+/// Bounds on conv/pool attributes (from IR, so untrusted) that keep the formulas exact.
+fn check_geometry(ctx: &Ctx<'_>, a: &ConvAttrs) -> Result<(), OpError> {
+    let small = a.kernel.iter().chain(&a.stride).chain(&a.dilation).chain(&a.padding).chain(&a.output_padding);
+    let ok = small.into_iter().all(|v| *v <= 1 << 16)
+        && [a.in_channels, a.out_channels, a.input_h, a.input_w].iter().all(|v| *v <= 1 << 24)
+        && a.batch <= 1 << 16
+        && a.groups <= 1 << 24;
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!("{}: convolution attributes are out of range", ctx.name())))
+    }
+}
+
 fn round_up(v: u64, to: u64) -> u64 {
     div_ceil(v, to).saturating_mul(to)
 }
@@ -152,6 +166,7 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
             ctx.name()
         )));
     }
+    check_geometry(ctx, a)?;
     let (ho, wo) = a.output_hw(transposed);
     let out_px = a.batch.saturating_mul(ho).saturating_mul(wo);
     let in_px = a.batch.saturating_mul(a.input_h).saturating_mul(a.input_w);
@@ -240,7 +255,9 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
     let act_cb = ah * aw * tb_act * dbl(cfg.enable_act_double_buffer);
     // The row-major im2col staging buffer the activation is tilized from.
     let act_rm_cb = if one_by_one { 0 } else { ah * aw * tb_act };
-    let weights_cb = k_tiles * cout_core_t * tb_w * dbl(cfg.enable_weights_double_buffer);
+    // Weights stream one kernel row (an activation block's K) at a time, double buffered;
+    // a 1x1 conv holds its whole K in that one block.
+    let weights_cb = if one_by_one { k_tiles } else { 2 * aw } * cout_core_t * tb_w * dbl(cfg.enable_weights_double_buffer);
     let interm_cb = ah * cout_core_t * tb_interm;
     let bias_cb = if ctx.q.inputs.len() > 2 { cout_core_t * ctx.out_tb() } else { 0 };
     let reader_indices = out_px_core * 4;
@@ -276,6 +293,7 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
 /// conv3d: interleaved row-major activations only; CBs from a conservative default blocking
 /// (the whole kernel volume of input channels per block, four output-channel tiles).
 pub(crate) fn conv3d(ctx: &Ctx<'_>, a: &ConvAttrs) -> Result<Estimate, OpError> {
+    check_geometry(ctx, a)?;
     let input = ctx.input(0)?;
     let out = ctx.resolve_output(NullPolicy::Dram)?;
     if input.layout.is_sharded() || out.is_sharded() {
@@ -305,6 +323,7 @@ pub(crate) fn pool2d(ctx: &Ctx<'_>, op: PoolOp, p: &PoolAttrs) -> Result<Estimat
         let cb = 2 * ctx.in_tb(0) + 2 * DataType::BF16.tile_bytes() + 2 * ctx.out_tb();
         return Ok(Estimate::new(cb, out));
     }
+    check_geometry(ctx, a)?;
     let channels = if a.in_channels > 0 { a.in_channels } else { collapse_2d(&input.shape).1 };
     let (ho, wo) = a.output_hw(false);
     let out_px = a.batch * ho * wo;

@@ -1,1 +1,1362 @@
-//! Unit tests.
+//! One small fixture per op rule: the model's answer (bytes, output layout, config) or its
+//! classified error, as an inline snapshot.
+
+use expect_test::{Expect, expect};
+use target::Target;
+use ttnn_types::{
+    Conv2dConfig, DataType, DeviceComputeKernelConfig, Grid, MatmulProgramConfig, PageLayout,
+    TensorMemoryLayout, TtnnLayout,
+};
+
+use crate::{
+    AnalyticalModel, CachedOpModel, MatmulShapes, OpConfig, OpError, OpKind, OpModel, OpQuery,
+    OutputHint, TensorDesc,
+    calibration::{AttrValue, Attrs},
+    generate_matmul_program_config, op_kind,
+};
+
+const W: Grid = Grid::new(8, 8);
+const BF16: DataType = DataType::BF16;
+
+fn dram(shape: &[u64]) -> TtnnLayout {
+    TtnnLayout::dram_interleaved(shape, BF16, PageLayout::Tile)
+}
+fn rm(shape: &[u64]) -> TtnnLayout {
+    TtnnLayout::dram_interleaved(shape, BF16, PageLayout::RowMajor)
+}
+fn l1(shape: &[u64]) -> TtnnLayout {
+    TtnnLayout::l1_interleaved(shape, BF16, PageLayout::Tile, W)
+}
+fn shard(shape: &[u64], ml: TensorMemoryLayout, rows: u64, cols: u64) -> TtnnLayout {
+    TtnnLayout::sharded(shape, BF16, PageLayout::Tile, ml, Grid::new(rows, cols), W).unwrap()
+}
+fn hs(shape: &[u64], n: u64) -> TtnnLayout {
+    shard(shape, TensorMemoryLayout::HeightSharded, n, 1)
+}
+fn ws(shape: &[u64], n: u64) -> TtnnLayout {
+    shard(shape, TensorMemoryLayout::WidthSharded, 1, n)
+}
+fn bs(shape: &[u64], r: u64, c: u64) -> TtnnLayout {
+    shard(shape, TensorMemoryLayout::BlockSharded, r, c)
+}
+
+/// A query under construction.
+struct Q(OpQuery);
+
+fn q(name: &str) -> Q {
+    qa(name, vec![])
+}
+
+fn qa(name: &str, attrs: Vec<(&'static str, AttrValue)>) -> Q {
+    Q(OpQuery {
+        kind: op_kind(name, &Attrs(attrs)),
+        inputs: Vec::new(),
+        output_shape: Vec::new(),
+        output_dtype: BF16,
+        output: OutputHint::Null,
+        config: OpConfig::None,
+        l1_in_use: 0,
+    })
+}
+
+impl Q {
+    fn input(mut self, shape: &[u64], layout: TtnnLayout) -> Q {
+        self.0.inputs.push(TensorDesc::new(shape, layout));
+        self
+    }
+    fn out(mut self, shape: &[u64]) -> Q {
+        self.0.output_shape = shape.to_vec();
+        self
+    }
+    fn dtype(mut self, dt: DataType) -> Q {
+        self.0.output_dtype = dt;
+        self
+    }
+    fn hint(mut self, l: TtnnLayout) -> Q {
+        self.0.output = OutputHint::Layout(l);
+        self
+    }
+    fn partial(mut self, l: TtnnLayout) -> Q {
+        self.0.output = OutputHint::Partial(l.partial());
+        self
+    }
+    fn config(mut self, c: OpConfig) -> Q {
+        self.0.config = c;
+        self
+    }
+    fn in_use(mut self, bytes: u64) -> Q {
+        self.0.l1_in_use = bytes;
+        self
+    }
+    fn run(&self) -> Result<crate::OpConstraints, OpError> {
+        AnalyticalModel.query(&Target::n150(), &self.0)
+    }
+}
+
+fn render(q: &Q, res: &Result<crate::OpConstraints, OpError>) -> String {
+    match res {
+        Err(e) => format!("error: {e}"),
+        Ok(c) => {
+            // Every output layout must be the canonical one for the output shape.
+            if let Some(memref) = c.output_layout.expected_memref_shape(&q.0.output_shape, W) {
+                assert_eq!(memref, c.output_layout.memref_shape, "non-canonical output layout");
+            }
+            let mut s = format!(
+                "cb {} tensor {} peak {} out {}\n{}",
+                c.cb_peak,
+                c.tensor_peak,
+                c.peak,
+                c.output_bytes,
+                c.output_layout.describe()
+            );
+            match &c.config {
+                OpConfig::None => {}
+                OpConfig::Matmul { program: None, .. } => s.push_str("\nprogram: picked by tt-metal"),
+                OpConfig::Matmul { program: Some(p), .. } => s.push_str(&format!("\nprogram: {}", program_text(p))),
+                OpConfig::Conv2d { conv, .. } => {
+                    s.push_str(&format!("\nconv: shard_layout {:?}", conv.shard_layout.map(|m| m.keyword())));
+                }
+            }
+            s
+        }
+    }
+}
+
+fn program_text(p: &MatmulProgramConfig) -> String {
+    let (pm, pn) = p.per_core();
+    let (sh, sw) = p.out_subblock();
+    let grid = match p {
+        MatmulProgramConfig::MultiCast2D { grid, .. }
+        | MatmulProgramConfig::MultiCast1D { grid, .. }
+        | MatmulProgramConfig::MultiCoreReuse { grid, .. } => format!("{}x{}", grid.x, grid.y),
+        MatmulProgramConfig::DramSharded { .. } => "-".to_owned(),
+    };
+    let act = match p {
+        MatmulProgramConfig::MultiCast2D { fused_activation: Some(a), .. }
+        | MatmulProgramConfig::MultiCast1D { fused_activation: Some(a), .. } => format!(" act {}", a.op_type),
+        _ => String::new(),
+    };
+    format!("{} grid(x,y) {grid} per_core {pm}x{pn} in0_block_w {} subblock {sh}x{sw}{act}", p.kind_name(), p.in0_block_w())
+}
+
+#[track_caller]
+fn check(q: Q, expect: Expect) {
+    let res = q.run();
+    expect.assert_eq(&render(&q, &res));
+}
+
+// ---- op kinds -------------------------------------------------------------------------------
+
+#[test]
+fn op_kind_reads_matmul_attributes() {
+    let k = op_kind(
+        "ttnn.linear",
+        &Attrs(vec![("transpose_b", AttrValue::Bool(true)), ("activation", AttrValue::Str("relu"))]),
+    );
+    expect![[r#"Linear(MatmulAttrs { transpose_a: false, transpose_b: true, activation: Some("relu") })"#]]
+        .assert_eq(&format!("{k:?}"));
+    assert_eq!(k.name(), "ttnn.linear");
+    assert!(k.is_matmul_like() && k.is_known());
+}
+
+#[test]
+fn unknown_ops_keep_their_name_and_are_not_known() {
+    let k = op_kind("ttnn.frobnicate", &());
+    assert_eq!(k, OpKind::Unknown("ttnn.frobnicate".to_owned()));
+    assert_eq!(k.name(), "ttnn.frobnicate");
+    assert!(!k.is_known());
+}
+
+#[test]
+fn chain_whitelist_matches_the_legacy_sharding_policy() {
+    let names = [
+        "ttnn.conv2d", "ttnn.conv_transpose2d", "ttnn.add", "ttnn.multiply", "ttnn.relu",
+        "ttnn.relu6", "ttnn.silu", "ttnn.matmul", "ttnn.linear", "ttnn.minimum", "ttnn.gelu",
+        "ttnn.neg", "ttnn.rsqrt", "ttnn.concat", "ttnn.pow_scalar", "ttnn.rotary_embedding",
+        "ttnn.d2m_subgraph",
+    ];
+    for n in names {
+        assert!(op_kind(n, &()).is_chain_shardable(), "{n}");
+    }
+    for n in ["ttnn.subtract", "ttnn.softmax", "ttnn.rms_norm", "ttnn.reshape", "ttnn.slice_static", "ttnn.sum"] {
+        assert!(!op_kind(n, &()).is_chain_shardable(), "{n}");
+    }
+}
+
+#[test]
+fn core_shrink_hazard_covers_add_multiply_and_minimum_only() {
+    let hazard: Vec<&str> = crate::BinaryOp::ALL
+        .iter()
+        .filter(|op| OpKind::Binary(**op).rejects_eltwise_core_shrink())
+        .map(|op| op.name())
+        .collect();
+    expect![[r#"["ttnn.add", "ttnn.multiply", "ttnn.minimum"]"#]].assert_eq(&format!("{hazard:?}"));
+}
+
+#[test]
+fn predicates_classify_ops() {
+    assert!(op_kind("ttnn.sum", &()).is_reduction());
+    assert!(!op_kind("ttnn.prod", &()).is_reduction());
+    assert_eq!(op_kind("ttnn.concat", &Attrs(vec![("dim", AttrValue::Int(-1))])).is_concat(), Some(-1));
+    assert!(op_kind("ttnn.reshape", &()).is_reshape());
+    assert!(op_kind("ttnn.conv_transpose2d", &()).is_conv2d_like());
+    assert!(op_kind("ttnn.d2m_subgraph", &()).is_d2m_subgraph());
+    for n in ["ttnn.empty", "ttnn.to_tensor_spec", "ttnn.get_device", "ttnn.deallocate", "ttnn.to_layout"] {
+        assert!(op_kind(n, &()).has_fixed_output_layout(), "{n}");
+    }
+    assert!(!op_kind("ttnn.zeros", &()).has_fixed_output_layout());
+    assert!(op_kind("ttnn.scaled_dot_product_attention", &()).null_hint_only());
+}
+
+#[test]
+fn conv_attributes_give_the_output_size() {
+    let k = op_kind(
+        "ttnn.conv2d",
+        &Attrs(vec![
+            ("in_channels", AttrValue::Int(3)),
+            ("out_channels", AttrValue::Int(64)),
+            ("batch_size", AttrValue::Int(1)),
+            ("input_height", AttrValue::Int(224)),
+            ("input_width", AttrValue::Int(224)),
+            ("kernel_size", AttrValue::Ints(vec![7, 7])),
+            ("stride", AttrValue::Ints(vec![2, 2])),
+            ("padding", AttrValue::Ints(vec![3, 3])),
+            ("dilation", AttrValue::Ints(vec![1, 1])),
+            ("groups", AttrValue::Int(1)),
+        ]),
+    );
+    let OpKind::Conv2d(a) = k else { panic!("not a conv") };
+    assert_eq!(a.output_hw(false), (112, 112));
+}
+
+// ---- budget ---------------------------------------------------------------------------------
+
+#[test]
+fn a_query_is_valid_iff_peak_plus_live_l1_fits_the_budget() {
+    let s = [64, 1024];
+    let base = || q("ttnn.relu").input(&s, dram(&s)).out(&s).hint(l1(&s));
+    let usable = Target::n150().usable_l1_per_core();
+    // peak is 10240 bytes.
+    assert!(base().in_use(usable - 10240).run().is_ok());
+    check(
+        base().in_use(usable - 10239),
+        expect![[r#"error: out of L1: needs 1325653 bytes per core, 1325652 available"#]],
+    );
+}
+
+#[test]
+fn a_huge_output_is_out_of_memory() {
+    let s = [8192, 16384];
+    check(
+        q("ttnn.relu").input(&s, dram(&s)).out(&s).hint(hs(&s, 8)),
+        expect!["error: out of L1: needs 33562624 bytes per core, 1325652 available"],
+    );
+}
+
+#[test]
+fn errors_are_lowercase_and_name_numbers() {
+    let errors = [
+        OpError::OutOfMemory { needed: 2, available: 1 },
+        OpError::Unsupported { reason: "x rejects y".to_owned() },
+        OpError::Invalid { reason: "shapes differ".to_owned() },
+        OpError::UnknownOp { name: "ttnn.foo".to_owned() },
+    ];
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    expect![[r#"
+        out of L1: needs 2 bytes per core, 1 available
+        unsupported: x rejects y
+        invalid: shapes differ
+        the op model does not know ttnn.foo"#]]
+    .assert_eq(&text.join("\n"));
+}
+
+// ---- eltwise --------------------------------------------------------------------------------
+
+#[test]
+fn unary_with_a_null_hint_keeps_a_dram_input_in_dram() {
+    let s = [64, 1024];
+    check(
+        q("ttnn.exp").input(&s, dram(&s)).out(&s),
+        expect![[r#"
+            cb 8192 tensor 0 peak 8192 out 0
+            DRAM interleaved, 2x32 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
+fn unary_with_a_null_hint_inherits_a_sharded_input_and_aliases_its_cbs() {
+    let s = [1024, 64];
+    check(
+        q("ttnn.gelu").input(&s, bs(&s, 4, 2)).out(&s),
+        expect![[r#"
+            cb 0 tensor 16384 peak 16384 out 16384
+            L1 block_sharded 4x2, 8x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn unary_with_a_null_hint_keeps_l1_interleaved() {
+    let s = [64, 1024];
+    check(
+        q("ttnn.sigmoid").input(&s, l1(&s)).out(&s),
+        expect![[r#"
+            cb 8192 tensor 2048 peak 10240 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn unary_rejects_a_sharded_output_unlike_its_sharded_input() {
+    let s = [1024, 64];
+    check(
+        q("ttnn.relu").input(&s, hs(&s, 32)).out(&s).hint(hs(&s, 16)),
+        expect!["error: unsupported: ttnn.relu: sharded operand 0 (L1 height_sharded 32x1, 1x2 tiles per core (bf16)) and the sharded output (L1 height_sharded 16x1, 2x2 tiles per core (bf16)) differ; an implicit reshard is not modelled"],
+    );
+}
+
+#[test]
+fn unary_can_read_a_sharded_input_into_an_interleaved_output() {
+    let s = [1024, 64];
+    check(
+        q("ttnn.relu").input(&s, hs(&s, 32)).out(&s).hint(l1(&s)),
+        expect![[r#"
+            cb 8192 tensor 2048 peak 10240 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn unary_rejects_a_shape_change() {
+    check(
+        q("ttnn.relu").input(&[64, 64], dram(&[64, 64])).out(&[64, 32]),
+        expect![[r#"error: invalid: ttnn.relu maps 64x64 to 64x32, an elementwise op keeps the shape"#]],
+    );
+}
+
+#[test]
+fn binary_broadcasts_compatible_shapes() {
+    let (a, b) = ([8, 64, 128], [1, 128]);
+    check(
+        q("ttnn.multiply").input(&a, dram(&a)).input(&b, dram(&b)).out(&a),
+        expect![[r#"
+            cb 12288 tensor 0 peak 12288 out 0
+            DRAM interleaved, 16x4 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
+fn binary_rejects_shapes_that_do_not_broadcast() {
+    let (a, b) = ([64, 128], [64, 96]);
+    check(
+        q("ttnn.add").input(&a, dram(&a)).input(&b, dram(&b)).out(&a),
+        expect![[r#"error: invalid: ttnn.add: operand shapes 64x128, 64x96 do not broadcast"#]],
+    );
+}
+
+#[test]
+fn add_rejects_an_eltwise_core_shrink() {
+    let s = [2048, 64];
+    check(
+        q("ttnn.add").input(&s, hs(&s, 64)).input(&s, hs(&s, 64)).out(&s).hint(hs(&s, 32)),
+        expect![[r#"error: unsupported: ttnn.add may not shrink 64 sharded input cores to 32 output cores (the implicit core shrink hangs, tt-metal#34765)"#]],
+    );
+}
+
+#[test]
+fn subtract_has_no_core_shrink_rule_but_still_needs_matching_shards() {
+    let s = [2048, 64];
+    check(
+        q("ttnn.subtract").input(&s, hs(&s, 64)).input(&s, dram(&s)).out(&s).hint(hs(&s, 32)),
+        expect!["error: unsupported: ttnn.subtract: sharded operand 0 (L1 height_sharded 64x1, 1x2 tiles per core (bf16)) and the sharded output (L1 height_sharded 32x1, 2x2 tiles per core (bf16)) differ; an implicit reshard is not modelled"],
+    );
+}
+
+#[test]
+fn binary_with_matching_shards_keeps_three_double_buffered_cbs() {
+    let s = [2048, 64];
+    check(
+        q("ttnn.add").input(&s, hs(&s, 64)).input(&s, hs(&s, 64)).out(&s),
+        expect![[r#"
+            cb 12288 tensor 4096 peak 16384 out 4096
+            L1 height_sharded 64x1, 1x2 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn a_sharded_broadcast_operand_is_rejected() {
+    let (a, b) = ([2048, 64], [1, 64]);
+    check(
+        q("ttnn.add").input(&a, hs(&a, 64)).input(&b, hs(&b, 1)).out(&a),
+        expect![[r#"error: unsupported: ttnn.add: sharded operand 1 is broadcast (1x64 to 2048x64); broadcast operands must be interleaved"#]],
+    );
+}
+
+#[test]
+fn where_checks_three_way_broadcast() {
+    let (a, b) = ([32, 64], [1, 64]);
+    check(
+        q("ttnn.where").input(&a, dram(&a)).input(&b, dram(&b)).input(&[1], dram(&[1])).out(&a),
+        expect![[r#"
+            cb 16384 tensor 0 peak 16384 out 0
+            DRAM interleaved, 1x2 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
+fn typecast_counts_input_and_output_tile_sizes() {
+    let s = [64, 1024];
+    check(
+        q("ttnn.typecast").input(&s, dram(&s)).out(&s).dtype(DataType::BfpBF8),
+        expect![[r#"
+            cb 6272 tensor 0 peak 6272 out 0
+            DRAM interleaved, 2x32 tiles total (bfp_bf8)"#]],
+    );
+}
+
+#[test]
+fn host_operands_are_invalid_for_device_ops() {
+    let s = [32, 32];
+    let host = TtnnLayout::system_memory(&s, ttnn_types::ScalarType::BF16);
+    check(
+        q("ttnn.relu").input(&s, host).out(&s),
+        expect![[r#"error: invalid: ttnn.relu operand 0 is in system_memory memory, not on device"#]],
+    );
+}
+
+#[test]
+fn missing_operands_are_invalid_not_a_panic() {
+    check(
+        q("ttnn.add").input(&[32, 32], dram(&[32, 32])).out(&[32, 32]),
+        expect![[r#"error: invalid: ttnn.add needs operand 1, the query has 1 tensor operands"#]],
+    );
+}
+
+// ---- matmul ---------------------------------------------------------------------------------
+
+fn mm(m: u64, k: u64, n: u64, a: TtnnLayout, b: TtnnLayout) -> Q {
+    q("ttnn.matmul").input(&[m, k], a).input(&[k, n], b).out(&[m, n])
+}
+
+#[test]
+fn matmul_rejects_a_sharded_weight_operand() {
+    let s = [1792, 1792];
+    check(
+        mm(1792, 1792, 1792, bs(&s, 7, 8), bs(&s, 7, 8)).hint(bs(&s, 7, 8)),
+        expect![[r#"error: unsupported: ttnn.matmul rejects a block_sharded operand 1"#]],
+    );
+    check(
+        mm(1792, 1792, 1792, bs(&s, 7, 8), hs(&s, 56)),
+        expect![[r#"error: unsupported: ttnn.matmul rejects a height_sharded operand 1"#]],
+    );
+}
+
+#[test]
+fn matmul_with_a_null_hint_writes_dram_even_from_sharded_inputs() {
+    let s = [1792, 1792];
+    check(
+        mm(1792, 1792, 1792, bs(&s, 7, 8), dram(&s)),
+        expect![[r#"
+            cb 659456 tensor 0 peak 659456 out 0
+            DRAM interleaved, 56x56 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn matmul_2048_cube_in_dram_uses_the_2d_mcast_cbs() {
+    let s = [2048, 2048];
+    check(
+        mm(2048, 2048, 2048, dram(&s), dram(&s)),
+        expect![[r#"
+            cb 655360 tensor 0 peak 655360 out 0
+            DRAM interleaved, 64x64 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn matmul_with_an_l1_input_adds_an_intermediate_cb() {
+    let s = [2048, 2048];
+    check(
+        mm(2048, 2048, 2048, l1(&s), dram(&s)),
+        expect![[r#"
+            cb 786432 tensor 0 peak 786432 out 0
+            DRAM interleaved, 64x64 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn matmul_with_an_l1_interleaved_output_adds_the_output_to_the_tensor_peak() {
+    let s = [2048, 2048];
+    check(
+        mm(2048, 2048, 2048, dram(&s), dram(&s)).hint(l1(&s)),
+        expect![[r#"
+            cb 655360 tensor 131072 peak 786432 out 131072
+            L1 interleaved, 1x64 tiles per core (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn matmul_block_sharded_in0_and_output_fall_back_to_the_in0_derived_config() {
+    let s = [1792, 1792];
+    check(
+        mm(1792, 1792, 1792, bs(&s, 7, 8), dram(&s)).hint(bs(&s, 7, 8)),
+        expect![[r#"
+            cb 544768 tensor 114688 peak 659456 out 114688
+            L1 block_sharded 7x8, 8x7 tiles per core (bf16)
+            program: 2D mcast grid(x,y) 8x7 per_core 8x7 in0_block_w 7 subblock 8x1"#]],
+    );
+}
+
+#[test]
+fn matmul_from_dram_shards_to_fewer_cores_with_a_partial_hint() {
+    let s = [1792, 1792];
+    check(
+        mm(1792, 1792, 1792, dram(&s), dram(&s)).partial(bs(&s, 7, 8)),
+        expect![[r#"
+            cb 114688 tensor 100352 peak 215040 out 100352
+            L1 block_sharded 8x8, 7x7 tiles per core (bf16)
+            program: 2D mcast grid(x,y) 8x8 per_core 7x7 in0_block_w 2 subblock 1x7"#]],
+    );
+}
+
+#[test]
+fn matmul_width_sharded_in0_and_output_use_mcast_in0() {
+    let (a, b, o) = ([32, 1792], [1792, 1792], [32, 1792]);
+    check(
+        q("ttnn.matmul").input(&a, ws(&a, 56)).input(&b, dram(&b)).out(&o).hint(ws(&o, 56)),
+        expect![[r#"
+            cb 10240 tensor 2048 peak 12288 out 2048
+            L1 width_sharded 1x56, 1x1 tiles per core (bf16)
+            program: 1D mcast_in0 grid(x,y) 8x8 per_core 1x1 in0_block_w 1 subblock 1x1"#]],
+    );
+}
+
+#[test]
+fn matmul_height_sharded_output_generates_mcast_in1() {
+    let (a, b, o) = ([1792, 32], [32, 1792], [1792, 1792]);
+    check(
+        q("ttnn.matmul").input(&a, hs(&a, 56)).input(&b, dram(&b)).out(&o).hint(hs(&o, 56)),
+        expect![[r#"
+            cb 344064 tensor 114688 peak 458752 out 114688
+            L1 height_sharded 56x1, 1x56 tiles per core (bf16)
+            program: 1D mcast_in1 grid(x,y) 8x7 per_core 1x56 in0_block_w 1 subblock 1x8"#]],
+    );
+}
+
+#[test]
+fn matmul_moves_the_activation_into_the_generated_config() {
+    let s = [1024, 1024];
+    check(
+        qa("ttnn.linear", vec![("activation", AttrValue::Str("gelu"))])
+            .input(&s, dram(&s))
+            .input(&s, dram(&s))
+            .out(&s)
+            .hint(bs(&s, 8, 8)),
+        expect![[r#"
+            cb 65536 tensor 32768 peak 98304 out 32768
+            L1 block_sharded 8x8, 4x4 tiles per core (bf16)
+            program: 2D mcast grid(x,y) 8x8 per_core 4x4 in0_block_w 2 subblock 1x4 act gelu"#]],
+    );
+}
+
+#[test]
+fn matmul_with_batched_b_has_no_sharded_output() {
+    let (a, b, o) = ([4, 256, 256], [4, 256, 256], [4, 256, 256]);
+    check(
+        q("ttnn.matmul").input(&a, dram(&a)).input(&b, dram(&b)).out(&o).hint(hs(&o, 32)),
+        expect!["error: unsupported: ttnn.matmul: a sharded output needs a generated program config, and none exists for L1 height_sharded 32x1, 1x8 tiles per core (bf16) (B batched or output not L1-sharded, tt-metal#42572)"],
+    );
+}
+
+#[test]
+fn matmul_with_batched_b_and_an_interleaved_output_is_fine() {
+    let (a, b, o) = ([4, 256, 256], [4, 256, 256], [4, 256, 256]);
+    check(
+        q("ttnn.matmul").input(&a, dram(&a)).input(&b, dram(&b)).out(&o),
+        expect![[r#"
+            cb 655360 tensor 0 peak 655360 out 0
+            DRAM interleaved, 32x8 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn generated_height_sharded_config_ignores_the_batch_like_upstream() {
+    // Mt comes from the output's second-last dim only, so 4 x 8 tile rows do not fit 8 blocks.
+    let (a, b, o) = ([4, 256, 64], [64, 64], [4, 256, 64]);
+    check(
+        q("ttnn.matmul").input(&a, dram(&a)).input(&b, dram(&b)).out(&o).hint(hs(&o, 8)),
+        expect!["error: unsupported: ttnn.matmul: 1D mcast_in1 program config: the output shard 4x2 tiles differs from the per-core block 1x2"],
+    );
+}
+
+#[test]
+fn matmul_rejects_mismatched_inner_dims() {
+    check(
+        q("ttnn.matmul").input(&[64, 128], dram(&[64, 128])).input(&[96, 64], dram(&[96, 64])).out(&[64, 64]),
+        expect![[r#"error: invalid: ttnn.matmul: inner dims differ: A 64x128 has K = 128, B 96x64 has K = 96"#]],
+    );
+}
+
+#[test]
+fn matmul_honours_transpose_b() {
+    check(
+        qa("ttnn.matmul", vec![("transpose_b", AttrValue::Bool(true))])
+            .input(&[64, 128], dram(&[64, 128]))
+            .input(&[96, 128], dram(&[96, 128]))
+            .out(&[64, 96]),
+        expect![[r#"
+            cb 34816 tensor 0 peak 34816 out 0
+            DRAM interleaved, 2x3 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn matmul_program_config_rejects_a_subblock_over_the_dst_budget() {
+    let s = [1024, 1024];
+    let cfg = MatmulProgramConfig::MultiCast2D {
+        grid: ttnn_types::CoreCoord { x: 8, y: 8 },
+        in0_block_w: 2,
+        out_subblock_h: 4,
+        out_subblock_w: 4,
+        out_block_h: 4,
+        out_block_w: 4,
+        per_core_m: 4,
+        per_core_n: 4,
+        transpose_mcast: false,
+        fused_activation: None,
+        fuse_batch: true,
+    };
+    check(
+        mm(1024, 1024, 1024, dram(&s), dram(&s))
+            .hint(bs(&s, 8, 8))
+            .config(OpConfig::Matmul { program: Some(cfg), compute: None }),
+        expect![[r#"error: unsupported: ttnn.matmul: 2D mcast program config: subblock 4x4 exceeds the 8 DST tiles"#]],
+    );
+}
+
+#[test]
+fn block_sharded_output_from_dram_generates_a_2d_config_and_fp32_halves_its_subblock() {
+    let s = [2048, 2048];
+    let plain = mm(2048, 2048, 2048, dram(&s), dram(&s)).hint(bs(&s, 8, 8));
+    check(
+        plain,
+        expect![[r#"
+            cb 131072 tensor 131072 peak 262144 out 131072
+            L1 block_sharded 8x8, 8x8 tiles per core (bf16)
+            program: 2D mcast grid(x,y) 8x8 per_core 8x8 in0_block_w 2 subblock 1x8"#]],
+    );
+    let compute = DeviceComputeKernelConfig { fp32_dest_acc_en: Some(true), ..Default::default() };
+    check(
+        mm(2048, 2048, 2048, dram(&s), dram(&s))
+            .hint(bs(&s, 8, 8))
+            .config(OpConfig::Matmul { program: None, compute: Some(compute) }),
+        expect![[r#"
+            cb 393216 tensor 131072 peak 524288 out 131072
+            L1 block_sharded 8x8, 8x8 tiles per core (bf16)
+            program: 2D mcast grid(x,y) 8x8 per_core 8x8 in0_block_w 2 subblock 1x4"#]],
+    );
+}
+
+#[test]
+fn generator_returns_none_for_interleaved_outputs_and_batched_b() {
+    let shapes = MatmulShapes { a: &[64, 64], b: &[64, 64], out: &[64, 64], transpose_a: false, transpose_b: false };
+    assert_eq!(generate_matmul_program_config(&shapes, &l1(&[64, 64]), None, None), None);
+    let batched = MatmulShapes { a: &[2, 64, 64], b: &[2, 64, 64], out: &[2, 64, 64], ..shapes };
+    assert_eq!(generate_matmul_program_config(&batched, &hs(&[2, 64, 64], 2), None, None), None);
+    assert!(generate_matmul_program_config(&shapes, &hs(&[64, 64], 2), None, None).is_some());
+}
+
+#[test]
+fn block_sharding_on_one_row_generates_a_1d_config() {
+    let shapes = MatmulShapes { a: &[32, 256], b: &[256, 256], out: &[32, 256], transpose_a: false, transpose_b: false };
+    let cfg = generate_matmul_program_config(&shapes, &bs(&[32, 256], 1, 8), None, None).unwrap();
+    expect![[r#"1D mcast_in0 grid(x,y) 8x1 per_core 1x1 in0_block_w 8 subblock 1x1"#]].assert_eq(&program_text(&cfg));
+}
+
+#[test]
+fn linear_bias_must_be_one_row_of_n() {
+    let (a, b) = ([64, 128], [128, 256]);
+    check(
+        q("ttnn.linear").input(&a, dram(&a)).input(&b, dram(&b)).input(&[64, 256], dram(&[64, 256])).out(&[64, 256]),
+        expect![[r#"error: invalid: ttnn.linear: bias 64x256 must be one row of N = 256 (at most 32 rows)"#]],
+    );
+    check(
+        q("ttnn.linear").input(&a, dram(&a)).input(&b, dram(&b)).input(&[1, 256], dram(&[1, 256])).out(&[64, 256]),
+        expect![[r#"
+            cb 36864 tensor 0 peak 36864 out 0
+            DRAM interleaved, 2x8 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+// ---- conv2d and pooling ---------------------------------------------------------------------
+
+fn conv_attrs(cin: i64, cout: i64, hw: i64, k: i64, stride: i64, pad: i64) -> Vec<(&'static str, AttrValue)> {
+    vec![
+        ("in_channels", AttrValue::Int(cin)),
+        ("out_channels", AttrValue::Int(cout)),
+        ("batch_size", AttrValue::Int(1)),
+        ("input_height", AttrValue::Int(hw)),
+        ("input_width", AttrValue::Int(hw)),
+        ("kernel_size", AttrValue::Ints(vec![k, k])),
+        ("stride", AttrValue::Ints(vec![stride, stride])),
+        ("padding", AttrValue::Ints(vec![pad, pad])),
+        ("dilation", AttrValue::Ints(vec![1, 1])),
+        ("groups", AttrValue::Int(1)),
+    ]
+}
+
+fn stem() -> Q {
+    let (i, w, o) = ([1, 1, 50176, 3], [64, 3, 7, 7], [1, 1, 12544, 64]);
+    qa("ttnn.conv2d", conv_attrs(3, 64, 224, 7, 2, 3)).input(&i, dram(&i)).input(&w, rm(&w)).out(&o)
+}
+
+#[test]
+fn conv2d_null_hint_height_shards_the_stem_over_56_cores() {
+    check(
+        stem(),
+        expect![[r#"
+            cb 287616 tensor 189824 peak 477440 out 28672
+            L1 height_sharded 56x1, 7x2 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
+}
+
+#[test]
+fn conv2d_with_a_dram_output_still_builds_its_halo() {
+    let o = [1, 1, 12544, 64];
+    check(
+        stem().hint(dram(&o)),
+        expect![[r#"
+            cb 287616 tensor 189824 peak 477440 out 0
+            DRAM interleaved, 392x2 tiles total (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
+}
+
+#[test]
+fn conv2d_act_block_h_override_shrinks_the_activation_cbs() {
+    let cfg = Conv2dConfig { act_block_h_override: Some(32), ..Default::default() };
+    let small = stem().config(OpConfig::Conv2d { conv: cfg, compute: None }).run().unwrap();
+    let full = stem().run().unwrap();
+    assert!(small.cb_peak < full.cb_peak, "{} vs {}", small.cb_peak, full.cb_peak);
+    expect!["91008 vs 287616"].assert_eq(&format!("{} vs {}", small.cb_peak, full.cb_peak));
+}
+
+#[test]
+fn conv2d_act_block_h_override_must_be_a_multiple_of_32() {
+    let cfg = Conv2dConfig { act_block_h_override: Some(48), ..Default::default() };
+    check(
+        stem().config(OpConfig::Conv2d { conv: cfg, compute: None }),
+        expect![[r#"error: invalid: ttnn.conv2d: act_block_h_override = 48 is not a multiple of 32"#]],
+    );
+}
+
+#[test]
+fn conv2d_config_shard_layout_must_match_the_output() {
+    let o = [1, 1, 12544, 64];
+    let cfg = Conv2dConfig { shard_layout: Some(TensorMemoryLayout::BlockSharded), ..Default::default() };
+    check(
+        stem().hint(hs(&o, 56)).config(OpConfig::Conv2d { conv: cfg, compute: None }),
+        expect![[r#"error: invalid: ttnn.conv2d: conv2d_config shard_layout block_sharded disagrees with the height_sharded output"#]],
+    );
+}
+
+#[test]
+fn conv2d_input_and_output_must_use_the_same_sharding_type() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+            .input(&i, hs(&i, 49))
+            .input(&w, rm(&w))
+            .out(&o)
+            .hint(bs(&o, 7, 2)),
+        expect![[r#"error: unsupported: ttnn.conv2d: input and output must use the same sharding type, not height_sharded and block_sharded"#]],
+    );
+}
+
+#[test]
+fn conv2d_keeps_a_sharded_input_parallel_config() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1)).input(&i, hs(&i, 49)).input(&w, rm(&w)).out(&o),
+        expect![[r#"
+            cb 106752 tensor 45312 peak 152064 out 8192
+            L1 height_sharded 49x1, 2x2 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
+}
+
+#[test]
+fn conv2d_picks_width_sharding_when_pixels_are_few() {
+    let (i, w, o) = ([1, 1, 49, 512], [512, 512, 3, 3], [1, 1, 49, 512]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(512, 512, 7, 3, 1, 1)).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
+        expect![[r#"
+            cb 41156 tensor 9280 peak 50436 out 4096
+            L1 width_sharded 1x16, 2x1 tiles per core (bf16)
+            conv: shard_layout Some("width_sharded")"#]],
+    );
+}
+
+#[test]
+fn conv2d_rejects_a_sharded_weight() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1)).input(&i, dram(&i)).input(&[64, 576], hs(&[64, 576], 2)).out(&o),
+        expect![[r#"error: unsupported: ttnn.conv2d: the weight operand may not be sharded"#]],
+    );
+    let _ = w;
+}
+
+#[test]
+fn conv2d_checks_the_flattened_input_shape() {
+    let (i, w, o) = ([1, 56, 56, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    let res = qa("ttnn.conv2d", conv_attrs(64, 32, 56, 3, 1, 1)).input(&i, dram(&i)).input(&w, rm(&w)).out(&o).run();
+    expect![[r#"Err(Invalid { reason: "ttnn.conv2d: output 1x1x3136x64 is not [1, 1, 3136, 32] (56x56 output pixels)" })"#]]
+        .assert_eq(&format!("{res:?}"));
+}
+
+#[test]
+fn max_pool2d_height_shards_its_output_by_default() {
+    let (i, o) = ([1, 1, 12544, 64], [1, 1, 3136, 64]);
+    let attrs = vec![
+        ("batch_size", AttrValue::Int(1)),
+        ("input_height", AttrValue::Int(112)),
+        ("input_width", AttrValue::Int(112)),
+        ("channels", AttrValue::Int(64)),
+        ("kernel_size", AttrValue::Ints(vec![3, 3])),
+        ("stride", AttrValue::Ints(vec![2, 2])),
+        ("padding", AttrValue::Ints(vec![1, 1])),
+        ("dilation", AttrValue::Ints(vec![1, 1])),
+    ];
+    check(
+        qa("ttnn.max_pool2d", attrs).input(&i, dram(&i)).out(&o),
+        expect![[r#"
+            cb 4608 tensor 134912 peak 139520 out 8192
+            L1 height_sharded 49x1, 2x2 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn upsample_keeps_a_sharded_input_layout() {
+    let (i, o) = ([1, 16, 16, 64], [1, 32, 32, 64]);
+    check(
+        qa("ttnn.upsample", vec![("scale_factor", AttrValue::Int(2))]).input(&i, hs(&i, 8)).out(&o),
+        expect![[r#"
+            cb 128 tensor 16384 peak 16512 out 16384
+            L1 height_sharded 8x1, 4x2 tiles per core (bf16)"#]],
+    );
+}
+
+// ---- data movement --------------------------------------------------------------------------
+
+#[test]
+fn concat_with_a_null_hint_writes_dram() {
+    let s = [64, 64];
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, l1(&s)).input(&s, l1(&s)).out(&[128, 64]),
+        expect![[r#"
+            cb 4096 tensor 0 peak 4096 out 0
+            DRAM interleaved, 4x2 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
+fn concat_rejects_mixed_input_layouts() {
+    let s = [64, 64];
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, l1(&s)).input(&s, dram(&s)).out(&[128, 64]),
+        expect!["error: unsupported: ttnn.concat inputs must share one memory layout and grid: operand 1 is DRAM interleaved, 2x2 tiles total (bf16), operand 0 is L1 interleaved, 1x1 tiles per core (bf16)"],
+    );
+}
+
+#[test]
+fn width_concat_keeps_height_sharding() {
+    let (s, o) = ([256, 64], [256, 128]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, hs(&s, 8)).input(&s, hs(&s, 8)).out(&o).hint(hs(&o, 8)),
+        expect![[r#"
+            cb 0 tensor 8192 peak 8192 out 8192
+            L1 height_sharded 8x1, 1x4 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn width_concat_rejects_width_sharding() {
+    let (s, o) = ([256, 256], [256, 512]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(-1))]).input(&s, ws(&s, 4)).input(&s, ws(&s, 4)).out(&o).hint(ws(&o, 4)),
+        expect![[r#"error: unsupported: a width concat needs height sharding, not width_sharded"#]],
+    );
+}
+
+#[test]
+fn height_concat_rejects_height_sharding() {
+    let (s, o) = ([256, 256], [512, 256]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, hs(&s, 4)).input(&s, hs(&s, 4)).out(&o).hint(hs(&o, 4)),
+        expect![[r#"error: unsupported: a height concat needs width sharding, not height_sharded"#]],
+    );
+}
+
+#[test]
+fn concat_never_block_shards() {
+    let (s, o) = ([256, 256], [512, 256]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, bs(&s, 2, 2)).input(&s, bs(&s, 2, 2)).out(&o).hint(bs(&o, 2, 2)),
+        expect![[r#"error: unsupported: ttnn.concat never shards its output by blocks"#]],
+    );
+}
+
+#[test]
+fn concat_of_interleaved_inputs_has_no_sharded_output() {
+    let (s, o) = ([256, 64], [256, 128]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, l1(&s)).input(&s, l1(&s)).out(&o).hint(hs(&o, 8)),
+        expect![[r#"error: unsupported: ttnn.concat of interleaved inputs gives no sharded output (#41469)"#]],
+    );
+}
+
+#[test]
+fn concat_of_unaligned_inputs_has_no_sharded_output() {
+    let (s, o) = ([256, 48], [256, 96]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, hs(&s, 8)).input(&s, hs(&s, 8)).out(&o).hint(hs(&o, 8)),
+        expect![[r#"error: unsupported: ttnn.concat of non-tile-aligned inputs gives no sharded output (#41504)"#]],
+    );
+}
+
+#[test]
+fn sharded_concat_inputs_need_a_sharded_output() {
+    let (s, o) = ([256, 64], [256, 128]);
+    check(
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, hs(&s, 8)).input(&s, hs(&s, 8)).out(&o),
+        expect!["error: unsupported: ttnn.concat with sharded inputs needs a sharded output with the same layout and grid, not DRAM interleaved, 8x4 tiles total (bf16)"],
+    );
+}
+
+#[test]
+fn reshape_rejects_a_width_sharded_input() {
+    let s = [64, 256];
+    check(
+        q("ttnn.reshape").input(&s, ws(&s, 8)).out(&[1, 64, 256]),
+        expect![[r#"error: unsupported: ttnn.reshape rejects a width_sharded operand 0"#]],
+    );
+}
+
+#[test]
+fn view_reshape_aliases_its_input() {
+    check(
+        q("ttnn.reshape").input(&[1, 64, 256], l1(&[1, 64, 256])).out(&[2, 32, 256]),
+        expect![[r#"
+            cb 0 tensor 0 peak 0 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn non_view_reshape_has_no_sharded_output() {
+    let s = [64, 256];
+    check(
+        q("ttnn.reshape").input(&s, hs(&s, 2)).out(&[256, 64]),
+        expect![[r#"error: unsupported: ttnn.reshape produces interleaved outputs only (a non-view reshape moves tiles)"#]],
+    );
+}
+
+#[test]
+fn permute_rejects_a_width_sharded_input() {
+    let s = [64, 256];
+    check(
+        qa("ttnn.permute", vec![("permutation", AttrValue::Ints(vec![1, 0]))]).input(&s, ws(&s, 8)).out(&[256, 64]),
+        expect![[r#"error: unsupported: ttnn.permute rejects a width_sharded operand 0"#]],
+    );
+}
+
+#[test]
+fn identity_permute_is_a_view() {
+    let s = [64, 256];
+    check(
+        qa("ttnn.permute", vec![("permutation", AttrValue::Ints(vec![0, 1]))]).input(&s, l1(&s)).out(&s),
+        expect![[r#"
+            cb 0 tensor 0 peak 0 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn slice_rejects_a_sharded_input() {
+    let s = [256, 64];
+    check(
+        q("ttnn.slice_static").input(&s, hs(&s, 8)).out(&[128, 64]),
+        expect![[r#"error: unsupported: ttnn.slice_static rejects a height_sharded operand 0"#]],
+    );
+}
+
+#[test]
+fn slice_has_no_sharded_output() {
+    let s = [256, 64];
+    check(
+        q("ttnn.slice_static").input(&s, dram(&s)).out(&[128, 64]).hint(hs(&[128, 64], 4)),
+        expect![[r#"error: unsupported: ttnn.slice_static produces interleaved outputs only (#39074, #38016)"#]],
+    );
+}
+
+#[test]
+fn row_major_slice_buffers_two_output_rows() {
+    let s = [64, 4096];
+    check(
+        q("ttnn.slice_static").input(&s, rm(&s)).out(&[64, 1000]),
+        expect![[r#"
+            cb 4000 tensor 0 peak 4000 out 0
+            DRAM interleaved, 64x1000 elements total (bf16, row-major)"#]],
+    );
+}
+
+#[test]
+fn pad_has_no_sharded_output_and_a_zero_pad_is_a_view() {
+    let s = [256, 64];
+    check(
+        qa("ttnn.pad", vec![("padding", AttrValue::Ints(vec![0, 32, 0, 0]))]).input(&s, hs(&s, 8)).out(&[288, 64]).hint(hs(&[288, 64], 9)),
+        expect![[r#"error: unsupported: ttnn.pad produces interleaved outputs only (#40898)"#]],
+    );
+    check(
+        qa("ttnn.pad", vec![("padding", AttrValue::Ints(vec![0, 0, 0, 0]))]).input(&s, l1(&s)).out(&s),
+        expect![[r#"
+            cb 0 tensor 0 peak 0 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn all_ones_repeat_is_a_view() {
+    let s = [64, 64];
+    check(
+        qa("ttnn.repeat", vec![("repeat_dims", AttrValue::Ints(vec![1, 1]))]).input(&s, l1(&s)).out(&s),
+        expect![[r#"
+            cb 0 tensor 0 peak 0 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn to_layout_untilize_buffers_two_tile_rows() {
+    let s = [32, 4096];
+    check(
+        q("ttnn.to_layout").input(&s, dram(&s)).out(&s).hint(rm(&s)),
+        expect![[r#"
+            cb 524288 tensor 0 peak 524288 out 0
+            DRAM interleaved, 32x4096 elements total (bf16, row-major)"#]],
+    );
+}
+
+#[test]
+fn to_memory_config_keeps_the_page_layout() {
+    let s = [64, 64];
+    check(
+        q("ttnn.to_memory_config").input(&s, dram(&s)).out(&s).hint(TtnnLayout::l1_interleaved(&s, BF16, PageLayout::RowMajor, W)),
+        expect![[r#"error: unsupported: ttnn.to_memory_config keeps the page layout; tilize or untilize with ttnn.to_layout"#]],
+    );
+}
+
+#[test]
+fn reshard_cb_holds_one_shard_row() {
+    let s = [1024, 256];
+    check(
+        q("ttnn.to_memory_config").input(&s, hs(&s, 32)).out(&s).hint(bs(&s, 4, 8)),
+        expect![[r#"
+            cb 2048 tensor 16384 peak 18432 out 16384
+            L1 block_sharded 4x8, 8x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn embedding_has_no_sharded_output() {
+    let (i, w, o) = ([1, 32], [1000, 64], [1, 32, 64]);
+    check(
+        q("ttnn.embedding").input(&i, dram(&i)).input(&w, dram(&w)).out(&o).hint(ws(&o, 2)),
+        expect![[r#"error: unsupported: ttnn.embedding produces interleaved outputs only (EmbeddingRules)"#]],
+    );
+}
+
+#[test]
+fn argmax_needs_a_row_major_input() {
+    let s = [64, 64];
+    check(
+        qa("ttnn.argmax", vec![("dim", AttrValue::Int(1))]).input(&s, dram(&s)).out(&[64]).dtype(DataType::U32),
+        expect![[r#"error: unsupported: ttnn.argmax needs a row-major input (tt-metal#46340)"#]],
+    );
+}
+
+// ---- normalization and reductions -----------------------------------------------------------
+
+#[test]
+fn rms_norm_rejects_a_height_sharded_input() {
+    let s = [1024, 256];
+    check(
+        q("ttnn.rms_norm").input(&s, hs(&s, 32)).out(&s),
+        expect![[r#"error: unsupported: ttnn.rms_norm rejects a height_sharded operand 0"#]],
+    );
+}
+
+#[test]
+fn rms_norm_rejects_width_sharding_on_a_ragged_grid() {
+    let s = [32, 640];
+    check(
+        q("ttnn.rms_norm").input(&s, ws(&s, 20)).out(&s),
+        expect!["error: unsupported: ttnn.rms_norm needs a width- or block-sharded input on a full rectangular grid, not L1 width_sharded 1x20, 1x1 tiles per core (bf16)"],
+    );
+}
+
+#[test]
+fn rms_norm_accepts_block_sharding_on_a_full_grid() {
+    let s = [1024, 1024];
+    check(
+        q("ttnn.rms_norm").input(&s, bs(&s, 8, 8)).out(&s),
+        expect![[r#"
+            cb 159744 tensor 32768 peak 192512 out 32768
+            L1 block_sharded 8x8, 4x4 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn layer_norm_buffers_the_mean_on_top_of_rms_norm() {
+    let s = [128, 1024];
+    let rms = q("ttnn.rms_norm").input(&s, dram(&s)).out(&s).run().unwrap();
+    let ln = q("ttnn.layer_norm").input(&s, dram(&s)).out(&s).run().unwrap();
+    expect!["rms 192512, layer 262144"].assert_eq(&format!("rms {}, layer {}", rms.cb_peak, ln.cb_peak));
+}
+
+#[test]
+fn sharded_softmax_writes_in_place() {
+    let s = [2048, 32];
+    check(
+        q("ttnn.softmax").input(&s, hs(&s, 64)).out(&s).hint(hs(&s, 32)),
+        expect![[r#"error: unsupported: sharded ttnn.softmax writes in place: input and output need the same shard spec"#]],
+    );
+}
+
+#[test]
+fn softmax_over_another_dim_materializes_transposes() {
+    let s = [64, 1024];
+    check(
+        qa("ttnn.softmax", vec![("dimension", AttrValue::Int(0))]).input(&s, l1(&s)).out(&s),
+        expect![[r#"
+            cb 14336 tensor 6144 peak 20480 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn reductions_reject_a_sharded_input() {
+    let s = [256, 256];
+    check(
+        qa("ttnn.mean", vec![("dim_arg", AttrValue::Ints(vec![1])), ("keep_dim", AttrValue::Bool(true))]).input(&s, hs(&s, 8)).out(&[256, 1]),
+        expect![[r#"error: unsupported: ttnn.mean rejects a height_sharded operand 0"#]],
+    );
+}
+
+// ---- transformer, collectives, unknown ops ----------------------------------------------------
+
+fn sdpa() -> Q {
+    let qs = [1, 8, 128, 64];
+    q("ttnn.scaled_dot_product_attention").input(&qs, dram(&qs)).input(&qs, dram(&qs)).input(&qs, dram(&qs)).out(&qs)
+}
+
+#[test]
+fn sdpa_answers_a_null_hint_with_dram() {
+    check(
+        sdpa(),
+        expect![[r#"
+            cb 57344 tensor 0 peak 57344 out 0
+            DRAM interleaved, 32x2 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
+fn sdpa_rejects_an_explicit_sharded_output_hint() {
+    let qs = [1, 8, 128, 64];
+    check(
+        sdpa().hint(hs(&qs, 8)),
+        expect!["error: unsupported: ttnn.scaled_dot_product_attention is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 4x2 tiles per core (bf16)) is rejected"],
+    );
+}
+
+#[test]
+fn sdpa_needs_k_and_v_in_dram() {
+    let qs = [1, 8, 128, 64];
+    check(
+        q("ttnn.scaled_dot_product_attention").input(&qs, dram(&qs)).input(&qs, l1(&qs)).input(&qs, dram(&qs)).out(&qs),
+        expect!["error: unsupported: ttnn.scaled_dot_product_attention needs K and V DRAM-interleaved; operand 1 is L1 interleaved, 1x1 tiles per core (bf16)"],
+    );
+}
+
+#[test]
+fn rotary_embedding_rejects_a_width_sharded_input() {
+    let s = [1, 8, 32, 128];
+    check(
+        q("ttnn.rotary_embedding_llama").input(&s, ws(&s, 4)).input(&s, dram(&s)).input(&s, dram(&s)).out(&s),
+        expect![[r#"error: unsupported: ttnn.rotary_embedding_llama rejects a width_sharded operand 0"#]],
+    );
+}
+
+#[test]
+fn rotary_embedding_rejects_an_explicit_sharded_hint() {
+    let s = [1, 8, 32, 128];
+    check(
+        q("ttnn.rotary_embedding").input(&s, dram(&s)).input(&s, dram(&s)).input(&s, dram(&s)).out(&s).hint(hs(&s, 8)),
+        expect!["error: unsupported: ttnn.rotary_embedding is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 1x4 tiles per core (bf16)) is rejected"],
+    );
+}
+
+#[test]
+fn unknown_ops_accept_only_dram_interleaved_operands() {
+    let s = [64, 64];
+    check(
+        q("ttnn.frobnicate").input(&s, l1(&s)).out(&s),
+        expect!["error: unsupported: the op model does not know ttnn.frobnicate; only DRAM-interleaved operands are accepted, operand 0 is L1 interleaved, 1x1 tiles per core (bf16)"],
+    );
+    check(
+        q("ttnn.frobnicate").input(&s, dram(&s)).out(&s),
+        expect![[r#"
+            cb 16384 tensor 0 peak 16384 out 0
+            DRAM interleaved, 2x2 tiles total (bf16)"#]],
+    );
+    check(
+        q("ttnn.frobnicate").input(&s, dram(&s)).out(&s).hint(l1(&s)),
+        expect!["error: unsupported: the op model does not know ttnn.frobnicate; only a DRAM-interleaved output is accepted, not L1 interleaved, 1x1 tiles per core (bf16)"],
+    );
+}
+
+#[test]
+fn collectives_stay_in_dram() {
+    let s = [64, 64];
+    check(
+        q("ttnn.all_gather").input(&s, hs(&s, 2)).out(&[64, 128]),
+        expect![[r#"error: unsupported: ttnn.all_gather rejects a height_sharded operand 0"#]],
+    );
+}
+
+#[test]
+fn fixed_ops_report_the_layout_they_have() {
+    let s = [64, 64];
+    check(
+        q("ttnn.to_tensor_spec").input(&s, l1(&s)).out(&s),
+        expect![[r#"
+            cb 0 tensor 0 peak 0 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn d2m_subgraph_counts_its_l1_inputs_and_output() {
+    let s = [64, 1024];
+    check(
+        q("ttnn.d2m_subgraph").input(&s, l1(&s)).input(&s, dram(&s)).out(&s).hint(l1(&s)),
+        expect![[r#"
+            cb 0 tensor 4096 peak 4096 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
+// ---- robustness -----------------------------------------------------------------------------
+
+#[test]
+fn degenerate_queries_never_panic() {
+    let names = [
+        "ttnn.relu", "ttnn.add", "ttnn.where", "ttnn.matmul", "ttnn.linear", "ttnn.conv2d",
+        "ttnn.conv_transpose2d", "ttnn.conv1d", "ttnn.conv3d", "ttnn.max_pool2d", "ttnn.upsample",
+        "ttnn.concat", "ttnn.reshape", "ttnn.permute", "ttnn.transpose", "ttnn.slice_static",
+        "ttnn.pad", "ttnn.repeat", "ttnn.to_layout", "ttnn.to_memory_config", "ttnn.embedding",
+        "ttnn.embedding_bw", "ttnn.gather", "ttnn.sort", "ttnn.argmax", "ttnn.cumsum",
+        "ttnn.softmax", "ttnn.rms_norm", "ttnn.batch_norm_inference", "ttnn.group_norm",
+        "ttnn.sum", "ttnn.prod", "ttnn.scaled_dot_product_attention", "ttnn.rotary_embedding",
+        "ttnn.nlp_concat_heads_decode", "ttnn.all_gather", "ttnn.empty", "ttnn.rand",
+        "ttnn.get_device", "ttnn.d2m_subgraph", "ttnn.sampling", "ttnn.quantize", "ttnn.foo",
+    ];
+    let shapes: [&[u64]; 5] = [&[], &[0], &[0, 0], &[1, 0, 32], &[u64::MAX, 2]];
+    let mut answered = 0;
+    for name in names {
+        for s in shapes {
+            for layout in [dram(s), l1(s), rm(s)] {
+                for n_inputs in 0..4 {
+                    let mut query = q(name).out(s);
+                    for _ in 0..n_inputs {
+                        query = query.input(s, layout.clone());
+                    }
+                    for hint in [OutputHint::Null, OutputHint::Layout(l1(s)), OutputHint::Partial(l1(s).partial())] {
+                        query.0.output = hint;
+                        let _ = query.run();
+                        answered += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(answered, names.len() * 5 * 3 * 4 * 3);
+    // Absurd attributes from malformed IR are rejected, not overflowed.
+    let huge = vec![
+        ("in_channels", AttrValue::Int(i64::MAX)),
+        ("out_channels", AttrValue::Int(i64::MAX)),
+        ("batch_size", AttrValue::Int(i64::MAX)),
+        ("input_height", AttrValue::Int(i64::MAX)),
+        ("input_width", AttrValue::Int(-5)),
+        ("kernel_size", AttrValue::Ints(vec![i64::MAX, i64::MAX])),
+        ("stride", AttrValue::Ints(vec![0, 0])),
+        ("padding", AttrValue::Ints(vec![i64::MAX])),
+    ];
+    let s = [1, 1, 64, 32];
+    for name in ["ttnn.conv2d", "ttnn.conv_transpose2d", "ttnn.conv3d", "ttnn.max_pool2d"] {
+        let huge = huge.iter().map(|(k, v)| (*k, match v {
+            AttrValue::Int(i) => AttrValue::Int(*i),
+            AttrValue::Ints(i) => AttrValue::Ints(i.clone()),
+            AttrValue::Bool(b) => AttrValue::Bool(*b),
+            AttrValue::Str(x) => AttrValue::Str(x),
+        }));
+        let res = qa(name, huge.collect()).input(&s, dram(&s)).input(&s, dram(&s)).out(&s).run();
+        assert!(matches!(res, Err(OpError::Invalid { .. })), "{name}: {res:?}");
+    }
+}
+
+// ---- cache ----------------------------------------------------------------------------------
+
+#[test]
+fn cache_counts_hits_and_misses_and_keeps_failures() {
+    let model = CachedOpModel::new(AnalyticalModel);
+    let t = Target::n150();
+    let s = [64, 64];
+    let ok = q("ttnn.relu").input(&s, dram(&s)).out(&s).0;
+    let bad = q("ttnn.relu").input(&s, dram(&s)).out(&[32, 32]).0;
+    let first = model.query(&t, &ok);
+    assert_eq!(model.query(&t, &ok), first);
+    assert!(model.query(&t, &bad).is_err());
+    assert!(model.query(&t, &bad).is_err());
+    // Another target is another key.
+    let _ = model.query(&Target::p150(), &ok);
+    expect![[r#"CacheStats { hits: 2, misses: 3, entries: 3 }"#]].assert_eq(&format!("{:?}", model.stats()));
+}
+
+#[test]
+fn cache_is_shared_across_threads() {
+    let model = CachedOpModel::new(AnalyticalModel);
+    let t = Target::n150();
+    let s = [64, 64];
+    let query = q("ttnn.relu").input(&s, dram(&s)).out(&s).0;
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                for _ in 0..100 {
+                    assert!(model.query(&t, &query).is_ok());
+                }
+            });
+        }
+    });
+    let stats = model.stats();
+    assert_eq!(stats.hits + stats.misses, 200);
+    assert_eq!(stats.entries, 1);
+}

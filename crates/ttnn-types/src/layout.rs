@@ -242,9 +242,10 @@ pub fn tile_padded_shape(shape: &[u64]) -> Vec<u64> {
         s.push(1);
     }
     let n = s.len();
-    s[n - 1] = div_ceil(s[n - 1], TILE) * TILE;
+    // Saturating: absurd dims (from malformed IR) must not panic the analysis.
+    s[n - 1] = div_ceil(s[n - 1], TILE).saturating_mul(TILE);
     if n >= 2 {
-        s[n - 2] = div_ceil(s[n - 2], TILE) * TILE;
+        s[n - 2] = div_ceil(s[n - 2], TILE).saturating_mul(TILE);
     }
     s
 }
@@ -671,6 +672,13 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "1x2 tiles cannot give every core of a 2x2 grid a tile");
+    }
+
+    #[test]
+    fn tile_padding_saturates_instead_of_overflowing() {
+        assert_eq!(tile_padded_shape(&[u64::MAX, 33]), vec![u64::MAX, 64]);
+        let l = TtnnLayout::dram_interleaved(&[u64::MAX, 2], DataType::BF16, PageLayout::Tile);
+        assert_eq!(l.memref_shape[1], 1);
     }
 
     #[test]
