@@ -1,5 +1,20 @@
 //! `cargo xtask`: repository automation (corpus checks, benchmarks, calibration, tidy).
+//!
+//! A small dispatcher on the first argument; each task lives in its own module.
+
+mod bench_opmodel;
+mod calibrate;
+
+const TASKS: &str = "calibrate, bench-opmodel";
 
 fn main() -> anyhow::Result<()> {
-    Ok(())
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("calibrate") => calibrate::run(),
+        Some("bench-opmodel") => bench_opmodel::run(),
+        Some(other) => Err(anyhow::format_err!("unknown task `{other}`, expected one of: {TASKS}")),
+        None => {
+            Err(anyhow::format_err!("usage: cargo xtask <task>, where task is one of: {TASKS}"))
+        }
+    }
 }

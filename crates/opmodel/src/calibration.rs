@@ -11,8 +11,8 @@ use target::Target;
 use ttnn_types::{DataType, Grid, PageLayout, TensorMemoryLayout, TtnnLayout};
 
 use crate::{
-    AnalyticalModel, OpConfig, OpKind, OpModel, OpQuery, OutputHint, TensorDesc, op_kind,
-    kind::AttrLookup,
+    AnalyticalModel, OpConfig, OpKind, OpModel, OpQuery, OutputHint, TensorDesc, kind::AttrLookup,
+    op_kind,
 };
 
 /// Reference values: cb, tensor, peak, out (bytes per core); `None` where not asserted.
@@ -47,8 +47,15 @@ fn rm_dram(shape: &[u64], dt: DataType) -> TtnnLayout {
 }
 
 fn hs(shape: &[u64], dt: DataType, cores: u64) -> TtnnLayout {
-    TtnnLayout::sharded(shape, dt, PageLayout::Tile, TensorMemoryLayout::HeightSharded, Grid::new(cores, 1), WORKER)
-        .unwrap_or_else(|_| dram(shape, dt))
+    TtnnLayout::sharded(
+        shape,
+        dt,
+        PageLayout::Tile,
+        TensorMemoryLayout::HeightSharded,
+        Grid::new(cores, 1),
+        WORKER,
+    )
+    .unwrap_or_else(|_| dram(shape, dt))
 }
 
 fn t(shape: &[u64], layout: TtnnLayout) -> TensorDesc {
@@ -62,6 +69,7 @@ pub(crate) enum AttrValue {
     Int(i64),
     Bool(bool),
     Ints(Vec<i64>),
+    #[cfg_attr(not(test), expect(dead_code, reason = "only unit tests spell string attributes"))]
     Str(&'static str),
 }
 
@@ -99,7 +107,13 @@ fn kind(name: &str, attrs: Vec<(&'static str, AttrValue)>) -> OpKind {
     op_kind(name, &Attrs(attrs))
 }
 
-fn query(kind: OpKind, inputs: Vec<TensorDesc>, out_shape: &[u64], dt: DataType, out: OutputHint) -> Option<OpQuery> {
+fn query(
+    kind: OpKind,
+    inputs: Vec<TensorDesc>,
+    out_shape: &[u64],
+    dt: DataType,
+    out: OutputHint,
+) -> Option<OpQuery> {
     Some(OpQuery {
         kind,
         inputs,
@@ -129,113 +143,641 @@ fn points() -> Vec<Point> {
     let s = [64, 1024];
     let unary = |name: &'static str| kind(name, vec![]);
     let mut p = Vec::new();
-    let mut add = |op: &'static str, case: &'static str, query: Option<OpQuery>, reference: Reference, note: &'static str| {
+    let mut add = |op: &'static str,
+                   case: &'static str,
+                   query: Option<OpQuery>,
+                   reference: Reference,
+                   note: &'static str| {
         p.push(Point { op, case, query, reference, note });
     };
 
-    add("relu", "64x1024 DRAM -> DRAM", query(unary("ttnn.relu"), vec![t(&s, dram(&s, BF16))], &s, BF16, out_dram(&s, BF16)), r(Some(8192), Some(0), Some(8192), Some(0)), "");
-    add("relu", "64x1024 DRAM -> L1 interleaved", query(unary("ttnn.relu"), vec![t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)), r(Some(8192), Some(2048), Some(10240), Some(2048)), "");
+    add(
+        "relu",
+        "64x1024 DRAM -> DRAM",
+        query(unary("ttnn.relu"), vec![t(&s, dram(&s, BF16))], &s, BF16, out_dram(&s, BF16)),
+        r(Some(8192), Some(0), Some(8192), Some(0)),
+        "",
+    );
+    add(
+        "relu",
+        "64x1024 DRAM -> L1 interleaved",
+        query(unary("ttnn.relu"), vec![t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)),
+        r(Some(8192), Some(2048), Some(10240), Some(2048)),
+        "",
+    );
     let hs_shape = [28672, 32];
-    add("relu", "28672x32 HS 64 cores -> HS", query(unary("ttnn.relu"), vec![t(&hs_shape, hs(&hs_shape, BF16, 64))], &hs_shape, BF16, OutputHint::Layout(hs(&hs_shape, BF16, 64))), r(Some(0), Some(28672), Some(28672), Some(28672)), "");
-    add("add", "64x1024 DRAM + DRAM -> L1", query(unary("ttnn.add"), vec![t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)), r(Some(12288), Some(2048), None, Some(2048)), "");
+    add(
+        "relu",
+        "28672x32 HS 64 cores -> HS",
+        query(
+            unary("ttnn.relu"),
+            vec![t(&hs_shape, hs(&hs_shape, BF16, 64))],
+            &hs_shape,
+            BF16,
+            OutputHint::Layout(hs(&hs_shape, BF16, 64)),
+        ),
+        r(Some(0), Some(28672), Some(28672), Some(28672)),
+        "",
+    );
+    add(
+        "add",
+        "64x1024 DRAM + DRAM -> L1",
+        query(
+            unary("ttnn.add"),
+            vec![t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16))],
+            &s,
+            BF16,
+            out_l1(&s, BF16),
+        ),
+        r(Some(12288), Some(2048), None, Some(2048)),
+        "",
+    );
     let hs8 = [32768, 32];
-    add("add", "32768x32 HS 8x1 (128 tiles/core)", query(unary("ttnn.add"), vec![t(&hs8, hs(&hs8, BF16, 8)), t(&hs8, hs(&hs8, BF16, 8))], &hs8, BF16, OutputHint::Layout(hs(&hs8, BF16, 8))), r(Some(12288), Some(262144), Some(274432), Some(262144)), "");
-    add("bitwise_and", "64x1024 si32 DRAM -> L1", query(unary("ttnn.bitwise_and"), vec![t(&s, dram(&s, DataType::SI32)), t(&s, dram(&s, DataType::SI32))], &s, DataType::SI32, out_l1(&s, DataType::SI32)), r(Some(24576), Some(4096), None, Some(4096)), "notes: x2 of the bf16 binary row");
-    add("typecast", "64x1024 bf16 -> f32 L1", query(OpKind::Typecast, vec![t(&s, dram(&s, BF16))], &s, DataType::F32, out_l1(&s, DataType::F32)), r(Some(12288), None, None, Some(4096)), "");
+    add(
+        "add",
+        "32768x32 HS 8x1 (128 tiles/core)",
+        query(
+            unary("ttnn.add"),
+            vec![t(&hs8, hs(&hs8, BF16, 8)), t(&hs8, hs(&hs8, BF16, 8))],
+            &hs8,
+            BF16,
+            OutputHint::Layout(hs(&hs8, BF16, 8)),
+        ),
+        r(Some(12288), Some(262144), Some(274432), Some(262144)),
+        "",
+    );
+    add(
+        "bitwise_and",
+        "64x1024 si32 DRAM -> L1",
+        query(
+            unary("ttnn.bitwise_and"),
+            vec![t(&s, dram(&s, DataType::SI32)), t(&s, dram(&s, DataType::SI32))],
+            &s,
+            DataType::SI32,
+            out_l1(&s, DataType::SI32),
+        ),
+        r(Some(24576), Some(4096), None, Some(4096)),
+        "notes: x2 of the bf16 binary row",
+    );
+    add(
+        "typecast",
+        "64x1024 bf16 -> f32 L1",
+        query(
+            OpKind::Typecast,
+            vec![t(&s, dram(&s, BF16))],
+            &s,
+            DataType::F32,
+            out_l1(&s, DataType::F32),
+        ),
+        r(Some(12288), None, None, Some(4096)),
+        "",
+    );
     let red_out = [64, 1];
     for name in ["ttnn.sum", "ttnn.mean", "ttnn.max", "ttnn.min"] {
         let k = kind(name, vec![("dim_arg", Ints(vec![1])), ("keep_dim", Bool(true))]);
-        add(&name[5..], "64x1024, dim 1 keep_dim -> DRAM", query(k, vec![t(&s, dram(&s, BF16))], &red_out, BF16, OutputHint::Null), r(Some(12288), None, None, None), "");
+        add(
+            &name[5..],
+            "64x1024, dim 1 keep_dim -> DRAM",
+            query(k, vec![t(&s, dram(&s, BF16))], &red_out, BF16, OutputHint::Null),
+            r(Some(12288), None, None, None),
+            "",
+        );
     }
     let s64 = [64, 64];
     let prod = kind("ttnn.prod", vec![("dim_arg", Int(1)), ("keep_dim", Bool(true))]);
-    add("prod", "64x64 L1, dim 1 keep_dim -> L1", query(prod, vec![t(&s64, l1(&s64, BF16))], &red_out, BF16, out_l1(&red_out, BF16)), r(Some(12288), Some(8192), None, Some(2048)), "");
+    add(
+        "prod",
+        "64x64 L1, dim 1 keep_dim -> L1",
+        query(prod, vec![t(&s64, l1(&s64, BF16))], &red_out, BF16, out_l1(&red_out, BF16)),
+        r(Some(12288), Some(8192), None, Some(2048)),
+        "",
+    );
     let softmax = || kind("ttnn.softmax", vec![("dimension", Int(-1))]);
-    add("softmax", "64x1024 DRAM -> L1", query(softmax(), vec![t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)), r(Some(137216), None, None, Some(2048)), "");
-    add("softmax", "32768x32 HS 64 cores (16 tiles/core)", query(softmax(), vec![t(&hs8, hs(&hs8, BF16, 64))], &hs8, BF16, OutputHint::Layout(hs(&hs8, BF16, 64))), r(Some(24576), None, None, Some(32768)), "");
+    add(
+        "softmax",
+        "64x1024 DRAM -> L1",
+        query(softmax(), vec![t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)),
+        r(Some(137216), None, None, Some(2048)),
+        "",
+    );
+    add(
+        "softmax",
+        "32768x32 HS 64 cores (16 tiles/core)",
+        query(
+            softmax(),
+            vec![t(&hs8, hs(&hs8, BF16, 64))],
+            &hs8,
+            BF16,
+            OutputHint::Layout(hs(&hs8, BF16, 64)),
+        ),
+        r(Some(24576), None, None, Some(32768)),
+        "",
+    );
     let s256 = [256, 256];
-    add("reshape", "64x1024 -> 256x256 L1", query(kind("ttnn.reshape", vec![]), vec![t(&s, dram(&s, BF16))], &s256, BF16, out_l1(&s256, BF16)), r(Some(5120), None, None, Some(2048)), "");
-    add("to_layout", "64x1024 tile -> row-major DRAM", query(OpKind::ToLayout, vec![t(&s, dram(&s, BF16))], &s, BF16, OutputHint::Layout(rm_dram(&s, BF16))), r(Some(131072), None, None, None), "");
+    add(
+        "reshape",
+        "64x1024 -> 256x256 L1",
+        query(
+            kind("ttnn.reshape", vec![]),
+            vec![t(&s, dram(&s, BF16))],
+            &s256,
+            BF16,
+            out_l1(&s256, BF16),
+        ),
+        r(Some(5120), None, None, Some(2048)),
+        "",
+    );
+    add(
+        "to_layout",
+        "64x1024 tile -> row-major DRAM",
+        query(
+            OpKind::ToLayout,
+            vec![t(&s, dram(&s, BF16))],
+            &s,
+            BF16,
+            OutputHint::Layout(rm_dram(&s, BF16)),
+        ),
+        r(Some(131072), None, None, None),
+        "",
+    );
     let tmc = [1, 8, 64, 128];
-    add("to_memory_config", "1x8x64x128 L1 interleaved -> HS 8 cores", query(OpKind::ToMemoryConfig, vec![t(&tmc, l1(&tmc, BF16))], &tmc, BF16, OutputHint::Layout(hs(&tmc, BF16, 8))), r(Some(8192), None, None, Some(16384)), "");
+    add(
+        "to_memory_config",
+        "1x8x64x128 L1 interleaved -> HS 8 cores",
+        query(
+            OpKind::ToMemoryConfig,
+            vec![t(&tmc, l1(&tmc, BF16))],
+            &tmc,
+            BF16,
+            OutputHint::Layout(hs(&tmc, BF16, 8)),
+        ),
+        r(Some(8192), None, None, Some(16384)),
+        "",
+    );
     let cat = [64, 2048];
-    add("concat", "2 x 64x1024 dim 1 -> DRAM", query(kind("ttnn.concat", vec![("dim", Int(1))]), vec![t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16))], &cat, BF16, OutputHint::Null), r(Some(4096), Some(0), None, Some(0)), "");
+    add(
+        "concat",
+        "2 x 64x1024 dim 1 -> DRAM",
+        query(
+            kind("ttnn.concat", vec![("dim", Int(1))]),
+            vec![t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16))],
+            &cat,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(4096), Some(0), None, Some(0)),
+        "",
+    );
     let tr = [1024, 64];
-    add("transpose", "64x1024 -> 1024x64 L1", query(kind("ttnn.transpose", vec![("dim0", Int(0)), ("dim1", Int(1))]), vec![t(&s, dram(&s, BF16))], &tr, BF16, out_l1(&tr, BF16)), r(Some(8192), None, None, Some(2048)), "");
-    add("cumsum", "64x1024 (moreh) -> L1", query(kind("ttnn.cumsum", vec![("dim", Int(1))]), vec![t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)), r(Some(32768), Some(67584), None, Some(2048)), "");
+    add(
+        "transpose",
+        "64x1024 -> 1024x64 L1",
+        query(
+            kind("ttnn.transpose", vec![("dim0", Int(0)), ("dim1", Int(1))]),
+            vec![t(&s, dram(&s, BF16))],
+            &tr,
+            BF16,
+            out_l1(&tr, BF16),
+        ),
+        r(Some(8192), None, None, Some(2048)),
+        "",
+    );
+    add(
+        "cumsum",
+        "64x1024 (moreh) -> L1",
+        query(
+            kind("ttnn.cumsum", vec![("dim", Int(1))]),
+            vec![t(&s, dram(&s, BF16))],
+            &s,
+            BF16,
+            out_l1(&s, BF16),
+        ),
+        r(Some(32768), Some(67584), None, Some(2048)),
+        "",
+    );
     let rep = [128, 1024];
-    add("repeat", "64x1024 {2,1} -> L1", query(kind("ttnn.repeat", vec![("repeat_dims", Ints(vec![2, 1]))]), vec![t(&s, dram(&s, BF16))], &rep, BF16, out_l1(&rep, BF16)), r(Some(131072), None, None, Some(4096)), "");
-    add("repeat_interleave", "64x1024 repeats 2 dim 0 -> DRAM", query(kind("ttnn.repeat_interleave", vec![("repeats", Int(2)), ("dim", Int(0))]), vec![t(&s, dram(&s, BF16))], &rep, BF16, OutputHint::Null), r(Some(131072), None, None, None), "");
+    add(
+        "repeat",
+        "64x1024 {2,1} -> L1",
+        query(
+            kind("ttnn.repeat", vec![("repeat_dims", Ints(vec![2, 1]))]),
+            vec![t(&s, dram(&s, BF16))],
+            &rep,
+            BF16,
+            out_l1(&rep, BF16),
+        ),
+        r(Some(131072), None, None, Some(4096)),
+        "",
+    );
+    add(
+        "repeat_interleave",
+        "64x1024 repeats 2 dim 0 -> DRAM",
+        query(
+            kind("ttnn.repeat_interleave", vec![("repeats", Int(2)), ("dim", Int(0))]),
+            vec![t(&s, dram(&s, BF16))],
+            &rep,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(131072), None, None, None),
+        "",
+    );
     let s128 = [128, 128];
     let rep2 = [256, 128];
-    add("repeat", "128x128 {2,1} -> L1 (interface test)", query(kind("ttnn.repeat", vec![("repeat_dims", Ints(vec![2, 1]))]), vec![t(&s128, dram(&s128, BF16))], &rep2, BF16, out_l1(&rep2, BF16)), r(Some(16384), None, None, Some(2048)), "repeat dims assumed {2,1}; an all-ones repeat is a view");
+    add(
+        "repeat",
+        "128x128 {2,1} -> L1 (interface test)",
+        query(
+            kind("ttnn.repeat", vec![("repeat_dims", Ints(vec![2, 1]))]),
+            vec![t(&s128, dram(&s128, BF16))],
+            &rep2,
+            BF16,
+            out_l1(&rep2, BF16),
+        ),
+        r(Some(16384), None, None, Some(2048)),
+        "repeat dims assumed {2,1}; an all-ones repeat is a view",
+    );
     let p66 = [66, 66];
-    add("pad", "64x64 -> 66x66 L1", query(kind("ttnn.pad", vec![("padding", Ints(vec![0, 2, 0, 2]))]), vec![t(&s64, dram(&s64, BF16))], &p66, BF16, out_l1(&p66, BF16)), r(Some(6144), None, None, Some(2048)), "");
+    add(
+        "pad",
+        "64x64 -> 66x66 L1",
+        query(
+            kind("ttnn.pad", vec![("padding", Ints(vec![0, 2, 0, 2]))]),
+            vec![t(&s64, dram(&s64, BF16))],
+            &p66,
+            BF16,
+            out_l1(&p66, BF16),
+        ),
+        r(Some(6144), None, None, Some(2048)),
+        "",
+    );
     let p1026 = [66, 1026];
-    add("pad", "64x1024 -> 66x1026 L1", query(kind("ttnn.pad", vec![("padding", Ints(vec![0, 2, 0, 2]))]), vec![t(&s, dram(&s, BF16))], &p1026, BF16, out_l1(&p1026, BF16)), r(None, Some(4096), None, None), "padding assumed [0,2,0,2] as in the 64x64 row");
-    add("sort", "64x64 DRAM", query(kind("ttnn.sort", vec![]), vec![t(&s64, dram(&s64, BF16))], &s64, BF16, OutputHint::Null), r(Some(33792), None, None, None), "");
+    add(
+        "pad",
+        "64x1024 -> 66x1026 L1",
+        query(
+            kind("ttnn.pad", vec![("padding", Ints(vec![0, 2, 0, 2]))]),
+            vec![t(&s, dram(&s, BF16))],
+            &p1026,
+            BF16,
+            out_l1(&p1026, BF16),
+        ),
+        r(None, Some(4096), None, None),
+        "padding assumed [0,2,0,2] as in the 64x64 row",
+    );
+    add(
+        "sort",
+        "64x64 DRAM",
+        query(
+            kind("ttnn.sort", vec![]),
+            vec![t(&s64, dram(&s64, BF16))],
+            &s64,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(33792), None, None, None),
+        "",
+    );
     let am = kind("ttnn.argmax", vec![("dim", Int(1)), ("keep_dim", Bool(false))]);
-    add("argmax", "row-major 64x64 dim 1", query(am, vec![t(&s64, rm_dram(&s64, BF16))], &[64], DataType::U32, OutputHint::Layout(rm_dram(&[64], DataType::U32))), r(Some(384), None, None, None), "");
+    add(
+        "argmax",
+        "row-major 64x64 dim 1",
+        query(
+            am,
+            vec![t(&s64, rm_dram(&s64, BF16))],
+            &[64],
+            DataType::U32,
+            OutputHint::Layout(rm_dram(&[64], DataType::U32)),
+        ),
+        r(Some(384), None, None, None),
+        "",
+    );
     let amk = kind("ttnn.argmax", vec![("dim", Int(1)), ("keep_dim", Bool(true))]);
-    add("argmax", "row-major 64x64 dim 1 keep_dim", query(amk, vec![t(&s64, rm_dram(&s64, BF16))], &red_out, DataType::U32, OutputHint::Layout(rm_dram(&red_out, DataType::U32))), r(Some(132), None, None, None), "");
+    add(
+        "argmax",
+        "row-major 64x64 dim 1 keep_dim",
+        query(
+            amk,
+            vec![t(&s64, rm_dram(&s64, BF16))],
+            &red_out,
+            DataType::U32,
+            OutputHint::Layout(rm_dram(&red_out, DataType::U32)),
+        ),
+        r(Some(132), None, None, None),
+        "",
+    );
     let sd = [4, 32, 32];
     let sd_out = [4, 32, 16];
     let idx = [3];
-    add("slice_dynamic", "4x32x32 -> 4x32x16 DRAM", query(OpKind::SliceDynamic, vec![t(&sd, dram(&sd, BF16)), t(&idx, rm_dram(&idx, DataType::U32)), t(&idx, rm_dram(&idx, DataType::U32))], &sd_out, BF16, OutputHint::Null), r(Some(4096), None, None, None), "");
-    add("where", "3 x 64x1024 -> L1", query(kind("ttnn.where", vec![]), vec![t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16))], &s, BF16, out_l1(&s, BF16)), r(Some(16384), None, None, Some(2048)), "");
+    add(
+        "slice_dynamic",
+        "4x32x32 -> 4x32x16 DRAM",
+        query(
+            OpKind::SliceDynamic,
+            vec![
+                t(&sd, dram(&sd, BF16)),
+                t(&idx, rm_dram(&idx, DataType::U32)),
+                t(&idx, rm_dram(&idx, DataType::U32)),
+            ],
+            &sd_out,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(4096), None, None, None),
+        "",
+    );
+    add(
+        "where",
+        "3 x 64x1024 -> L1",
+        query(
+            kind("ttnn.where", vec![]),
+            vec![t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16)), t(&s, dram(&s, BF16))],
+            &s,
+            BF16,
+            out_l1(&s, BF16),
+        ),
+        r(Some(16384), None, None, Some(2048)),
+        "",
+    );
     let w = [256, 128];
     let emb_out = [64, 1024, 128];
-    add("embedding", "idx 64x1024 L1, weight 256x128, L1 out", query(OpKind::Embedding, vec![t(&s, l1(&s, DataType::U32)), t(&w, dram(&w, BF16))], &emb_out, BF16, out_l1(&emb_out, BF16)), r(Some(16384), None, None, Some(2048)), "out 2048 cannot hold a 64x1024x128 result (262144 per core)");
-    add("embedding", "idx 64x1024 L1, weight 256x128, null out", query(OpKind::Embedding, vec![t(&s, l1(&s, DataType::U32)), t(&w, dram(&w, BF16))], &emb_out, BF16, OutputHint::Null), r(Some(16384), None, None, Some(262144)), "");
+    add(
+        "embedding",
+        "idx 64x1024 L1, weight 256x128, L1 out",
+        query(
+            OpKind::Embedding,
+            vec![t(&s, l1(&s, DataType::U32)), t(&w, dram(&w, BF16))],
+            &emb_out,
+            BF16,
+            out_l1(&emb_out, BF16),
+        ),
+        r(Some(16384), None, None, Some(2048)),
+        "out 2048 cannot hold a 64x1024x128 result (262144 per core)",
+    );
+    add(
+        "embedding",
+        "idx 64x1024 L1, weight 256x128, null out",
+        query(
+            OpKind::Embedding,
+            vec![t(&s, l1(&s, DataType::U32)), t(&w, dram(&w, BF16))],
+            &emb_out,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(16384), None, None, Some(262144)),
+        "",
+    );
     let i1 = [1, 1024];
     let emb1 = [1, 1024, 128];
-    add("embedding", "idx 1x1024, weight 256x128, L1 out", query(OpKind::Embedding, vec![t(&i1, dram(&i1, DataType::U32)), t(&w, dram(&w, BF16))], &emb1, BF16, out_l1(&emb1, BF16)), r(Some(16384), None, Some(8192), Some(2048)), "peak below cb: the notes' numbers are not self-consistent");
-    add("embedding", "idx 1x1024, weight 256x128 f32 (2nd variant)", query(OpKind::Embedding, vec![t(&i1, dram(&i1, DataType::U32)), t(&w, dram(&w, DataType::F32))], &emb1, DataType::F32, out_l1(&emb1, DataType::F32)), r(Some(32768), None, Some(16384), Some(4096)), "shapes of the 2nd variant not recorded; f32 assumed");
-    add("embedding_bw", "shapes not recorded", None, r(Some(12400), None, None, Some(409600)), "the notes give no shapes, so the model cannot be run");
+    add(
+        "embedding",
+        "idx 1x1024, weight 256x128, L1 out",
+        query(
+            OpKind::Embedding,
+            vec![t(&i1, dram(&i1, DataType::U32)), t(&w, dram(&w, BF16))],
+            &emb1,
+            BF16,
+            out_l1(&emb1, BF16),
+        ),
+        r(Some(16384), None, Some(8192), Some(2048)),
+        "peak below cb: the notes' numbers are not self-consistent",
+    );
+    add(
+        "embedding",
+        "idx 1x1024, weight 256x128 f32 (2nd variant)",
+        query(
+            OpKind::Embedding,
+            vec![t(&i1, dram(&i1, DataType::U32)), t(&w, dram(&w, DataType::F32))],
+            &emb1,
+            DataType::F32,
+            out_l1(&emb1, DataType::F32),
+        ),
+        r(Some(32768), None, Some(16384), Some(4096)),
+        "shapes of the 2nd variant not recorded; f32 assumed",
+    );
+    add(
+        "embedding_bw",
+        "shapes not recorded",
+        None,
+        r(Some(12400), None, None, Some(409600)),
+        "the notes give no shapes, so the model cannot be run",
+    );
     let z = [1024, 256];
-    add("zeros", "1024x256 L1", query(OpKind::Creation(crate::CreationOp::Zeros), vec![], &z, BF16, out_l1(&z, BF16)), r(Some(0), None, None, Some(8192)), "");
-    add("ones", "1024x256 L1", query(OpKind::Creation(crate::CreationOp::Ones), vec![], &z, BF16, out_l1(&z, BF16)), r(Some(0), None, None, Some(8192)), "");
-    add("empty", "f32 64x1024 L1", query(OpKind::Creation(crate::CreationOp::Empty), vec![], &s, DataType::F32, out_l1(&s, DataType::F32)), r(None, None, None, Some(4096)), "");
+    add(
+        "zeros",
+        "1024x256 L1",
+        query(OpKind::Creation(crate::CreationOp::Zeros), vec![], &z, BF16, out_l1(&z, BF16)),
+        r(Some(0), None, None, Some(8192)),
+        "",
+    );
+    add(
+        "ones",
+        "1024x256 L1",
+        query(OpKind::Creation(crate::CreationOp::Ones), vec![], &z, BF16, out_l1(&z, BF16)),
+        r(Some(0), None, None, Some(8192)),
+        "",
+    );
+    add(
+        "empty",
+        "f32 64x1024 L1",
+        query(
+            OpKind::Creation(crate::CreationOp::Empty),
+            vec![],
+            &s,
+            DataType::F32,
+            out_l1(&s, DataType::F32),
+        ),
+        r(None, None, None, Some(4096)),
+        "",
+    );
     for (case, shape, dt, out) in [
         ("2x2 u32 L1", &[2u64, 2][..], DataType::U32, 4096),
         ("2x3x4 u16 L1", &[2, 3, 4][..], DataType::U16, 2048),
         ("4x4 u8 L1", &[4, 4][..], DataType::U8, 1024),
     ] {
-        add("constant", case, query(OpKind::Creation(crate::CreationOp::Constant), vec![], shape, dt, out_l1(shape, dt)), r(None, None, None, Some(out)), "");
+        add(
+            "constant",
+            case,
+            query(
+                OpKind::Creation(crate::CreationOp::Constant),
+                vec![],
+                shape,
+                dt,
+                out_l1(shape, dt),
+            ),
+            r(None, None, None, Some(out)),
+            "",
+        );
     }
-    add("rand", "64x1024 L1", query(OpKind::Creation(crate::CreationOp::Rand), vec![], &s, BF16, out_l1(&s, BF16)), r(Some(12288), Some(6144), None, Some(2048)), "");
-    add("assign", "64x64 f32 -> f32 L1", query(unary("ttnn.assign"), vec![t(&s64, dram(&s64, DataType::F32))], &s64, DataType::F32, out_l1(&s64, DataType::F32)), r(Some(8192), None, None, None), "");
-    add("assign", "64x64 f32 -> bf16 L1", query(unary("ttnn.assign"), vec![t(&s64, dram(&s64, DataType::F32))], &s64, BF16, out_l1(&s64, BF16)), r(Some(12288), None, None, Some(2048)), "");
+    add(
+        "rand",
+        "64x1024 L1",
+        query(OpKind::Creation(crate::CreationOp::Rand), vec![], &s, BF16, out_l1(&s, BF16)),
+        r(Some(12288), Some(6144), None, Some(2048)),
+        "",
+    );
+    add(
+        "assign",
+        "64x64 f32 -> f32 L1",
+        query(
+            unary("ttnn.assign"),
+            vec![t(&s64, dram(&s64, DataType::F32))],
+            &s64,
+            DataType::F32,
+            out_l1(&s64, DataType::F32),
+        ),
+        r(Some(8192), None, None, None),
+        "",
+    );
+    add(
+        "assign",
+        "64x64 f32 -> bf16 L1",
+        query(
+            unary("ttnn.assign"),
+            vec![t(&s64, dram(&s64, DataType::F32))],
+            &s64,
+            BF16,
+            out_l1(&s64, BF16),
+        ),
+        r(Some(12288), None, None, Some(2048)),
+        "",
+    );
     let qs = [32, 64];
     let scalar = [1];
-    add("quantize", "32x64 L1 -> si32 L1", query(kind("ttnn.quantize", vec![]), vec![t(&qs, l1(&qs, BF16)), t(&scalar, dram(&scalar, DataType::F32)), t(&scalar, dram(&scalar, DataType::SI32))], &qs, DataType::SI32, out_l1(&qs, DataType::SI32)), r(Some(12288), Some(10240), Some(22528), Some(4096)), "");
+    add(
+        "quantize",
+        "32x64 L1 -> si32 L1",
+        query(
+            kind("ttnn.quantize", vec![]),
+            vec![
+                t(&qs, l1(&qs, BF16)),
+                t(&scalar, dram(&scalar, DataType::F32)),
+                t(&scalar, dram(&scalar, DataType::SI32)),
+            ],
+            &qs,
+            DataType::SI32,
+            out_l1(&qs, DataType::SI32),
+        ),
+        r(Some(12288), Some(10240), Some(22528), Some(4096)),
+        "",
+    );
     let ps = [1, 1, 16384, 32];
-    add("pow_scalar", "1x1x16384x32 DRAM -> L1", query(unary("ttnn.pow_scalar"), vec![t(&ps, dram(&ps, BF16))], &ps, BF16, out_l1(&ps, BF16)), r(Some(8192), Some(16384), Some(24576), Some(16384)), "");
+    add(
+        "pow_scalar",
+        "1x1x16384x32 DRAM -> L1",
+        query(
+            unary("ttnn.pow_scalar"),
+            vec![t(&ps, dram(&ps, BF16))],
+            &ps,
+            BF16,
+            out_l1(&ps, BF16),
+        ),
+        r(Some(8192), Some(16384), Some(24576), Some(16384)),
+        "",
+    );
 
     // §6.2 normalization.
     let rms = || kind("ttnn.rms_norm", vec![]);
     let a = [1, 32, 128, 128];
     let wv = [128];
-    add("rms_norm", "1x32x128x128 + weight, bias -> L1", query(rms(), vec![t(&a, dram(&a, BF16)), t(&wv, dram(&wv, BF16)), t(&wv, dram(&wv, BF16))], &a, BF16, out_l1(&a, BF16)), r(Some(94208), None, None, Some(16384)), "");
+    add(
+        "rms_norm",
+        "1x32x128x128 + weight, bias -> L1",
+        query(
+            rms(),
+            vec![t(&a, dram(&a, BF16)), t(&wv, dram(&wv, BF16)), t(&wv, dram(&wv, BF16))],
+            &a,
+            BF16,
+            out_l1(&a, BF16),
+        ),
+        r(Some(94208), None, None, Some(16384)),
+        "",
+    );
     let b = [1, 64, 64, 64];
-    add("rms_norm", "1x64x64x64 -> L1", query(rms(), vec![t(&b, dram(&b, BF16))], &b, BF16, out_l1(&b, BF16)), r(Some(45056), None, None, Some(8192)), "");
+    add(
+        "rms_norm",
+        "1x64x64x64 -> L1",
+        query(rms(), vec![t(&b, dram(&b, BF16))], &b, BF16, out_l1(&b, BF16)),
+        r(Some(45056), None, None, Some(8192)),
+        "",
+    );
     let c = [1, 32, 32, 32];
-    add("rms_norm", "1x32x32x32 L1 -> L1", query(rms(), vec![t(&c, l1(&c, BF16))], &c, BF16, out_l1(&c, BF16)), r(Some(45056), None, None, Some(2048)), "");
+    add(
+        "rms_norm",
+        "1x32x32x32 L1 -> L1",
+        query(rms(), vec![t(&c, l1(&c, BF16))], &c, BF16, out_l1(&c, BF16)),
+        r(Some(45056), None, None, Some(2048)),
+        "",
+    );
     let d = [2, 16, 64, 64];
     let w64 = [64];
-    add("rms_norm", "2x16x64x64 + weight", query(rms(), vec![t(&d, dram(&d, BF16)), t(&w64, dram(&w64, BF16))], &d, BF16, OutputHint::Null), r(Some(57344), None, None, None), "");
+    add(
+        "rms_norm",
+        "2x16x64x64 + weight",
+        query(
+            rms(),
+            vec![t(&d, dram(&d, BF16)), t(&w64, dram(&w64, BF16))],
+            &d,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(57344), None, None, None),
+        "",
+    );
     let e = [1, 16, 32, 32];
-    add("rms_norm", "1x16x32x32", query(rms(), vec![t(&e, dram(&e, BF16))], &e, BF16, OutputHint::Null), r(Some(36864), None, None, None), "");
+    add(
+        "rms_norm",
+        "1x16x32x32",
+        query(rms(), vec![t(&e, dram(&e, BF16))], &e, BF16, OutputHint::Null),
+        r(Some(36864), None, None, None),
+        "",
+    );
     let stat = [1, 32, 1, 1];
     let bn_inputs = |shape: &[u64], st: &[u64]| {
         let mut v = vec![t(shape, dram(shape, BF16))];
         v.extend((0..4).map(|_| t(st, dram(st, BF16))));
         v
     };
-    add("batch_norm", "inference 1x32x128x128 -> L1", query(kind("ttnn.batch_norm_inference", vec![]), bn_inputs(&a, &stat), &a, BF16, out_l1(&a, BF16)), r(Some(36864), None, None, Some(16384)), "");
+    add(
+        "batch_norm",
+        "inference 1x32x128x128 -> L1",
+        query(
+            kind("ttnn.batch_norm_inference", vec![]),
+            bn_inputs(&a, &stat),
+            &a,
+            BF16,
+            out_l1(&a, BF16),
+        ),
+        r(Some(36864), None, None, Some(16384)),
+        "",
+    );
     let stat64 = [1, 64, 1, 1];
-    add("batch_norm", "training 1x64x64x64", query(kind("ttnn.batch_norm_training", vec![]), bn_inputs(&b, &stat64), &b, BF16, OutputHint::Null), r(Some(49152), None, None, None), "");
-    add("batch_norm", "training, L1 interface test", query(kind("ttnn.batch_norm_training", vec![]), bn_inputs(&a, &stat), &a, BF16, out_l1(&a, BF16)), r(Some(94208), None, None, Some(16384)), "shape not recorded; 1x32x128x128 assumed");
+    add(
+        "batch_norm",
+        "training 1x64x64x64",
+        query(
+            kind("ttnn.batch_norm_training", vec![]),
+            bn_inputs(&b, &stat64),
+            &b,
+            BF16,
+            OutputHint::Null,
+        ),
+        r(Some(49152), None, None, None),
+        "",
+    );
+    add(
+        "batch_norm",
+        "training, L1 interface test",
+        query(
+            kind("ttnn.batch_norm_training", vec![]),
+            bn_inputs(&a, &stat),
+            &a,
+            BF16,
+            out_l1(&a, BF16),
+        ),
+        r(Some(94208), None, None, Some(16384)),
+        "shape not recorded; 1x32x128x128 assumed",
+    );
     p
 }
 
@@ -267,8 +809,7 @@ pub fn calibration_report() -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "calibration: {} on {} (reference/model (relative error); '-' = not asserted)",
-        "AnalyticalModel",
+        "calibration: AnalyticalModel on {} (reference/model (relative error); '-' = not asserted)",
         target.name()
     );
     let (mut key_points, mut key_ok, mut key_values, mut key_values_ok) = (0, 0, 0, 0);
@@ -276,7 +817,9 @@ pub fn calibration_report() -> String {
     for (i, point) in points().iter().enumerate() {
         let result = point.query.as_ref().map(|q| model.query(&target, q));
         let values: [Option<u64>; 4] = match &result {
-            Some(Ok(c)) => [Some(c.cb_peak), Some(c.tensor_peak), Some(c.peak), Some(c.output_bytes)],
+            Some(Ok(c)) => {
+                [Some(c.cb_peak), Some(c.tensor_peak), Some(c.peak), Some(c.output_bytes)]
+            }
             _ => [None; 4],
         };
         let mut cells = Vec::new();
@@ -307,7 +850,14 @@ pub fn calibration_report() -> String {
             }
         }
         let flag = if all_flags.iter().all(|ok| *ok) { "ok" } else { "MISS" };
-        let _ = writeln!(out, "{:>2} {:<17} {:<44} {} | {flag}", i + 1, point.op, point.case, cells.join(" | "));
+        let _ = writeln!(
+            out,
+            "{:>2} {:<17} {:<44} {} | {flag}",
+            i + 1,
+            point.op,
+            point.case,
+            cells.join(" | ")
+        );
         match &result {
             Some(Err(e)) => {
                 let _ = writeln!(out, "   model error: {e}");

@@ -138,7 +138,13 @@ fn halo_bytes(
 
 /// Bounds on conv/pool attributes (from IR, so untrusted) that keep the formulas exact.
 fn check_geometry(ctx: &Ctx<'_>, a: &ConvAttrs) -> Result<(), OpError> {
-    let small = a.kernel.iter().chain(&a.stride).chain(&a.dilation).chain(&a.padding).chain(&a.output_padding);
+    let small = a
+        .kernel
+        .iter()
+        .chain(&a.stride)
+        .chain(&a.dilation)
+        .chain(&a.padding)
+        .chain(&a.output_padding);
     let ok = small.into_iter().all(|v| *v <= 1 << 16)
         && [a.in_channels, a.out_channels, a.input_h, a.input_w].iter().all(|v| *v <= 1 << 24)
         && a.batch <= 1 << 16
@@ -219,10 +225,7 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
     let cin_core = round_up(div_ceil(a.in_channels, par.ch_cores), TILE);
     let cout_core_t = div_ceil(cout_t, par.ch_cores).max(1);
     let (kh, kw) = (a.kernel[0].max(1), a.kernel[1].max(1));
-    let one_by_one = !transposed
-        && a.kernel == [1, 1]
-        && a.stride == [1, 1]
-        && a.padding == [0; 4];
+    let one_by_one = !transposed && a.kernel == [1, 1] && a.stride == [1, 1] && a.padding == [0; 4];
 
     let ah = match cfg.act_block_h_override {
         Some(v) if v > 0 => {
@@ -249,7 +252,8 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
     }
     let tb_act = ctx.in_tb(0);
     let tb_w = cfg.weights_dtype.map_or_else(|| ctx.in_tb(1), DataType::tile_bytes);
-    let fp32_acc = compute.is_some_and(|c: DeviceComputeKernelConfig| c.fp32_dest_acc_en == Some(true));
+    let fp32_acc =
+        compute.is_some_and(|c: DeviceComputeKernelConfig| c.fp32_dest_acc_en == Some(true));
     let tb_interm = if fp32_acc { DataType::F32.tile_bytes() } else { ctx.out_tb() };
     let dbl = |flag: Option<bool>| if flag == Some(true) { 2 } else { 1 };
     let act_cb = ah * aw * tb_act * dbl(cfg.enable_act_double_buffer);
@@ -257,7 +261,10 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
     let act_rm_cb = if one_by_one { 0 } else { ah * aw * tb_act };
     // Weights stream one kernel row (an activation block's K) at a time, double buffered;
     // a 1x1 conv holds its whole K in that one block.
-    let weights_cb = if one_by_one { k_tiles } else { 2 * aw } * cout_core_t * tb_w * dbl(cfg.enable_weights_double_buffer);
+    let weights_cb = if one_by_one { k_tiles } else { 2 * aw }
+        * cout_core_t
+        * tb_w
+        * dbl(cfg.enable_weights_double_buffer);
     let interm_cb = ah * cout_core_t * tb_interm;
     let bias_cb = if ctx.q.inputs.len() > 2 { cout_core_t * ctx.out_tb() } else { 0 };
     let reader_indices = out_px_core * 4;
@@ -383,7 +390,8 @@ pub(crate) fn upsample(ctx: &Ctx<'_>, scale: [u64; 2]) -> Result<Estimate, OpErr
     if input.layout.is_sharded() != out.is_sharded() && out.is_sharded() {
         return Err(unsupported("ttnn.upsample shards its output only like a sharded input"));
     }
-    let stick = crate::util::row_page_bytes(&input.shape, ctx.in_dtype(0), ctx.target.l1_alignment());
+    let stick =
+        crate::util::row_page_bytes(&input.shape, ctx.in_dtype(0), ctx.target.l1_alignment());
     let cb = if input.layout.is_l1_sharded() && out.is_l1_sharded() {
         // Only the per-stick reader configuration lives outside the shards.
         let (rows, _) = collapse_2d(&input.shape);

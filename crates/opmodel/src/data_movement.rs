@@ -20,7 +20,10 @@ fn volume(shape: &[u64]) -> u64 {
 
 fn no_sharded_output(ctx: &Ctx<'_>, out: &TtnnLayout, why: &str) -> Result<(), OpError> {
     if out.is_sharded() {
-        return Err(unsupported(format!("{} produces interleaved outputs only ({why})", ctx.name())));
+        return Err(unsupported(format!(
+            "{} produces interleaved outputs only ({why})",
+            ctx.name()
+        )));
     }
     Ok(())
 }
@@ -28,8 +31,9 @@ fn no_sharded_output(ctx: &Ctx<'_>, out: &TtnnLayout, why: &str) -> Result<(), O
 pub(crate) fn concat(ctx: &Ctx<'_>, dim: i64) -> Result<Estimate, OpError> {
     let first = ctx.input(0)?;
     let rank = first.shape.len();
-    let d = norm_dim(dim, rank)
-        .ok_or_else(|| invalid(format!("ttnn.concat: dim {dim} is out of range for rank {rank}")))?;
+    let d = norm_dim(dim, rank).ok_or_else(|| {
+        invalid(format!("ttnn.concat: dim {dim} is out of range for rank {rank}"))
+    })?;
     let mut expect = first.shape.clone();
     expect[d] = 0;
     for (i, t) in ctx.q.inputs.iter().enumerate() {
@@ -77,14 +81,18 @@ pub(crate) fn concat(ctx: &Ctx<'_>, dim: i64) -> Result<Estimate, OpError> {
     }
     if out.is_sharded() {
         if !in_sharded {
-            return Err(unsupported("ttnn.concat of interleaved inputs gives no sharded output (#41469)"));
+            return Err(unsupported(
+                "ttnn.concat of interleaved inputs gives no sharded output (#41469)",
+            ));
         }
         let aligned = ctx.q.inputs.iter().all(|t| {
             let n = t.shape.len();
             t.shape.iter().skip(n.saturating_sub(2)).all(|x| x.is_multiple_of(32))
         });
         if !aligned {
-            return Err(unsupported("ttnn.concat of non-tile-aligned inputs gives no sharded output (#41504)"));
+            return Err(unsupported(
+                "ttnn.concat of non-tile-aligned inputs gives no sharded output (#41504)",
+            ));
         }
         match (out.memory_layout, d + 1 == rank, d + 2 == rank) {
             (Some(TensorMemoryLayout::BlockSharded), ..) => {
@@ -143,7 +151,11 @@ pub(crate) fn reshape(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
         PageLayout::Tile => 2 * ctx.in_tb(0) + ctx.in_tb(0) / 2,
         PageLayout::RowMajor => {
             2 * row_page_bytes(&input.shape, ctx.in_dtype(0), ctx.target.l1_alignment())
-                + 2 * row_page_bytes(&ctx.q.output_shape, ctx.q.output_dtype, ctx.target.l1_alignment())
+                + 2 * row_page_bytes(
+                    &ctx.q.output_shape,
+                    ctx.q.output_dtype,
+                    ctx.target.l1_alignment(),
+                )
         }
     };
     Ok(Estimate::new(cb, out))
@@ -346,8 +358,8 @@ pub(crate) fn gather(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
     }
     let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
     no_sharded_output(ctx, &out, "index-driven writes")?;
-    let cb: u64 = 2 * (0..ctx.q.inputs.len().min(3)).map(|i| ctx.in_tb(i)).sum::<u64>()
-        + 2 * ctx.out_tb();
+    let cb: u64 =
+        2 * (0..ctx.q.inputs.len().min(3)).map(|i| ctx.in_tb(i)).sum::<u64>() + 2 * ctx.out_tb();
     Ok(Estimate::new(cb, out))
 }
 

@@ -69,7 +69,8 @@ pub(crate) fn binary(ctx: &Ctx<'_>, op: BinaryOp) -> Result<Estimate, OpError> {
 }
 
 pub(crate) fn ternary(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
-    let shapes: Vec<&Vec<u64>> = (0..3).map(|i| ctx.input(i).map(|t| &t.shape)).collect::<Result<_, _>>()?;
+    let shapes: Vec<&Vec<u64>> =
+        (0..3).map(|i| ctx.input(i).map(|t| &t.shape)).collect::<Result<_, _>>()?;
     check_broadcast(ctx, &shapes)?;
     let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
     sharded_same_spec(ctx, &out, &[0, 1, 2])?;
@@ -83,7 +84,10 @@ pub(crate) fn quantize(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
     let input = ctx.input(0)?;
     let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
     if out.is_l1_sharded() || input.layout.is_l1_sharded() {
-        return Err(unsupported(format!("{} is modelled for interleaved tensors only", ctx.name())));
+        return Err(unsupported(format!(
+            "{} is modelled for interleaved tensors only",
+            ctx.name()
+        )));
     }
     let temp = bytes_like(&out, &input.shape, ctx.in_dtype(0), ctx.worker());
     let cb = 2 * 3 * ctx.in_tb(0);

@@ -260,7 +260,9 @@ pub enum OpKind {
     Ternary(TernaryOp),
     Typecast,
     /// quantize / dequantize / requantize: elementwise with scale and zero-point operands.
-    Quantize { name: &'static str },
+    Quantize {
+        name: &'static str,
+    },
     Matmul(MatmulAttrs),
     Linear(MatmulAttrs),
     SparseMatmul,
@@ -268,35 +270,81 @@ pub enum OpKind {
     ConvTranspose2d(ConvAttrs),
     Conv1d(ConvAttrs),
     Conv3d(ConvAttrs),
-    Pool2d { op: PoolOp, attrs: PoolAttrs },
-    Upsample { scale: [u64; 2] },
-    Concat { dim: i64 },
+    Pool2d {
+        op: PoolOp,
+        attrs: PoolAttrs,
+    },
+    Upsample {
+        scale: [u64; 2],
+    },
+    Concat {
+        dim: i64,
+    },
     Reshape,
-    Permute { permutation: Vec<i64> },
-    Transpose { dim0: i64, dim1: i64 },
+    Permute {
+        permutation: Vec<i64>,
+    },
+    Transpose {
+        dim0: i64,
+        dim1: i64,
+    },
     SliceStatic,
     SliceDynamic,
-    Pad { padding: Vec<i64> },
-    Repeat { repeat_dims: Vec<i64> },
-    RepeatInterleave { repeats: u64, dim: i64 },
+    Pad {
+        padding: Vec<i64>,
+    },
+    Repeat {
+        repeat_dims: Vec<i64>,
+    },
+    RepeatInterleave {
+        repeats: u64,
+        dim: i64,
+    },
     ToLayout,
     ToMemoryConfig,
     Embedding,
     EmbeddingBw,
-    Gather { dim: i64 },
-    Scatter { dim: i64 },
-    Softmax { dim: i64, numeric_stable: bool },
+    Gather {
+        dim: i64,
+    },
+    Scatter {
+        dim: i64,
+    },
+    Softmax {
+        dim: i64,
+        numeric_stable: bool,
+    },
     Norm(NormOp),
-    Reduction { op: ReduceOp, dims: Option<Vec<i64>>, keep_dim: bool },
-    Prod { dim: Option<i64>, keep_dim: bool },
-    Argmax { dim: Option<i64>, keep_dim: bool },
+    Reduction {
+        op: ReduceOp,
+        dims: Option<Vec<i64>>,
+        keep_dim: bool,
+    },
+    Prod {
+        dim: Option<i64>,
+        keep_dim: bool,
+    },
+    Argmax {
+        dim: Option<i64>,
+        keep_dim: bool,
+    },
     /// cumsum / cumprod (tt-metal's moreh_cumsum family).
-    Cumulative { name: &'static str, dim: i64 },
-    Sort { dim: i64 },
-    Topk { k: u64, dim: i64 },
+    Cumulative {
+        name: &'static str,
+        dim: i64,
+    },
+    Sort {
+        dim: i64,
+    },
+    Topk {
+        k: u64,
+        dim: i64,
+    },
     Sampling,
     Sdpa(SdpaOp),
-    RotaryEmbedding { llama: bool },
+    RotaryEmbedding {
+        llama: bool,
+    },
     Heads(HeadsOp),
     Collective(CollectiveOp),
     Creation(CreationOp),
@@ -417,10 +465,9 @@ pub fn op_kind(name: &str, attrs: &dyn AttrLookup) -> OpKind {
             OpKind::Cumulative { name: "ttnn.cumprod", dim: attrs.int("dim").unwrap_or(0) }
         }
         "ttnn.sort" => OpKind::Sort { dim: attrs.int("dim").unwrap_or(-1) },
-        "ttnn.topk" => OpKind::Topk {
-            k: uint(attrs.int("k")).max(1),
-            dim: attrs.int("dim").unwrap_or(-1),
-        },
+        "ttnn.topk" => {
+            OpKind::Topk { k: uint(attrs.int("k")).max(1), dim: attrs.int("dim").unwrap_or(-1) }
+        }
         "ttnn.sampling" => OpKind::Sampling,
         "ttnn.rotary_embedding" => OpKind::RotaryEmbedding { llama: false },
         "ttnn.rotary_embedding_llama" => OpKind::RotaryEmbedding { llama: true },

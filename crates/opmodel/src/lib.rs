@@ -28,7 +28,9 @@ mod util;
 use std::fmt;
 
 pub use target::Target;
-use ttnn_types::{Conv2dConfig, DataType, DeviceComputeKernelConfig, MatmulProgramConfig, TtnnLayout};
+use ttnn_types::{
+    Conv2dConfig, DataType, DeviceComputeKernelConfig, MatmulProgramConfig, TtnnLayout,
+};
 
 pub use crate::{
     analytical::AnalyticalModel,
@@ -70,8 +72,14 @@ pub enum OutputHint {
 pub enum OpConfig {
     #[default]
     None,
-    Conv2d { conv: Conv2dConfig, compute: Option<DeviceComputeKernelConfig> },
-    Matmul { program: Option<MatmulProgramConfig>, compute: Option<DeviceComputeKernelConfig> },
+    Conv2d {
+        conv: Conv2dConfig,
+        compute: Option<DeviceComputeKernelConfig>,
+    },
+    Matmul {
+        program: Option<MatmulProgramConfig>,
+        compute: Option<DeviceComputeKernelConfig>,
+    },
 }
 
 /// One op-model question.
@@ -107,21 +115,29 @@ pub struct OpConstraints {
 /// Why a query is invalid, classified the way tt-mlir's validation classifies backend errors.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum OpError {
-    OutOfMemory { needed: u64, available: u64 },
+    OutOfMemory {
+        needed: u64,
+        available: u64,
+    },
     /// A combination tt-metal or tt-mlir's rules do not support.
-    Unsupported { reason: String },
+    Unsupported {
+        reason: String,
+    },
     /// A malformed query (shape mismatch, missing operand, impossible layout).
-    Invalid { reason: String },
-    UnknownOp { name: String },
+    Invalid {
+        reason: String,
+    },
+    UnknownOp {
+        name: String,
+    },
 }
 
 impl fmt::Display for OpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OpError::OutOfMemory { needed, available } => write!(
-                f,
-                "out of L1: needs {needed} bytes per core, {available} available"
-            ),
+            OpError::OutOfMemory { needed, available } => {
+                write!(f, "out of L1: needs {needed} bytes per core, {available} available")
+            }
             OpError::Unsupported { reason } => write!(f, "unsupported: {reason}"),
             OpError::Invalid { reason } => write!(f, "invalid: {reason}"),
             OpError::UnknownOp { name } => write!(f, "the op model does not know {name}"),

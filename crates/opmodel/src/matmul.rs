@@ -10,9 +10,7 @@ use ttnn_types::{
 
 use crate::{
     MatmulAttrs, OpConfig, OpError, OutputHint,
-    util::{
-        Ctx, Estimate, LayoutExt, largest_divisor_at_most, shape_text, sharded, unsupported,
-    },
+    util::{Ctx, Estimate, LayoutExt, largest_divisor_at_most, shape_text, sharded, unsupported},
 };
 
 /// The operand and result shapes a program config is generated from.
@@ -44,7 +42,11 @@ impl MatmulShapes<'_> {
     }
 
     fn batch(s: &[u64]) -> u64 {
-        if s.len() <= 2 { 1 } else { s[..s.len() - 2].iter().fold(1u64, |a, d| a.saturating_mul(*d)) }
+        if s.len() <= 2 {
+            1
+        } else {
+            s[..s.len() - 2].iter().fold(1u64, |a, d| a.saturating_mul(*d))
+        }
     }
 }
 
@@ -77,10 +79,9 @@ pub fn generate_matmul_program_config(
     let fused_activation =
         activation.map(|a| UnaryWithParam { op_type: a.to_owned(), params: Vec::new() });
     let grid = out_layout.grid2d();
-    let bbox = out_layout.bounding_box().map_or(
-        CoreCoord { x: grid.cols, y: grid.rows },
-        |b| CoreCoord { x: b.end.x - b.start.x + 1, y: b.end.y - b.start.y + 1 },
-    );
+    let bbox = out_layout.bounding_box().map_or(CoreCoord { x: grid.cols, y: grid.rows }, |b| {
+        CoreCoord { x: b.end.x - b.start.x + 1, y: b.end.y - b.start.y + 1 }
+    });
     let kt_even_ibw = if kt.is_multiple_of(2) { 2 } else { 1 };
     let ml = match out_layout.memory_layout? {
         // A block-sharded grid with one row or column is really 1D.
@@ -254,8 +255,13 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
 /// sparse_matmul: DRAM-resident sparse weights, interleaved output, the batched program's CBs.
 pub(crate) fn sparse_matmul(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
     let (a, b) = (ctx.input(0)?, ctx.input(1)?);
-    let shapes =
-        MatmulShapes { a: &a.shape, b: &b.shape, out: &ctx.q.output_shape, transpose_a: false, transpose_b: false };
+    let shapes = MatmulShapes {
+        a: &a.shape,
+        b: &b.shape,
+        out: &ctx.q.output_shape,
+        transpose_a: false,
+        transpose_b: false,
+    };
     let ((_, k), _) = shapes.mkn();
     let (m, n) = match ctx.q.output_shape.as_slice() {
         [.., r, c] => (*r, *c),
@@ -329,14 +335,12 @@ fn need_config(
 }
 
 /// The layout a partial hint is generated against: the whole worker grid, clipped to tiles.
-fn probe_layout(
-    ctx: &Ctx<'_>,
-    ml: TensorMemoryLayout,
-    d: &Dims,
-) -> Result<TtnnLayout, OpError> {
+fn probe_layout(ctx: &Ctx<'_>, ml: TensorMemoryLayout, d: &Dims) -> Result<TtnnLayout, OpError> {
     let w = ctx.worker();
     let grid = match ml {
-        TensorMemoryLayout::BlockSharded => Grid::new(w.rows.min(d.mt).max(1), w.cols.min(d.nt).max(1)),
+        TensorMemoryLayout::BlockSharded => {
+            Grid::new(w.rows.min(d.mt).max(1), w.cols.min(d.nt).max(1))
+        }
         TensorMemoryLayout::WidthSharded => Grid::new(1, w.volume().min(d.nt).max(1)),
         _ => Grid::new(w.volume().min(d.mt).max(1), 1),
     };
@@ -355,7 +359,9 @@ fn layout_from_config(
     let rows = div_ceil(d.m_fused, pm.max(1)).max(1);
     let cols = div_ceil(d.nt, pn.max(1)).max(1);
     let (ml, grid) = match cfg {
-        MatmulProgramConfig::MultiCast2D { .. } => (TensorMemoryLayout::BlockSharded, Grid::new(rows, cols)),
+        MatmulProgramConfig::MultiCast2D { .. } => {
+            (TensorMemoryLayout::BlockSharded, Grid::new(rows, cols))
+        }
         MatmulProgramConfig::MultiCast1D { mcast_in0: true, .. } => {
             (TensorMemoryLayout::WidthSharded, Grid::new(1, cols))
         }
@@ -368,6 +374,10 @@ fn layout_from_config(
 }
 
 /// tt-metal's program-config checks (matmul_device_operation.cpp, as summarised in our notes).
+#[expect(
+    clippy::collapsible_match,
+    reason = "a match guard would fall through to the arm that rejects the memory layout"
+)]
 fn validate(
     ctx: &Ctx<'_>,
     cfg: &MatmulProgramConfig,
@@ -376,13 +386,17 @@ fn validate(
     out: &TtnnLayout,
     max_sub: u64,
 ) -> Result<(), OpError> {
-    let fail = |why: String| Err(unsupported(format!("{}: {} program config: {why}", ctx.name(), cfg.kind_name())));
+    let fail = |why: String| {
+        Err(unsupported(format!("{}: {} program config: {why}", ctx.name(), cfg.kind_name())))
+    };
     let (pm, pn) = cfg.per_core();
     let ibw = cfg.in0_block_w();
     let (sbh, sbw) = cfg.out_subblock();
     let (obh, obw) = match cfg {
         MatmulProgramConfig::MultiCast2D { out_block_h, out_block_w, .. }
-        | MatmulProgramConfig::MultiCast1D { out_block_h, out_block_w, .. } => (*out_block_h, *out_block_w),
+        | MatmulProgramConfig::MultiCast1D { out_block_h, out_block_w, .. } => {
+            (*out_block_h, *out_block_w)
+        }
         _ => (pm, pn),
     };
     if [pm, pn, ibw, sbh, sbw, obh, obw].contains(&0) {
@@ -432,7 +446,9 @@ fn validate(
             match a_ml {
                 Some(TensorMemoryLayout::BlockSharded) => {
                     if a_sh != pm || !a_sw.is_multiple_of(ibw) {
-                        return fail(format!("block-sharded in0 shard {a_sh}x{a_sw} does not match per_core_m {pm} / in0_block_w {ibw}"));
+                        return fail(format!(
+                            "block-sharded in0 shard {a_sh}x{a_sw} does not match per_core_m {pm} / in0_block_w {ibw}"
+                        ));
                     }
                 }
                 Some(TensorMemoryLayout::HeightSharded) if a.grid2d().cols == 1 => {
@@ -446,7 +462,9 @@ fn validate(
             if let (Some(aml), Some(oml)) = (a_ml, out_ml)
                 && aml != oml
             {
-                return fail(format!("a sharded in0 ({aml}) needs the output in the same memory layout, not {oml}"));
+                return fail(format!(
+                    "a sharded in0 ({aml}) needs the output in the same memory layout, not {oml}"
+                ));
             }
             if matches!(out_ml, Some(m) if m != TensorMemoryLayout::BlockSharded) {
                 return fail("2D multicast writes a block-sharded output".to_owned());
@@ -457,29 +475,43 @@ fn validate(
                 return fail(format!("{} blocks exceed {cores} cores", div_ceil(d.nt, pn)));
             }
             if d.m_fused != pm {
-                return fail(format!("M must fit one block: Mt = {} but per_core_m = {pm}", d.m_fused));
+                return fail(format!(
+                    "M must fit one block: Mt = {} but per_core_m = {pm}",
+                    d.m_fused
+                ));
             }
             match a_ml {
                 Some(TensorMemoryLayout::WidthSharded) => {
                     if a_sh != pm || !a_sw.is_multiple_of(ibw) {
-                        return fail(format!("width-sharded in0 shard {a_sh}x{a_sw} does not match per_core_m {pm} / in0_block_w {ibw}"));
+                        return fail(format!(
+                            "width-sharded in0 shard {a_sh}x{a_sw} does not match per_core_m {pm} / in0_block_w {ibw}"
+                        ));
                     }
                 }
-                Some(ml) => return fail(format!("in0 must be width-sharded or interleaved, not {ml}")),
+                Some(ml) => {
+                    return fail(format!("in0 must be width-sharded or interleaved, not {ml}"));
+                }
                 None => {}
             }
             match out_ml {
                 Some(TensorMemoryLayout::WidthSharded) | None => {}
                 Some(TensorMemoryLayout::BlockSharded) if out.grid2d().rows == 1 => {}
-                Some(ml) => return fail(format!("mcast_in0 writes a width-sharded output, not {ml}")),
+                Some(ml) => {
+                    return fail(format!("mcast_in0 writes a width-sharded output, not {ml}"));
+                }
             }
             if sbw != pn && sbh != 1 {
-                return fail("out_subblock_w must equal per_core_n or out_subblock_h be 1".to_owned());
+                return fail(
+                    "out_subblock_w must equal per_core_n or out_subblock_h be 1".to_owned(),
+                );
             }
         }
         MatmulProgramConfig::MultiCast1D { mcast_in0: false, .. } => {
             if div_ceil(d.m_fused, pm) > cores {
-                return fail(format!("{} blocks exceed {cores} cores (M includes the batch)", div_ceil(d.m_fused, pm)));
+                return fail(format!(
+                    "{} blocks exceed {cores} cores (M includes the batch)",
+                    div_ceil(d.m_fused, pm)
+                ));
             }
             if d.nt != pn {
                 return fail(format!("N must fit one block: Nt = {} but per_core_n = {pn}", d.nt));
@@ -487,16 +519,23 @@ fn validate(
             match a_ml {
                 Some(TensorMemoryLayout::HeightSharded) => {
                     if a_sw != d.kt || a_sh != pm {
-                        return fail(format!("height-sharded in0 shard {a_sh}x{a_sw} must be per_core_m {pm} x Kt {}", d.kt));
+                        return fail(format!(
+                            "height-sharded in0 shard {a_sh}x{a_sw} must be per_core_m {pm} x Kt {}",
+                            d.kt
+                        ));
                     }
                 }
-                Some(ml) => return fail(format!("in0 must be height-sharded or interleaved, not {ml}")),
+                Some(ml) => {
+                    return fail(format!("in0 must be height-sharded or interleaved, not {ml}"));
+                }
                 None => {}
             }
             match out_ml {
                 Some(TensorMemoryLayout::HeightSharded) | None => {}
                 Some(TensorMemoryLayout::BlockSharded) if out.grid2d().cols == 1 => {}
-                Some(ml) => return fail(format!("mcast_in1 writes a height-sharded output, not {ml}")),
+                Some(ml) => {
+                    return fail(format!("mcast_in1 writes a height-sharded output, not {ml}"));
+                }
             }
         }
         MatmulProgramConfig::MultiCoreReuse { .. } => {

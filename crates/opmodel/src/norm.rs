@@ -23,8 +23,9 @@ use crate::{
 pub(crate) fn softmax(ctx: &Ctx<'_>, dim: i64) -> Result<Estimate, OpError> {
     let input = ctx.input(0)?;
     let rank = input.shape.len();
-    let d = norm_dim(dim, rank.max(1))
-        .ok_or_else(|| invalid(format!("ttnn.softmax: dim {dim} is out of range for rank {rank}")))?;
+    let d = norm_dim(dim, rank.max(1)).ok_or_else(|| {
+        invalid(format!("ttnn.softmax: dim {dim} is out of range for rank {rank}"))
+    })?;
     let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
     let last = d + 1 >= rank;
     if input.layout.is_l1_sharded() || out.is_l1_sharded() {
@@ -61,7 +62,10 @@ pub(crate) fn norm(ctx: &Ctx<'_>, op: NormOp) -> Result<Estimate, OpError> {
     match op {
         NormOp::BatchNormInference | NormOp::BatchNormTraining => {
             if ctx.q.inputs.iter().any(|t| t.layout.is_sharded()) || out.is_sharded() {
-                return Err(unsupported(format!("{} is modelled for interleaved tensors", ctx.name())));
+                return Err(unsupported(format!(
+                    "{} is modelled for interleaved tensors",
+                    ctx.name()
+                )));
             }
             // One double-buffered tile CB per operand and per intermediate: input, mean, var,
             // weight, bias, eps, output, denominator, scratch; training adds the batch
@@ -110,13 +114,19 @@ pub(crate) fn norm(ctx: &Ctx<'_>, op: NormOp) -> Result<Estimate, OpError> {
         return Ok(est);
     }
     if out.is_l1_sharded() {
-        return Err(unsupported(format!("{} shards its output only like a sharded input", ctx.name())));
+        return Err(unsupported(format!(
+            "{} shards its output only like a sharded input",
+            ctx.name()
+        )));
     }
     let wt = ctx.in_wt(0);
     let b = largest_divisor_at_most(wt, 8);
     let layer = matches!(
         op,
-        NormOp::LayerNorm | NormOp::DistributedLayerNorm | NormOp::LayerNormPreAllGather | NormOp::LayerNormPostAllGather
+        NormOp::LayerNorm
+            | NormOp::DistributedLayerNorm
+            | NormOp::LayerNormPreAllGather
+            | NormOp::LayerNormPostAllGather
     );
     let has_gamma = ctx.q.inputs.len() > 1;
     let has_beta = ctx.q.inputs.len() > 2;

@@ -111,10 +111,17 @@ fn render(q: &Q, res: &Result<crate::OpConstraints, OpError>) -> String {
             );
             match &c.config {
                 OpConfig::None => {}
-                OpConfig::Matmul { program: None, .. } => s.push_str("\nprogram: picked by tt-metal"),
-                OpConfig::Matmul { program: Some(p), .. } => s.push_str(&format!("\nprogram: {}", program_text(p))),
+                OpConfig::Matmul { program: None, .. } => {
+                    s.push_str("\nprogram: picked by tt-metal")
+                }
+                OpConfig::Matmul { program: Some(p), .. } => {
+                    s.push_str(&format!("\nprogram: {}", program_text(p)))
+                }
                 OpConfig::Conv2d { conv, .. } => {
-                    s.push_str(&format!("\nconv: shard_layout {:?}", conv.shard_layout.map(|m| m.keyword())));
+                    s.push_str(&format!(
+                        "\nconv: shard_layout {:?}",
+                        conv.shard_layout.map(|m| m.keyword())
+                    ));
                 }
             }
             s
@@ -133,10 +140,16 @@ fn program_text(p: &MatmulProgramConfig) -> String {
     };
     let act = match p {
         MatmulProgramConfig::MultiCast2D { fused_activation: Some(a), .. }
-        | MatmulProgramConfig::MultiCast1D { fused_activation: Some(a), .. } => format!(" act {}", a.op_type),
+        | MatmulProgramConfig::MultiCast1D { fused_activation: Some(a), .. } => {
+            format!(" act {}", a.op_type)
+        }
         _ => String::new(),
     };
-    format!("{} grid(x,y) {grid} per_core {pm}x{pn} in0_block_w {} subblock {sh}x{sw}{act}", p.kind_name(), p.in0_block_w())
+    format!(
+        "{} grid(x,y) {grid} per_core {pm}x{pn} in0_block_w {} subblock {sh}x{sw}{act}",
+        p.kind_name(),
+        p.in0_block_w()
+    )
 }
 
 #[track_caller]
@@ -151,10 +164,15 @@ fn check(q: Q, expect: Expect) {
 fn op_kind_reads_matmul_attributes() {
     let k = op_kind(
         "ttnn.linear",
-        &Attrs(vec![("transpose_b", AttrValue::Bool(true)), ("activation", AttrValue::Str("relu"))]),
+        &Attrs(vec![
+            ("transpose_b", AttrValue::Bool(true)),
+            ("activation", AttrValue::Str("relu")),
+        ]),
     );
-    expect![[r#"Linear(MatmulAttrs { transpose_a: false, transpose_b: true, activation: Some("relu") })"#]]
-        .assert_eq(&format!("{k:?}"));
+    expect![[
+        r#"Linear(MatmulAttrs { transpose_a: false, transpose_b: true, activation: Some("relu") })"#
+    ]]
+    .assert_eq(&format!("{k:?}"));
     assert_eq!(k.name(), "ttnn.linear");
     assert!(k.is_matmul_like() && k.is_known());
 }
@@ -170,15 +188,35 @@ fn unknown_ops_keep_their_name_and_are_not_known() {
 #[test]
 fn chain_whitelist_matches_the_legacy_sharding_policy() {
     let names = [
-        "ttnn.conv2d", "ttnn.conv_transpose2d", "ttnn.add", "ttnn.multiply", "ttnn.relu",
-        "ttnn.relu6", "ttnn.silu", "ttnn.matmul", "ttnn.linear", "ttnn.minimum", "ttnn.gelu",
-        "ttnn.neg", "ttnn.rsqrt", "ttnn.concat", "ttnn.pow_scalar", "ttnn.rotary_embedding",
+        "ttnn.conv2d",
+        "ttnn.conv_transpose2d",
+        "ttnn.add",
+        "ttnn.multiply",
+        "ttnn.relu",
+        "ttnn.relu6",
+        "ttnn.silu",
+        "ttnn.matmul",
+        "ttnn.linear",
+        "ttnn.minimum",
+        "ttnn.gelu",
+        "ttnn.neg",
+        "ttnn.rsqrt",
+        "ttnn.concat",
+        "ttnn.pow_scalar",
+        "ttnn.rotary_embedding",
         "ttnn.d2m_subgraph",
     ];
     for n in names {
         assert!(op_kind(n, &()).is_chain_shardable(), "{n}");
     }
-    for n in ["ttnn.subtract", "ttnn.softmax", "ttnn.rms_norm", "ttnn.reshape", "ttnn.slice_static", "ttnn.sum"] {
+    for n in [
+        "ttnn.subtract",
+        "ttnn.softmax",
+        "ttnn.rms_norm",
+        "ttnn.reshape",
+        "ttnn.slice_static",
+        "ttnn.sum",
+    ] {
         assert!(!op_kind(n, &()).is_chain_shardable(), "{n}");
     }
 }
@@ -197,11 +235,20 @@ fn core_shrink_hazard_covers_add_multiply_and_minimum_only() {
 fn predicates_classify_ops() {
     assert!(op_kind("ttnn.sum", &()).is_reduction());
     assert!(!op_kind("ttnn.prod", &()).is_reduction());
-    assert_eq!(op_kind("ttnn.concat", &Attrs(vec![("dim", AttrValue::Int(-1))])).is_concat(), Some(-1));
+    assert_eq!(
+        op_kind("ttnn.concat", &Attrs(vec![("dim", AttrValue::Int(-1))])).is_concat(),
+        Some(-1)
+    );
     assert!(op_kind("ttnn.reshape", &()).is_reshape());
     assert!(op_kind("ttnn.conv_transpose2d", &()).is_conv2d_like());
     assert!(op_kind("ttnn.d2m_subgraph", &()).is_d2m_subgraph());
-    for n in ["ttnn.empty", "ttnn.to_tensor_spec", "ttnn.get_device", "ttnn.deallocate", "ttnn.to_layout"] {
+    for n in [
+        "ttnn.empty",
+        "ttnn.to_tensor_spec",
+        "ttnn.get_device",
+        "ttnn.deallocate",
+        "ttnn.to_layout",
+    ] {
         assert!(op_kind(n, &()).has_fixed_output_layout(), "{n}");
     }
     assert!(!op_kind("ttnn.zeros", &()).has_fixed_output_layout());
@@ -310,7 +357,9 @@ fn unary_rejects_a_sharded_output_unlike_its_sharded_input() {
     let s = [1024, 64];
     check(
         q("ttnn.relu").input(&s, hs(&s, 32)).out(&s).hint(hs(&s, 16)),
-        expect!["error: unsupported: ttnn.relu: sharded operand 0 (L1 height_sharded 32x1, 1x2 tiles per core (bf16)) and the sharded output (L1 height_sharded 16x1, 2x2 tiles per core (bf16)) differ; an implicit reshard is not modelled"],
+        expect![
+            "error: unsupported: ttnn.relu: sharded operand 0 (L1 height_sharded 32x1, 1x2 tiles per core (bf16)) and the sharded output (L1 height_sharded 16x1, 2x2 tiles per core (bf16)) differ; an implicit reshard is not modelled"
+        ],
     );
 }
 
@@ -329,7 +378,9 @@ fn unary_can_read_a_sharded_input_into_an_interleaved_output() {
 fn unary_rejects_a_shape_change() {
     check(
         q("ttnn.relu").input(&[64, 64], dram(&[64, 64])).out(&[64, 32]),
-        expect![[r#"error: invalid: ttnn.relu maps 64x64 to 64x32, an elementwise op keeps the shape"#]],
+        expect![[
+            r#"error: invalid: ttnn.relu maps 64x64 to 64x32, an elementwise op keeps the shape"#
+        ]],
     );
 }
 
@@ -358,7 +409,9 @@ fn add_rejects_an_eltwise_core_shrink() {
     let s = [2048, 64];
     check(
         q("ttnn.add").input(&s, hs(&s, 64)).input(&s, hs(&s, 64)).out(&s).hint(hs(&s, 32)),
-        expect![[r#"error: unsupported: ttnn.add may not shrink 64 sharded input cores to 32 output cores (the implicit core shrink hangs, tt-metal#34765)"#]],
+        expect![[
+            r#"error: unsupported: ttnn.add may not shrink 64 sharded input cores to 32 output cores (the implicit core shrink hangs, tt-metal#34765)"#
+        ]],
     );
 }
 
@@ -367,7 +420,9 @@ fn subtract_has_no_core_shrink_rule_but_still_needs_matching_shards() {
     let s = [2048, 64];
     check(
         q("ttnn.subtract").input(&s, hs(&s, 64)).input(&s, dram(&s)).out(&s).hint(hs(&s, 32)),
-        expect!["error: unsupported: ttnn.subtract: sharded operand 0 (L1 height_sharded 64x1, 1x2 tiles per core (bf16)) and the sharded output (L1 height_sharded 32x1, 2x2 tiles per core (bf16)) differ; an implicit reshard is not modelled"],
+        expect![
+            "error: unsupported: ttnn.subtract: sharded operand 0 (L1 height_sharded 64x1, 1x2 tiles per core (bf16)) and the sharded output (L1 height_sharded 32x1, 2x2 tiles per core (bf16)) differ; an implicit reshard is not modelled"
+        ],
     );
 }
 
@@ -387,7 +442,9 @@ fn a_sharded_broadcast_operand_is_rejected() {
     let (a, b) = ([2048, 64], [1, 64]);
     check(
         q("ttnn.add").input(&a, hs(&a, 64)).input(&b, hs(&b, 1)).out(&a),
-        expect![[r#"error: unsupported: ttnn.add: sharded operand 1 is broadcast (1x64 to 2048x64); broadcast operands must be interleaved"#]],
+        expect![[
+            r#"error: unsupported: ttnn.add: sharded operand 1 is broadcast (1x64 to 2048x64); broadcast operands must be interleaved"#
+        ]],
     );
 }
 
@@ -419,7 +476,9 @@ fn host_operands_are_invalid_for_device_ops() {
     let host = TtnnLayout::system_memory(&s, ttnn_types::ScalarType::BF16);
     check(
         q("ttnn.relu").input(&s, host).out(&s),
-        expect![[r#"error: invalid: ttnn.relu operand 0 is in system_memory memory, not on device"#]],
+        expect![[
+            r#"error: invalid: ttnn.relu operand 0 is in system_memory memory, not on device"#
+        ]],
     );
 }
 
@@ -567,7 +626,9 @@ fn matmul_with_batched_b_has_no_sharded_output() {
     let (a, b, o) = ([4, 256, 256], [4, 256, 256], [4, 256, 256]);
     check(
         q("ttnn.matmul").input(&a, dram(&a)).input(&b, dram(&b)).out(&o).hint(hs(&o, 32)),
-        expect!["error: unsupported: ttnn.matmul: a sharded output needs a generated program config, and none exists for L1 height_sharded 32x1, 1x8 tiles per core (bf16) (B batched or output not L1-sharded, tt-metal#42572)"],
+        expect![
+            "error: unsupported: ttnn.matmul: a sharded output needs a generated program config, and none exists for L1 height_sharded 32x1, 1x8 tiles per core (bf16) (B batched or output not L1-sharded, tt-metal#42572)"
+        ],
     );
 }
 
@@ -589,15 +650,22 @@ fn generated_height_sharded_config_ignores_the_batch_like_upstream() {
     let (a, b, o) = ([4, 256, 64], [64, 64], [4, 256, 64]);
     check(
         q("ttnn.matmul").input(&a, dram(&a)).input(&b, dram(&b)).out(&o).hint(hs(&o, 8)),
-        expect!["error: unsupported: ttnn.matmul: 1D mcast_in1 program config: the output shard 4x2 tiles differs from the per-core block 1x2"],
+        expect![
+            "error: unsupported: ttnn.matmul: 1D mcast_in1 program config: the output shard 4x2 tiles differs from the per-core block 1x2"
+        ],
     );
 }
 
 #[test]
 fn matmul_rejects_mismatched_inner_dims() {
     check(
-        q("ttnn.matmul").input(&[64, 128], dram(&[64, 128])).input(&[96, 64], dram(&[96, 64])).out(&[64, 64]),
-        expect![[r#"error: invalid: ttnn.matmul: inner dims differ: A 64x128 has K = 128, B 96x64 has K = 96"#]],
+        q("ttnn.matmul")
+            .input(&[64, 128], dram(&[64, 128]))
+            .input(&[96, 64], dram(&[96, 64]))
+            .out(&[64, 64]),
+        expect![[
+            r#"error: invalid: ttnn.matmul: inner dims differ: A 64x128 has K = 128, B 96x64 has K = 96"#
+        ]],
     );
 }
 
@@ -635,7 +703,9 @@ fn matmul_program_config_rejects_a_subblock_over_the_dst_budget() {
         mm(1024, 1024, 1024, dram(&s), dram(&s))
             .hint(bs(&s, 8, 8))
             .config(OpConfig::Matmul { program: Some(cfg), compute: None }),
-        expect![[r#"error: unsupported: ttnn.matmul: 2D mcast program config: subblock 4x4 exceeds the 8 DST tiles"#]],
+        expect![[
+            r#"error: unsupported: ttnn.matmul: 2D mcast program config: subblock 4x4 exceeds the 8 DST tiles"#
+        ]],
     );
 }
 
@@ -664,7 +734,13 @@ fn block_sharded_output_from_dram_generates_a_2d_config_and_fp32_halves_its_subb
 
 #[test]
 fn generator_returns_none_for_interleaved_outputs_and_batched_b() {
-    let shapes = MatmulShapes { a: &[64, 64], b: &[64, 64], out: &[64, 64], transpose_a: false, transpose_b: false };
+    let shapes = MatmulShapes {
+        a: &[64, 64],
+        b: &[64, 64],
+        out: &[64, 64],
+        transpose_a: false,
+        transpose_b: false,
+    };
     assert_eq!(generate_matmul_program_config(&shapes, &l1(&[64, 64]), None, None), None);
     let batched = MatmulShapes { a: &[2, 64, 64], b: &[2, 64, 64], out: &[2, 64, 64], ..shapes };
     assert_eq!(generate_matmul_program_config(&batched, &hs(&[2, 64, 64], 2), None, None), None);
@@ -673,20 +749,37 @@ fn generator_returns_none_for_interleaved_outputs_and_batched_b() {
 
 #[test]
 fn block_sharding_on_one_row_generates_a_1d_config() {
-    let shapes = MatmulShapes { a: &[32, 256], b: &[256, 256], out: &[32, 256], transpose_a: false, transpose_b: false };
+    let shapes = MatmulShapes {
+        a: &[32, 256],
+        b: &[256, 256],
+        out: &[32, 256],
+        transpose_a: false,
+        transpose_b: false,
+    };
     let cfg = generate_matmul_program_config(&shapes, &bs(&[32, 256], 1, 8), None, None).unwrap();
-    expect![[r#"1D mcast_in0 grid(x,y) 8x1 per_core 1x1 in0_block_w 8 subblock 1x1"#]].assert_eq(&program_text(&cfg));
+    expect![[r#"1D mcast_in0 grid(x,y) 8x1 per_core 1x1 in0_block_w 8 subblock 1x1"#]]
+        .assert_eq(&program_text(&cfg));
 }
 
 #[test]
 fn linear_bias_must_be_one_row_of_n() {
     let (a, b) = ([64, 128], [128, 256]);
     check(
-        q("ttnn.linear").input(&a, dram(&a)).input(&b, dram(&b)).input(&[64, 256], dram(&[64, 256])).out(&[64, 256]),
-        expect![[r#"error: invalid: ttnn.linear: bias 64x256 must be one row of N = 256 (at most 32 rows)"#]],
+        q("ttnn.linear")
+            .input(&a, dram(&a))
+            .input(&b, dram(&b))
+            .input(&[64, 256], dram(&[64, 256]))
+            .out(&[64, 256]),
+        expect![[
+            r#"error: invalid: ttnn.linear: bias 64x256 must be one row of N = 256 (at most 32 rows)"#
+        ]],
     );
     check(
-        q("ttnn.linear").input(&a, dram(&a)).input(&b, dram(&b)).input(&[1, 256], dram(&[1, 256])).out(&[64, 256]),
+        q("ttnn.linear")
+            .input(&a, dram(&a))
+            .input(&b, dram(&b))
+            .input(&[1, 256], dram(&[1, 256]))
+            .out(&[64, 256]),
         expect![[r#"
             cb 36864 tensor 0 peak 36864 out 0
             DRAM interleaved, 2x8 tiles total (bf16)
@@ -696,7 +789,14 @@ fn linear_bias_must_be_one_row_of_n() {
 
 // ---- conv2d and pooling ---------------------------------------------------------------------
 
-fn conv_attrs(cin: i64, cout: i64, hw: i64, k: i64, stride: i64, pad: i64) -> Vec<(&'static str, AttrValue)> {
+fn conv_attrs(
+    cin: i64,
+    cout: i64,
+    hw: i64,
+    k: i64,
+    stride: i64,
+    pad: i64,
+) -> Vec<(&'static str, AttrValue)> {
     vec![
         ("in_channels", AttrValue::Int(cin)),
         ("out_channels", AttrValue::Int(cout)),
@@ -753,17 +853,22 @@ fn conv2d_act_block_h_override_must_be_a_multiple_of_32() {
     let cfg = Conv2dConfig { act_block_h_override: Some(48), ..Default::default() };
     check(
         stem().config(OpConfig::Conv2d { conv: cfg, compute: None }),
-        expect![[r#"error: invalid: ttnn.conv2d: act_block_h_override = 48 is not a multiple of 32"#]],
+        expect![[
+            r#"error: invalid: ttnn.conv2d: act_block_h_override = 48 is not a multiple of 32"#
+        ]],
     );
 }
 
 #[test]
 fn conv2d_config_shard_layout_must_match_the_output() {
     let o = [1, 1, 12544, 64];
-    let cfg = Conv2dConfig { shard_layout: Some(TensorMemoryLayout::BlockSharded), ..Default::default() };
+    let cfg =
+        Conv2dConfig { shard_layout: Some(TensorMemoryLayout::BlockSharded), ..Default::default() };
     check(
         stem().hint(hs(&o, 56)).config(OpConfig::Conv2d { conv: cfg, compute: None }),
-        expect![[r#"error: invalid: ttnn.conv2d: conv2d_config shard_layout block_sharded disagrees with the height_sharded output"#]],
+        expect![[
+            r#"error: invalid: ttnn.conv2d: conv2d_config shard_layout block_sharded disagrees with the height_sharded output"#
+        ]],
     );
 }
 
@@ -776,7 +881,9 @@ fn conv2d_input_and_output_must_use_the_same_sharding_type() {
             .input(&w, rm(&w))
             .out(&o)
             .hint(bs(&o, 7, 2)),
-        expect![[r#"error: unsupported: ttnn.conv2d: input and output must use the same sharding type, not height_sharded and block_sharded"#]],
+        expect![[
+            r#"error: unsupported: ttnn.conv2d: input and output must use the same sharding type, not height_sharded and block_sharded"#
+        ]],
     );
 }
 
@@ -784,7 +891,10 @@ fn conv2d_input_and_output_must_use_the_same_sharding_type() {
 fn conv2d_keeps_a_sharded_input_parallel_config() {
     let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
     check(
-        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1)).input(&i, hs(&i, 49)).input(&w, rm(&w)).out(&o),
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+            .input(&i, hs(&i, 49))
+            .input(&w, rm(&w))
+            .out(&o),
         expect![[r#"
             cb 106752 tensor 45312 peak 152064 out 8192
             L1 height_sharded 49x1, 2x2 tiles per core (bf16)
@@ -796,7 +906,10 @@ fn conv2d_keeps_a_sharded_input_parallel_config() {
 fn conv2d_picks_width_sharding_when_pixels_are_few() {
     let (i, w, o) = ([1, 1, 49, 512], [512, 512, 3, 3], [1, 1, 49, 512]);
     check(
-        qa("ttnn.conv2d", conv_attrs(512, 512, 7, 3, 1, 1)).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
+        qa("ttnn.conv2d", conv_attrs(512, 512, 7, 3, 1, 1))
+            .input(&i, dram(&i))
+            .input(&w, rm(&w))
+            .out(&o),
         expect![[r#"
             cb 41156 tensor 9280 peak 50436 out 4096
             L1 width_sharded 1x16, 2x1 tiles per core (bf16)
@@ -808,7 +921,10 @@ fn conv2d_picks_width_sharding_when_pixels_are_few() {
 fn conv2d_rejects_a_sharded_weight() {
     let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
     check(
-        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1)).input(&i, dram(&i)).input(&[64, 576], hs(&[64, 576], 2)).out(&o),
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+            .input(&i, dram(&i))
+            .input(&[64, 576], hs(&[64, 576], 2))
+            .out(&o),
         expect![[r#"error: unsupported: ttnn.conv2d: the weight operand may not be sharded"#]],
     );
     let _ = w;
@@ -817,7 +933,11 @@ fn conv2d_rejects_a_sharded_weight() {
 #[test]
 fn conv2d_checks_the_flattened_input_shape() {
     let (i, w, o) = ([1, 56, 56, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
-    let res = qa("ttnn.conv2d", conv_attrs(64, 32, 56, 3, 1, 1)).input(&i, dram(&i)).input(&w, rm(&w)).out(&o).run();
+    let res = qa("ttnn.conv2d", conv_attrs(64, 32, 56, 3, 1, 1))
+        .input(&i, dram(&i))
+        .input(&w, rm(&w))
+        .out(&o)
+        .run();
     expect![[r#"Err(Invalid { reason: "ttnn.conv2d: output 1x1x3136x64 is not [1, 1, 3136, 32] (56x56 output pixels)" })"#]]
         .assert_eq(&format!("{res:?}"));
 }
@@ -860,7 +980,10 @@ fn upsample_keeps_a_sharded_input_layout() {
 fn concat_with_a_null_hint_writes_dram() {
     let s = [64, 64];
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, l1(&s)).input(&s, l1(&s)).out(&[128, 64]),
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))])
+            .input(&s, l1(&s))
+            .input(&s, l1(&s))
+            .out(&[128, 64]),
         expect![[r#"
             cb 4096 tensor 0 peak 4096 out 0
             DRAM interleaved, 4x2 tiles total (bf16)"#]],
@@ -871,8 +994,13 @@ fn concat_with_a_null_hint_writes_dram() {
 fn concat_rejects_mixed_input_layouts() {
     let s = [64, 64];
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, l1(&s)).input(&s, dram(&s)).out(&[128, 64]),
-        expect!["error: unsupported: ttnn.concat inputs must share one memory layout and grid: operand 1 is DRAM interleaved, 2x2 tiles total (bf16), operand 0 is L1 interleaved, 1x1 tiles per core (bf16)"],
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))])
+            .input(&s, l1(&s))
+            .input(&s, dram(&s))
+            .out(&[128, 64]),
+        expect![
+            "error: unsupported: ttnn.concat inputs must share one memory layout and grid: operand 1 is DRAM interleaved, 2x2 tiles total (bf16), operand 0 is L1 interleaved, 1x1 tiles per core (bf16)"
+        ],
     );
 }
 
@@ -880,7 +1008,11 @@ fn concat_rejects_mixed_input_layouts() {
 fn width_concat_keeps_height_sharding() {
     let (s, o) = ([256, 64], [256, 128]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, hs(&s, 8)).input(&s, hs(&s, 8)).out(&o).hint(hs(&o, 8)),
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))])
+            .input(&s, hs(&s, 8))
+            .input(&s, hs(&s, 8))
+            .out(&o)
+            .hint(hs(&o, 8)),
         expect![[r#"
             cb 0 tensor 8192 peak 8192 out 8192
             L1 height_sharded 8x1, 1x4 tiles per core (bf16)"#]],
@@ -891,7 +1023,11 @@ fn width_concat_keeps_height_sharding() {
 fn width_concat_rejects_width_sharding() {
     let (s, o) = ([256, 256], [256, 512]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(-1))]).input(&s, ws(&s, 4)).input(&s, ws(&s, 4)).out(&o).hint(ws(&o, 4)),
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(-1))])
+            .input(&s, ws(&s, 4))
+            .input(&s, ws(&s, 4))
+            .out(&o)
+            .hint(ws(&o, 4)),
         expect![[r#"error: unsupported: a width concat needs height sharding, not width_sharded"#]],
     );
 }
@@ -900,8 +1036,14 @@ fn width_concat_rejects_width_sharding() {
 fn height_concat_rejects_height_sharding() {
     let (s, o) = ([256, 256], [512, 256]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, hs(&s, 4)).input(&s, hs(&s, 4)).out(&o).hint(hs(&o, 4)),
-        expect![[r#"error: unsupported: a height concat needs width sharding, not height_sharded"#]],
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))])
+            .input(&s, hs(&s, 4))
+            .input(&s, hs(&s, 4))
+            .out(&o)
+            .hint(hs(&o, 4)),
+        expect![[
+            r#"error: unsupported: a height concat needs width sharding, not height_sharded"#
+        ]],
     );
 }
 
@@ -909,7 +1051,11 @@ fn height_concat_rejects_height_sharding() {
 fn concat_never_block_shards() {
     let (s, o) = ([256, 256], [512, 256]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))]).input(&s, bs(&s, 2, 2)).input(&s, bs(&s, 2, 2)).out(&o).hint(bs(&o, 2, 2)),
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(0))])
+            .input(&s, bs(&s, 2, 2))
+            .input(&s, bs(&s, 2, 2))
+            .out(&o)
+            .hint(bs(&o, 2, 2)),
         expect![[r#"error: unsupported: ttnn.concat never shards its output by blocks"#]],
     );
 }
@@ -918,8 +1064,14 @@ fn concat_never_block_shards() {
 fn concat_of_interleaved_inputs_has_no_sharded_output() {
     let (s, o) = ([256, 64], [256, 128]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, l1(&s)).input(&s, l1(&s)).out(&o).hint(hs(&o, 8)),
-        expect![[r#"error: unsupported: ttnn.concat of interleaved inputs gives no sharded output (#41469)"#]],
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))])
+            .input(&s, l1(&s))
+            .input(&s, l1(&s))
+            .out(&o)
+            .hint(hs(&o, 8)),
+        expect![[
+            r#"error: unsupported: ttnn.concat of interleaved inputs gives no sharded output (#41469)"#
+        ]],
     );
 }
 
@@ -927,8 +1079,14 @@ fn concat_of_interleaved_inputs_has_no_sharded_output() {
 fn concat_of_unaligned_inputs_has_no_sharded_output() {
     let (s, o) = ([256, 48], [256, 96]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, hs(&s, 8)).input(&s, hs(&s, 8)).out(&o).hint(hs(&o, 8)),
-        expect![[r#"error: unsupported: ttnn.concat of non-tile-aligned inputs gives no sharded output (#41504)"#]],
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))])
+            .input(&s, hs(&s, 8))
+            .input(&s, hs(&s, 8))
+            .out(&o)
+            .hint(hs(&o, 8)),
+        expect![[
+            r#"error: unsupported: ttnn.concat of non-tile-aligned inputs gives no sharded output (#41504)"#
+        ]],
     );
 }
 
@@ -936,8 +1094,13 @@ fn concat_of_unaligned_inputs_has_no_sharded_output() {
 fn sharded_concat_inputs_need_a_sharded_output() {
     let (s, o) = ([256, 64], [256, 128]);
     check(
-        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))]).input(&s, hs(&s, 8)).input(&s, hs(&s, 8)).out(&o),
-        expect!["error: unsupported: ttnn.concat with sharded inputs needs a sharded output with the same layout and grid, not DRAM interleaved, 8x4 tiles total (bf16)"],
+        qa("ttnn.concat", vec![("dim", AttrValue::Int(1))])
+            .input(&s, hs(&s, 8))
+            .input(&s, hs(&s, 8))
+            .out(&o),
+        expect![
+            "error: unsupported: ttnn.concat with sharded inputs needs a sharded output with the same layout and grid, not DRAM interleaved, 8x4 tiles total (bf16)"
+        ],
     );
 }
 
@@ -965,7 +1128,9 @@ fn non_view_reshape_has_no_sharded_output() {
     let s = [64, 256];
     check(
         q("ttnn.reshape").input(&s, hs(&s, 2)).out(&[256, 64]),
-        expect![[r#"error: unsupported: ttnn.reshape produces interleaved outputs only (a non-view reshape moves tiles)"#]],
+        expect![[
+            r#"error: unsupported: ttnn.reshape produces interleaved outputs only (a non-view reshape moves tiles)"#
+        ]],
     );
 }
 
@@ -973,7 +1138,9 @@ fn non_view_reshape_has_no_sharded_output() {
 fn permute_rejects_a_width_sharded_input() {
     let s = [64, 256];
     check(
-        qa("ttnn.permute", vec![("permutation", AttrValue::Ints(vec![1, 0]))]).input(&s, ws(&s, 8)).out(&[256, 64]),
+        qa("ttnn.permute", vec![("permutation", AttrValue::Ints(vec![1, 0]))])
+            .input(&s, ws(&s, 8))
+            .out(&[256, 64]),
         expect![[r#"error: unsupported: ttnn.permute rejects a width_sharded operand 0"#]],
     );
 }
@@ -982,7 +1149,9 @@ fn permute_rejects_a_width_sharded_input() {
 fn identity_permute_is_a_view() {
     let s = [64, 256];
     check(
-        qa("ttnn.permute", vec![("permutation", AttrValue::Ints(vec![0, 1]))]).input(&s, l1(&s)).out(&s),
+        qa("ttnn.permute", vec![("permutation", AttrValue::Ints(vec![0, 1]))])
+            .input(&s, l1(&s))
+            .out(&s),
         expect![[r#"
             cb 0 tensor 0 peak 0 out 2048
             L1 interleaved, 1x1 tiles per core (bf16)"#]],
@@ -1003,7 +1172,9 @@ fn slice_has_no_sharded_output() {
     let s = [256, 64];
     check(
         q("ttnn.slice_static").input(&s, dram(&s)).out(&[128, 64]).hint(hs(&[128, 64], 4)),
-        expect![[r#"error: unsupported: ttnn.slice_static produces interleaved outputs only (#39074, #38016)"#]],
+        expect![[
+            r#"error: unsupported: ttnn.slice_static produces interleaved outputs only (#39074, #38016)"#
+        ]],
     );
 }
 
@@ -1022,11 +1193,16 @@ fn row_major_slice_buffers_two_output_rows() {
 fn pad_has_no_sharded_output_and_a_zero_pad_is_a_view() {
     let s = [256, 64];
     check(
-        qa("ttnn.pad", vec![("padding", AttrValue::Ints(vec![0, 32, 0, 0]))]).input(&s, hs(&s, 8)).out(&[288, 64]).hint(hs(&[288, 64], 9)),
+        qa("ttnn.pad", vec![("padding", AttrValue::Ints(vec![0, 32, 0, 0]))])
+            .input(&s, hs(&s, 8))
+            .out(&[288, 64])
+            .hint(hs(&[288, 64], 9)),
         expect![[r#"error: unsupported: ttnn.pad produces interleaved outputs only (#40898)"#]],
     );
     check(
-        qa("ttnn.pad", vec![("padding", AttrValue::Ints(vec![0, 0, 0, 0]))]).input(&s, l1(&s)).out(&s),
+        qa("ttnn.pad", vec![("padding", AttrValue::Ints(vec![0, 0, 0, 0]))])
+            .input(&s, l1(&s))
+            .out(&s),
         expect![[r#"
             cb 0 tensor 0 peak 0 out 2048
             L1 interleaved, 1x1 tiles per core (bf16)"#]],
@@ -1037,7 +1213,9 @@ fn pad_has_no_sharded_output_and_a_zero_pad_is_a_view() {
 fn all_ones_repeat_is_a_view() {
     let s = [64, 64];
     check(
-        qa("ttnn.repeat", vec![("repeat_dims", AttrValue::Ints(vec![1, 1]))]).input(&s, l1(&s)).out(&s),
+        qa("ttnn.repeat", vec![("repeat_dims", AttrValue::Ints(vec![1, 1]))])
+            .input(&s, l1(&s))
+            .out(&s),
         expect![[r#"
             cb 0 tensor 0 peak 0 out 2048
             L1 interleaved, 1x1 tiles per core (bf16)"#]],
@@ -1059,8 +1237,15 @@ fn to_layout_untilize_buffers_two_tile_rows() {
 fn to_memory_config_keeps_the_page_layout() {
     let s = [64, 64];
     check(
-        q("ttnn.to_memory_config").input(&s, dram(&s)).out(&s).hint(TtnnLayout::l1_interleaved(&s, BF16, PageLayout::RowMajor, W)),
-        expect![[r#"error: unsupported: ttnn.to_memory_config keeps the page layout; tilize or untilize with ttnn.to_layout"#]],
+        q("ttnn.to_memory_config").input(&s, dram(&s)).out(&s).hint(TtnnLayout::l1_interleaved(
+            &s,
+            BF16,
+            PageLayout::RowMajor,
+            W,
+        )),
+        expect![[
+            r#"error: unsupported: ttnn.to_memory_config keeps the page layout; tilize or untilize with ttnn.to_layout"#
+        ]],
     );
 }
 
@@ -1080,7 +1265,9 @@ fn embedding_has_no_sharded_output() {
     let (i, w, o) = ([1, 32], [1000, 64], [1, 32, 64]);
     check(
         q("ttnn.embedding").input(&i, dram(&i)).input(&w, dram(&w)).out(&o).hint(ws(&o, 2)),
-        expect![[r#"error: unsupported: ttnn.embedding produces interleaved outputs only (EmbeddingRules)"#]],
+        expect![[
+            r#"error: unsupported: ttnn.embedding produces interleaved outputs only (EmbeddingRules)"#
+        ]],
     );
 }
 
@@ -1088,7 +1275,10 @@ fn embedding_has_no_sharded_output() {
 fn argmax_needs_a_row_major_input() {
     let s = [64, 64];
     check(
-        qa("ttnn.argmax", vec![("dim", AttrValue::Int(1))]).input(&s, dram(&s)).out(&[64]).dtype(DataType::U32),
+        qa("ttnn.argmax", vec![("dim", AttrValue::Int(1))])
+            .input(&s, dram(&s))
+            .out(&[64])
+            .dtype(DataType::U32),
         expect![[r#"error: unsupported: ttnn.argmax needs a row-major input (tt-metal#46340)"#]],
     );
 }
@@ -1109,7 +1299,9 @@ fn rms_norm_rejects_width_sharding_on_a_ragged_grid() {
     let s = [32, 640];
     check(
         q("ttnn.rms_norm").input(&s, ws(&s, 20)).out(&s),
-        expect!["error: unsupported: ttnn.rms_norm needs a width- or block-sharded input on a full rectangular grid, not L1 width_sharded 1x20, 1x1 tiles per core (bf16)"],
+        expect![
+            "error: unsupported: ttnn.rms_norm needs a width- or block-sharded input on a full rectangular grid, not L1 width_sharded 1x20, 1x1 tiles per core (bf16)"
+        ],
     );
 }
 
@@ -1129,7 +1321,8 @@ fn layer_norm_buffers_the_mean_on_top_of_rms_norm() {
     let s = [128, 1024];
     let rms = q("ttnn.rms_norm").input(&s, dram(&s)).out(&s).run().unwrap();
     let ln = q("ttnn.layer_norm").input(&s, dram(&s)).out(&s).run().unwrap();
-    expect!["rms 192512, layer 262144"].assert_eq(&format!("rms {}, layer {}", rms.cb_peak, ln.cb_peak));
+    expect!["rms 192512, layer 262144"]
+        .assert_eq(&format!("rms {}, layer {}", rms.cb_peak, ln.cb_peak));
 }
 
 #[test]
@@ -1137,7 +1330,9 @@ fn sharded_softmax_writes_in_place() {
     let s = [2048, 32];
     check(
         q("ttnn.softmax").input(&s, hs(&s, 64)).out(&s).hint(hs(&s, 32)),
-        expect![[r#"error: unsupported: sharded ttnn.softmax writes in place: input and output need the same shard spec"#]],
+        expect![[
+            r#"error: unsupported: sharded ttnn.softmax writes in place: input and output need the same shard spec"#
+        ]],
     );
 }
 
@@ -1156,7 +1351,12 @@ fn softmax_over_another_dim_materializes_transposes() {
 fn reductions_reject_a_sharded_input() {
     let s = [256, 256];
     check(
-        qa("ttnn.mean", vec![("dim_arg", AttrValue::Ints(vec![1])), ("keep_dim", AttrValue::Bool(true))]).input(&s, hs(&s, 8)).out(&[256, 1]),
+        qa(
+            "ttnn.mean",
+            vec![("dim_arg", AttrValue::Ints(vec![1])), ("keep_dim", AttrValue::Bool(true))],
+        )
+        .input(&s, hs(&s, 8))
+        .out(&[256, 1]),
         expect![[r#"error: unsupported: ttnn.mean rejects a height_sharded operand 0"#]],
     );
 }
@@ -1165,7 +1365,11 @@ fn reductions_reject_a_sharded_input() {
 
 fn sdpa() -> Q {
     let qs = [1, 8, 128, 64];
-    q("ttnn.scaled_dot_product_attention").input(&qs, dram(&qs)).input(&qs, dram(&qs)).input(&qs, dram(&qs)).out(&qs)
+    q("ttnn.scaled_dot_product_attention")
+        .input(&qs, dram(&qs))
+        .input(&qs, dram(&qs))
+        .input(&qs, dram(&qs))
+        .out(&qs)
 }
 
 #[test]
@@ -1183,7 +1387,9 @@ fn sdpa_rejects_an_explicit_sharded_output_hint() {
     let qs = [1, 8, 128, 64];
     check(
         sdpa().hint(hs(&qs, 8)),
-        expect!["error: unsupported: ttnn.scaled_dot_product_attention is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 4x2 tiles per core (bf16)) is rejected"],
+        expect![
+            "error: unsupported: ttnn.scaled_dot_product_attention is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 4x2 tiles per core (bf16)) is rejected"
+        ],
     );
 }
 
@@ -1191,8 +1397,14 @@ fn sdpa_rejects_an_explicit_sharded_output_hint() {
 fn sdpa_needs_k_and_v_in_dram() {
     let qs = [1, 8, 128, 64];
     check(
-        q("ttnn.scaled_dot_product_attention").input(&qs, dram(&qs)).input(&qs, l1(&qs)).input(&qs, dram(&qs)).out(&qs),
-        expect!["error: unsupported: ttnn.scaled_dot_product_attention needs K and V DRAM-interleaved; operand 1 is L1 interleaved, 1x1 tiles per core (bf16)"],
+        q("ttnn.scaled_dot_product_attention")
+            .input(&qs, dram(&qs))
+            .input(&qs, l1(&qs))
+            .input(&qs, dram(&qs))
+            .out(&qs),
+        expect![
+            "error: unsupported: ttnn.scaled_dot_product_attention needs K and V DRAM-interleaved; operand 1 is L1 interleaved, 1x1 tiles per core (bf16)"
+        ],
     );
 }
 
@@ -1200,8 +1412,14 @@ fn sdpa_needs_k_and_v_in_dram() {
 fn rotary_embedding_rejects_a_width_sharded_input() {
     let s = [1, 8, 32, 128];
     check(
-        q("ttnn.rotary_embedding_llama").input(&s, ws(&s, 4)).input(&s, dram(&s)).input(&s, dram(&s)).out(&s),
-        expect![[r#"error: unsupported: ttnn.rotary_embedding_llama rejects a width_sharded operand 0"#]],
+        q("ttnn.rotary_embedding_llama")
+            .input(&s, ws(&s, 4))
+            .input(&s, dram(&s))
+            .input(&s, dram(&s))
+            .out(&s),
+        expect![[
+            r#"error: unsupported: ttnn.rotary_embedding_llama rejects a width_sharded operand 0"#
+        ]],
     );
 }
 
@@ -1209,8 +1427,15 @@ fn rotary_embedding_rejects_a_width_sharded_input() {
 fn rotary_embedding_rejects_an_explicit_sharded_hint() {
     let s = [1, 8, 32, 128];
     check(
-        q("ttnn.rotary_embedding").input(&s, dram(&s)).input(&s, dram(&s)).input(&s, dram(&s)).out(&s).hint(hs(&s, 8)),
-        expect!["error: unsupported: ttnn.rotary_embedding is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 1x4 tiles per core (bf16)) is rejected"],
+        q("ttnn.rotary_embedding")
+            .input(&s, dram(&s))
+            .input(&s, dram(&s))
+            .input(&s, dram(&s))
+            .out(&s)
+            .hint(hs(&s, 8)),
+        expect![
+            "error: unsupported: ttnn.rotary_embedding is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 1x4 tiles per core (bf16)) is rejected"
+        ],
     );
 }
 
@@ -1219,7 +1444,9 @@ fn unknown_ops_accept_only_dram_interleaved_operands() {
     let s = [64, 64];
     check(
         q("ttnn.frobnicate").input(&s, l1(&s)).out(&s),
-        expect!["error: unsupported: the op model does not know ttnn.frobnicate; only DRAM-interleaved operands are accepted, operand 0 is L1 interleaved, 1x1 tiles per core (bf16)"],
+        expect![
+            "error: unsupported: the op model does not know ttnn.frobnicate; only DRAM-interleaved operands are accepted, operand 0 is L1 interleaved, 1x1 tiles per core (bf16)"
+        ],
     );
     check(
         q("ttnn.frobnicate").input(&s, dram(&s)).out(&s),
@@ -1229,7 +1456,9 @@ fn unknown_ops_accept_only_dram_interleaved_operands() {
     );
     check(
         q("ttnn.frobnicate").input(&s, dram(&s)).out(&s).hint(l1(&s)),
-        expect!["error: unsupported: the op model does not know ttnn.frobnicate; only a DRAM-interleaved output is accepted, not L1 interleaved, 1x1 tiles per core (bf16)"],
+        expect![
+            "error: unsupported: the op model does not know ttnn.frobnicate; only a DRAM-interleaved output is accepted, not L1 interleaved, 1x1 tiles per core (bf16)"
+        ],
     );
 }
 
@@ -1269,15 +1498,49 @@ fn d2m_subgraph_counts_its_l1_inputs_and_output() {
 #[test]
 fn degenerate_queries_never_panic() {
     let names = [
-        "ttnn.relu", "ttnn.add", "ttnn.where", "ttnn.matmul", "ttnn.linear", "ttnn.conv2d",
-        "ttnn.conv_transpose2d", "ttnn.conv1d", "ttnn.conv3d", "ttnn.max_pool2d", "ttnn.upsample",
-        "ttnn.concat", "ttnn.reshape", "ttnn.permute", "ttnn.transpose", "ttnn.slice_static",
-        "ttnn.pad", "ttnn.repeat", "ttnn.to_layout", "ttnn.to_memory_config", "ttnn.embedding",
-        "ttnn.embedding_bw", "ttnn.gather", "ttnn.sort", "ttnn.argmax", "ttnn.cumsum",
-        "ttnn.softmax", "ttnn.rms_norm", "ttnn.batch_norm_inference", "ttnn.group_norm",
-        "ttnn.sum", "ttnn.prod", "ttnn.scaled_dot_product_attention", "ttnn.rotary_embedding",
-        "ttnn.nlp_concat_heads_decode", "ttnn.all_gather", "ttnn.empty", "ttnn.rand",
-        "ttnn.get_device", "ttnn.d2m_subgraph", "ttnn.sampling", "ttnn.quantize", "ttnn.foo",
+        "ttnn.relu",
+        "ttnn.add",
+        "ttnn.where",
+        "ttnn.matmul",
+        "ttnn.linear",
+        "ttnn.conv2d",
+        "ttnn.conv_transpose2d",
+        "ttnn.conv1d",
+        "ttnn.conv3d",
+        "ttnn.max_pool2d",
+        "ttnn.upsample",
+        "ttnn.concat",
+        "ttnn.reshape",
+        "ttnn.permute",
+        "ttnn.transpose",
+        "ttnn.slice_static",
+        "ttnn.pad",
+        "ttnn.repeat",
+        "ttnn.to_layout",
+        "ttnn.to_memory_config",
+        "ttnn.embedding",
+        "ttnn.embedding_bw",
+        "ttnn.gather",
+        "ttnn.sort",
+        "ttnn.argmax",
+        "ttnn.cumsum",
+        "ttnn.softmax",
+        "ttnn.rms_norm",
+        "ttnn.batch_norm_inference",
+        "ttnn.group_norm",
+        "ttnn.sum",
+        "ttnn.prod",
+        "ttnn.scaled_dot_product_attention",
+        "ttnn.rotary_embedding",
+        "ttnn.nlp_concat_heads_decode",
+        "ttnn.all_gather",
+        "ttnn.empty",
+        "ttnn.rand",
+        "ttnn.get_device",
+        "ttnn.d2m_subgraph",
+        "ttnn.sampling",
+        "ttnn.quantize",
+        "ttnn.foo",
     ];
     let shapes: [&[u64]; 5] = [&[], &[0], &[0, 0], &[1, 0, 32], &[u64::MAX, 2]];
     let mut answered = 0;
@@ -1289,7 +1552,11 @@ fn degenerate_queries_never_panic() {
                     for _ in 0..n_inputs {
                         query = query.input(s, layout.clone());
                     }
-                    for hint in [OutputHint::Null, OutputHint::Layout(l1(s)), OutputHint::Partial(l1(s).partial())] {
+                    for hint in [
+                        OutputHint::Null,
+                        OutputHint::Layout(l1(s)),
+                        OutputHint::Partial(l1(s).partial()),
+                    ] {
                         query.0.output = hint;
                         let _ = query.run();
                         answered += 1;
@@ -1300,7 +1567,7 @@ fn degenerate_queries_never_panic() {
     }
     assert_eq!(answered, names.len() * 5 * 3 * 4 * 3);
     // Absurd attributes from malformed IR are rejected, not overflowed.
-    let huge = vec![
+    let huge = [
         ("in_channels", AttrValue::Int(i64::MAX)),
         ("out_channels", AttrValue::Int(i64::MAX)),
         ("batch_size", AttrValue::Int(i64::MAX)),
@@ -1312,12 +1579,17 @@ fn degenerate_queries_never_panic() {
     ];
     let s = [1, 1, 64, 32];
     for name in ["ttnn.conv2d", "ttnn.conv_transpose2d", "ttnn.conv3d", "ttnn.max_pool2d"] {
-        let huge = huge.iter().map(|(k, v)| (*k, match v {
-            AttrValue::Int(i) => AttrValue::Int(*i),
-            AttrValue::Ints(i) => AttrValue::Ints(i.clone()),
-            AttrValue::Bool(b) => AttrValue::Bool(*b),
-            AttrValue::Str(x) => AttrValue::Str(x),
-        }));
+        let huge = huge.iter().map(|(k, v)| {
+            (
+                *k,
+                match v {
+                    AttrValue::Int(i) => AttrValue::Int(*i),
+                    AttrValue::Ints(i) => AttrValue::Ints(i.clone()),
+                    AttrValue::Bool(b) => AttrValue::Bool(*b),
+                    AttrValue::Str(x) => AttrValue::Str(x),
+                },
+            )
+        });
         let res = qa(name, huge.collect()).input(&s, dram(&s)).input(&s, dram(&s)).out(&s).run();
         assert!(matches!(res, Err(OpError::Invalid { .. })), "{name}: {res:?}");
     }
@@ -1338,7 +1610,8 @@ fn cache_counts_hits_and_misses_and_keeps_failures() {
     assert!(model.query(&t, &bad).is_err());
     // Another target is another key.
     let _ = model.query(&Target::p150(), &ok);
-    expect![[r#"CacheStats { hits: 2, misses: 3, entries: 3 }"#]].assert_eq(&format!("{:?}", model.stats()));
+    expect![[r#"CacheStats { hits: 2, misses: 3, entries: 3 }"#]]
+        .assert_eq(&format!("{:?}", model.stats()));
 }
 
 #[test]

@@ -41,7 +41,8 @@ pub(crate) fn sdpa(ctx: &Ctx<'_>, op: SdpaOp) -> Result<Estimate, OpError> {
             )));
         }
     }
-    let decode = matches!(op, SdpaOp::SdpaDecode | SdpaOp::PagedSdpaDecode | SdpaOp::PagedFlashMlaDecode);
+    let decode =
+        matches!(op, SdpaOp::SdpaDecode | SdpaOp::PagedSdpaDecode | SdpaOp::PagedFlashMlaDecode);
     if q.layout.is_l1_sharded() && !decode {
         return Err(unsupported(format!("{} needs Q interleaved in prefill", ctx.name())));
     }
@@ -98,7 +99,10 @@ pub(crate) fn heads(ctx: &Ctx<'_>, op: HeadsOp) -> Result<Estimate, OpError> {
         HeadsOp::ConcatenateHeads | HeadsOp::NlpConcatHeads => {
             let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
             if out.is_sharded() || (op == HeadsOp::ConcatenateHeads && input.layout.is_sharded()) {
-                return Err(unsupported(format!("{} takes and produces interleaved tensors (#7145)", ctx.name())));
+                return Err(unsupported(format!(
+                    "{} takes and produces interleaved tensors (#7145)",
+                    ctx.name()
+                )));
             }
             Ok(Estimate::new(2 * wt * tb, out))
         }
@@ -108,7 +112,9 @@ pub(crate) fn heads(ctx: &Ctx<'_>, op: HeadsOp) -> Result<Estimate, OpError> {
                 && input.layout.is_l1_sharded()
                 && input.layout.memory_layout != Some(TensorMemoryLayout::HeightSharded)
             {
-                return Err(unsupported("ttnn.nlp_concat_heads_decode takes a height-sharded input"));
+                return Err(unsupported(
+                    "ttnn.nlp_concat_heads_decode takes a height-sharded input",
+                ));
             }
             let out = match &ctx.q.output {
                 OutputHint::Null => ctx.dram_output(PageLayout::Tile),

@@ -74,10 +74,6 @@ impl<'a> Ctx<'a> {
         self.target.worker_grid()
     }
 
-    pub(crate) fn cores(&self) -> u64 {
-        self.target.num_worker_cores().max(1)
-    }
-
     pub(crate) fn input(&self, i: usize) -> Result<&'a TensorDesc, OpError> {
         self.q.inputs.get(i).ok_or_else(|| {
             invalid(format!(
@@ -221,7 +217,6 @@ pub(crate) fn sharded(
 pub(crate) trait LayoutExt {
     fn with_page(self, page: PageLayout, dtype: DataType) -> TtnnLayout;
     fn is_l1_sharded(&self) -> bool;
-    fn is_l1_interleaved(&self) -> bool;
     fn is_dram_interleaved(&self) -> bool;
     /// The shard in tiles `(rows, cols)`; the whole tensor for DRAM, `[1, n]` for L1 interleaved.
     fn shard_tiles(&self) -> (u64, u64);
@@ -246,10 +241,6 @@ impl LayoutExt for TtnnLayout {
 
     fn is_l1_sharded(&self) -> bool {
         self.is_l1() && self.is_sharded()
-    }
-
-    fn is_l1_interleaved(&self) -> bool {
-        self.is_l1() && self.memory_layout == Some(TensorMemoryLayout::Interleaved)
     }
 
     fn is_dram_interleaved(&self) -> bool {
