@@ -472,7 +472,7 @@ impl<'a> Lower<'a> {
             function_type,
             arg_names: Vec::new(),
             args: Vec::new(),
-            results: f.results.iter().map(|r| self.ty(&r.ty)).collect(),
+            results: Vec::new(),
             ops: Vec::new(),
             returns: Vec::new(),
             has_body: f.body.is_some(),
@@ -503,6 +503,9 @@ impl<'a> Lower<'a> {
                 body.arg_names.push(format!("%arg{i}"));
             }
         }
+        // Results after arguments, so a problem shared by both is reported where it is
+        // first written.
+        body.results = f.results.iter().map(|r| self.ty(&r.ty)).collect();
         let Some(region) = &f.body else {
             self.push_func(name, dup, body, sm, loc_names);
             return;

@@ -1,0 +1,66 @@
+//! `ttnn-analyzer`: the command-line front end.
+//!
+//! Exit status: 0 when no errors were found, 1 when the input has errors, 2 for usage and I/O
+//! errors. Logs go to stderr, filtered by `TTNN_ANALYZER_LOG` (EnvFilter syntax).
+
+#![expect(clippy::disallowed_methods, reason = "the CLI is an edge crate: it reads the files it is given")]
+
+mod check;
+mod input;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Incremental analysis and layout optimization for Tenstorrent TTNN IR.
+#[derive(Parser)]
+#[command(name = "ttnn-analyzer", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Report syntax and semantic diagnostics.
+    Check(check::CheckArgs),
+    /// Print the file normalized in tt-mlir's style to stdout.
+    Fmt(check::FmtArgs),
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout with success; usage errors exit 2.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Check(args) => check::check(&args),
+        Command::Fmt(args) => check::fmt(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report_error(&e);
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[expect(clippy::print_stderr, reason = "the CLI reports fatal errors on stderr")]
+fn report_error(e: &anyhow::Error) {
+    eprintln!("error: {e:#}");
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TTNN_ANALYZER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -1,0 +1,273 @@
+//! The analysis API, in the style of rust-analyzer's `ide` crate.
+//!
+//! [`AnalysisHost`] owns the database and is the only writer: it applies a [`Change`] (file
+//! texts and edits, overrides, options, target), diffing first because a salsa setter always
+//! starts a new revision. [`Analysis`] is a cheap snapshot that answers queries, possibly on
+//! another thread; every answer is [`Cancellable`], since a pending write cancels readers.
+//!
+//! The API is plain data with public fields (ranges, strings), no LSP or JSON types.
+
+mod db;
+mod diagnostics;
+
+use std::{panic::UnwindSafe, sync::Arc};
+
+use base_db::{Durability, OptionsInput, OverridesInput, SourceFile, TargetInput, salsa::Setter};
+use rustc_hash::FxHashMap;
+use syntax::{LineCol, LineIndex, TextRange};
+
+pub use crate::{
+    db::RootDatabase,
+    diagnostics::{Diagnostic, Severity},
+};
+pub use base_db::{Options, Policy};
+pub use salsa::Cancelled;
+
+/// A result that is `Err(Cancelled)` when a write arrived while the query ran.
+pub type Cancellable<T> = Result<T, Cancelled>;
+
+/// One text edit: replace `range` (byte offsets in the current text) with `text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextEdit {
+    pub range: TextRange,
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+enum FileChange {
+    Set(Arc<str>),
+    Edit(Vec<TextEdit>),
+    Remove,
+}
+
+/// A batch of input changes, applied at once by [`AnalysisHost::apply_change`].
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct Change {
+    files: Vec<(String, FileChange)>,
+    overrides: Option<(String, Arc<str>)>,
+    options: Option<Options>,
+    target: Option<target::Target>,
+}
+
+impl Change {
+    pub fn new() -> Change {
+        Change::default()
+    }
+
+    /// Sets (or creates) a file's whole text.
+    pub fn set_file(mut self, path: impl Into<String>, text: impl Into<Arc<str>>) -> Change {
+        self.files.push((path.into(), FileChange::Set(text.into())));
+        self
+    }
+
+    /// Applies edits to a file's current text, in order; each edit's range refers to the text
+    /// as left by the previous edits (LSP's convention).
+    pub fn edit_file(mut self, path: impl Into<String>, edits: Vec<TextEdit>) -> Change {
+        self.files.push((path.into(), FileChange::Edit(edits)));
+        self
+    }
+
+    pub fn remove_file(mut self, path: impl Into<String>) -> Change {
+        self.files.push((path.into(), FileChange::Remove));
+        self
+    }
+
+    /// Replaces the overrides text (tt-mlir option syntax); `origin` names it in diagnostics.
+    pub fn set_overrides(mut self, origin: impl Into<String>, text: impl Into<Arc<str>>) -> Change {
+        self.overrides = Some((origin.into(), text.into()));
+        self
+    }
+
+    pub fn set_options(mut self, options: Options) -> Change {
+        self.options = Some(options);
+        self
+    }
+
+    pub fn set_target(mut self, target: target::Target) -> Change {
+        self.target = Some(target);
+        self
+    }
+}
+
+/// Owns the database and applies changes to it.
+pub struct AnalysisHost {
+    db: RootDatabase,
+    files: FxHashMap<String, SourceFile>,
+    /// Removed files keep their input (salsa inputs cannot be deleted); they are emptied and
+    /// forgotten here, and reused if the path comes back.
+    removed: FxHashMap<String, SourceFile>,
+}
+
+impl AnalysisHost {
+    #[must_use]
+    pub fn new(target: target::Target, options: Options) -> AnalysisHost {
+        let db = RootDatabase::default();
+        base_db::init_inputs(&db, target, options, String::new(), Arc::from(""));
+        AnalysisHost { db, files: FxHashMap::default(), removed: FxHashMap::default() }
+    }
+
+    /// The current snapshot.
+    #[must_use]
+    pub fn analysis(&self) -> Analysis {
+        Analysis { db: self.db.clone() }
+    }
+
+    #[must_use]
+    pub fn file(&self, path: &str) -> Option<SourceFile> {
+        self.files.get(path).copied()
+    }
+
+    /// The paths of all open files, sorted.
+    #[must_use]
+    pub fn paths(&self) -> Vec<String> {
+        let mut p: Vec<String> = self.files.keys().cloned().collect();
+        p.sort();
+        p
+    }
+
+    /// The current text of a file.
+    #[must_use]
+    pub fn text(&self, path: &str) -> Option<Arc<str>> {
+        self.files.get(path).map(|f| f.text(&self.db).clone())
+    }
+
+    /// The names of the queries executed since the last call (from salsa's execution events).
+    pub fn take_executed_queries(&self) -> Vec<String> {
+        self.db.take_executed()
+    }
+
+    /// Applies a change. Returns the paths whose text changed.
+    pub fn apply_change(&mut self, change: Change) -> Vec<String> {
+        let _p = tracing::info_span!("apply_change").entered();
+        let mut changed = Vec::new();
+        for (path, fc) in change.files {
+            let new_text: Option<Arc<str>> = match fc {
+                FileChange::Set(t) => Some(t),
+                FileChange::Edit(edits) => {
+                    let Some(file) = self.files.get(&path) else { continue };
+                    let mut text = file.text(&self.db).to_string();
+                    for e in edits {
+                        let start = clamp_to_char_boundary(&text, e.range.start as usize);
+                        let end = clamp_to_char_boundary(&text, (e.range.end as usize).max(start));
+                        text.replace_range(start..end, &e.text);
+                    }
+                    Some(Arc::from(text))
+                }
+                FileChange::Remove => None,
+            };
+            match new_text {
+                Some(text) => {
+                    if let Some(file) = self.files.get(&path).copied() {
+                        if **file.text(&self.db) != *text {
+                            file.set_text(&mut self.db).with_durability(Durability::LOW).to(text);
+                            changed.push(path);
+                        }
+                    } else if let Some(file) = self.removed.remove(&path) {
+                        file.set_text(&mut self.db).with_durability(Durability::LOW).to(text);
+                        self.files.insert(path.clone(), file);
+                        changed.push(path);
+                    } else {
+                        let file = SourceFile::builder(path.clone(), text)
+                            .durability(Durability::LOW)
+                            .new(&self.db);
+                        self.files.insert(path.clone(), file);
+                        changed.push(path);
+                    }
+                }
+                None => {
+                    if let Some(file) = self.files.remove(&path) {
+                        file.set_text(&mut self.db).to(Arc::from(""));
+                        self.removed.insert(path.clone(), file);
+                        changed.push(path);
+                    }
+                }
+            }
+        }
+        if let Some((origin, text)) = change.overrides {
+            let input = OverridesInput::get(&self.db);
+            if *input.origin(&self.db) != origin {
+                input.set_origin(&mut self.db).with_durability(Durability::MEDIUM).to(origin);
+            }
+            if **input.text(&self.db) != *text {
+                input.set_text(&mut self.db).with_durability(Durability::MEDIUM).to(text);
+            }
+        }
+        if let Some(options) = change.options {
+            let input = OptionsInput::get(&self.db);
+            if *input.options(&self.db) != options {
+                input.set_options(&mut self.db).with_durability(Durability::MEDIUM).to(options);
+            }
+        }
+        if let Some(target) = change.target {
+            let input = TargetInput::get(&self.db);
+            if *input.target(&self.db) != target {
+                input.set_target(&mut self.db).with_durability(Durability::HIGH).to(target);
+            }
+        }
+        changed
+    }
+}
+
+fn clamp_to_char_boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A snapshot of the database that answers queries.
+#[derive(Clone)]
+pub struct Analysis {
+    db: RootDatabase,
+}
+
+impl Analysis {
+    /// Runs `f` against the snapshot, turning a salsa cancellation into `Err(Cancelled)`.
+    pub fn with_db<T>(&self, f: impl FnOnce(&RootDatabase) -> T + UnwindSafe) -> Cancellable<T> {
+        let db = &self.db;
+        Cancelled::catch(std::panic::AssertUnwindSafe(|| f(db)))
+    }
+
+    /// Raw database access for crates that add their own queries on top (layout, plan).
+    #[must_use]
+    pub fn db(&self) -> &RootDatabase {
+        &self.db
+    }
+
+    pub fn file_text(&self, file: SourceFile) -> Cancellable<Arc<str>> {
+        self.with_db(|db| file.text(db).clone())
+    }
+
+    pub fn line_index(&self, file: SourceFile) -> Cancellable<Arc<LineIndex>> {
+        self.with_db(|db| line_index(db, file))
+    }
+
+    /// Syntax and semantic diagnostics of a file, sorted by position.
+    pub fn diagnostics(&self, file: SourceFile) -> Cancellable<Vec<Diagnostic>> {
+        self.with_db(|db| diagnostics::file_diagnostics(db, file))
+    }
+
+    /// The file printed in tt-mlir's style, or `None` if it has syntax errors (formatting
+    /// broken input would silently drop what could not be parsed).
+    pub fn format(&self, file: SourceFile) -> Cancellable<Option<String>> {
+        self.with_db(|db| {
+            let parse = ir::parse_file(db, file);
+            if !parse.errors.is_empty() {
+                return None;
+            }
+            Some(syntax::print(file.text(db), &parse))
+        })
+    }
+
+    /// Converts a byte offset to a 0-based line and UTF-16 column.
+    pub fn line_col(&self, file: SourceFile, offset: u32) -> Cancellable<LineCol> {
+        self.with_db(|db| line_index(db, file).line_col(file.text(db), offset))
+    }
+}
+
+/// The line index of a file. Cheap to rebuild; not memoized separately.
+fn line_index(db: &RootDatabase, file: SourceFile) -> Arc<LineIndex> {
+    Arc::new(LineIndex::new(file.text(db)))
+}

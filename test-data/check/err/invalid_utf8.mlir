@@ -1,0 +1,4 @@
+func.func @f() {
+  "ttnn.x"() {name = "café"} : () -> ()
+  return
+}
