@@ -162,9 +162,10 @@ impl<'a> Ctx<'a> {
         if let Some(t) = self.q.inputs.first()
             && t.layout.memory_layout == Some(ml)
             && t.layout.is_l1()
-            && let Ok(out) = self.output_like(&TtnnLayout { ..t.layout.clone() })
+            && t.layout.page_layout() == l.page_layout()
+            && let Ok(out) = self.output_like(&t.layout)
         {
-            return Ok(out.with_page(l.page_layout(), self.q.output_dtype));
+            return Ok(out);
         }
         let grid = even_grid(ml, &self.q.output_shape, self.worker());
         sharded(&self.q.output_shape, self.q.output_dtype, l.page_layout(), ml, grid, self.worker())
@@ -215,7 +216,6 @@ pub(crate) fn sharded(
 
 /// Helpers on layouts that only the op model needs.
 pub(crate) trait LayoutExt {
-    fn with_page(self, page: PageLayout, dtype: DataType) -> TtnnLayout;
     fn is_l1_sharded(&self) -> bool;
     fn is_dram_interleaved(&self) -> bool;
     /// The shard in tiles `(rows, cols)`; the whole tensor for DRAM, `[1, n]` for L1 interleaved.
@@ -224,21 +224,6 @@ pub(crate) trait LayoutExt {
 }
 
 impl LayoutExt for TtnnLayout {
-    fn with_page(self, page: PageLayout, dtype: DataType) -> TtnnLayout {
-        if self.page_layout() == page {
-            return self;
-        }
-        // Rebuilding is cheaper to reason about than patching the memref element.
-        let mut l = self;
-        l.memref_element = match page {
-            PageLayout::Tile => ttnn_types::ElementType::Tile { height: TILE, width: TILE, dtype },
-            PageLayout::RowMajor => ttnn_types::ElementType::Scalar(
-                dtype.scalar_type().unwrap_or(ttnn_types::ScalarType::BF16),
-            ),
-        };
-        l
-    }
-
     fn is_l1_sharded(&self) -> bool {
         self.is_l1() && self.is_sharded()
     }
