@@ -125,6 +125,19 @@ fn halo_bytes(
     let (kh, kw) = (a.kernel[0].max(1), a.kernel[1].max(1));
     let (sh, sw) = (a.stride[0].max(1), a.stride[1].max(1));
     let dh = a.dilation[0].max(1);
+    if !transposed && out_px_core < out_w {
+        // A shard shorter than an output row reads a contiguous run of padded input sticks:
+        // its own width (plus one row wrap) and the kernel's extra rows, not whole rows.
+        let width = a.input_w + a.padding[2] + a.padding[3];
+        let dw = a.dilation[1].max(1);
+        let sticks = (out_px_core - 1).saturating_mul(sw)
+            + (dh * (kh - 1)).saturating_mul(width)
+            + dw * (kw - 1)
+            + 1
+            + a.padding[2]
+            + a.padding[3];
+        return sticks.saturating_mul(ch_core).saturating_mul(elem);
+    }
     let (rows, width) = if transposed {
         // A transposed conv reads a stride-dilated input with stride 1.
         let width = a.input_w.saturating_sub(1).saturating_mul(sw) + 1 + 2 * (kw - 1);

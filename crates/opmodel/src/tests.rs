@@ -570,7 +570,7 @@ fn matmul_block_sharded_in0_and_output_fall_back_to_the_in0_derived_config() {
 }
 
 #[test]
-fn matmul_from_dram_shards_to_fewer_cores_with_a_partial_hint() {
+fn matmul_partial_block_sharded_hint_takes_its_grid_from_the_generated_config() {
     let s = [1792, 1792];
     check(
         mm(1792, 1792, 1792, dram(&s), dram(&s)).partial(bs(&s, 7, 8)),
@@ -940,6 +940,44 @@ fn conv2d_checks_the_flattened_input_shape() {
         .run();
     expect![[r#"Err(Invalid { reason: "ttnn.conv2d: output 1x1x3136x64 is not [1, 1, 3136, 32] (56x56 output pixels)" })"#]]
         .assert_eq(&format!("{res:?}"));
+}
+
+#[test]
+fn conv_transpose2d_upsamples_by_its_stride() {
+    let (i, w, o) = ([1, 1, 196, 256], [256, 128, 2, 2], [1, 1, 784, 128]);
+    check(
+        qa("ttnn.conv_transpose2d", conv_attrs(256, 128, 14, 2, 2, 0))
+            .input(&i, dram(&i))
+            .input(&w, rm(&w))
+            .out(&o),
+        expect![[r#"
+            cb 336000 tensor 67584 peak 403584 out 8192
+            L1 height_sharded 25x1, 1x4 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
+}
+
+#[test]
+fn conv1d_runs_as_a_height_one_conv2d() {
+    let (i, w, o) = ([1, 1, 1024, 64], [64, 64, 3], [1, 1, 1024, 64]);
+    let attrs = vec![
+        ("in_channels", AttrValue::Int(64)),
+        ("out_channels", AttrValue::Int(64)),
+        ("batch_size", AttrValue::Int(1)),
+        ("input_length", AttrValue::Int(1024)),
+        ("kernel_size", AttrValue::Int(3)),
+        ("stride", AttrValue::Int(1)),
+        ("padding", AttrValue::Ints(vec![1, 1])),
+        ("dilation", AttrValue::Int(1)),
+        ("groups", AttrValue::Int(1)),
+    ];
+    check(
+        qa("ttnn.conv1d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
+        expect![[r#"
+            cb 77952 tensor 8704 peak 86656 out 4096
+            L1 height_sharded 32x1, 1x2 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
 }
 
 #[test]
