@@ -2,7 +2,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use salsa::{Database as _, DatabaseKeyIndex};
+use ir::{FuncId, OpId};
+use layout::{SharedOpModel, TensorKey};
+use opmodel::{AnalyticalModel, CachedOpModel};
+use salsa::{Database as _, DatabaseKeyIndex, plumbing::FromId};
 
 /// The one database type. Cloning it is a snapshot for another thread.
 #[salsa::db]
@@ -11,6 +14,8 @@ pub struct RootDatabase {
     storage: salsa::Storage<Self>,
     /// Queries that executed (not merely re-validated), in order, since the last drain.
     executed: Arc<Mutex<Vec<DatabaseKeyIndex>>>,
+    /// The op model, shared by all snapshots: pure and value-keyed.
+    op_model: Arc<SharedOpModel>,
 }
 
 impl Default for RootDatabase {
@@ -24,7 +29,7 @@ impl Default for RootDatabase {
                 log.push(database_key);
             }
         })));
-        RootDatabase { storage, executed }
+        RootDatabase { storage, executed, op_model: Arc::new(CachedOpModel::new(AnalyticalModel)) }
     }
 }
 
@@ -37,6 +42,20 @@ impl base_db::Db for RootDatabase {}
 #[salsa::db]
 impl ir::Db for RootDatabase {}
 
+#[salsa::db]
+impl layout::Db for RootDatabase {
+    fn op_model(&self) -> &SharedOpModel {
+        &self.op_model
+    }
+}
+
+/// Queries keyed by one `OpId`.
+const OP_QUERIES: &[&str] =
+    &["op_signature", "op_overrides", "legal_op_layouts", "legal_op_configs"];
+/// Queries keyed by one `FuncId`.
+const FUNC_QUERIES: &[&str] =
+    &["func_body", "func_source_map", "func_loc_names", "func_ops", "scalar_types"];
+
 impl RootDatabase {
     /// Drains the execution log, as query names (`func_body`, `legal_op_layouts`, ...).
     pub fn take_executed(&self) -> Vec<String> {
@@ -44,6 +63,32 @@ impl RootDatabase {
             Ok(mut log) => std::mem::take(&mut *log),
             Err(_) => return Vec::new(),
         };
-        keys.iter().map(|k| self.ingredient_debug_name(k.ingredient_index()).into_owned()).collect()
+        keys.iter().map(|k| self.describe(*k)).collect()
+    }
+
+    /// A readable name for an executed query: `legal_op_layouts(@main:%3)`.
+    fn describe(&self, key: DatabaseKeyIndex) -> String {
+        let name = self.ingredient_debug_name(key.ingredient_index()).into_owned();
+        let id = key.key_index();
+        if OP_QUERIES.contains(&name.as_str()) {
+            let op = OpId::from_id(id);
+            return format!("{name}(@{}:{})", op.func(self).name(self), op.key(self));
+        }
+        if FUNC_QUERIES.contains(&name.as_str()) {
+            let func = FuncId::from_id(id);
+            return format!("{name}(@{})", func.name(self));
+        }
+        if name == "legal_tensor_layouts" {
+            let key = TensorKey::from_id(id);
+            let dims: Vec<String> = key.shape(self).iter().map(u64::to_string).collect();
+            return format!("{name}({}x{})", dims.join("x"), key.dtype(self));
+        }
+        name
+    }
+
+    /// The op model's cache statistics.
+    #[must_use]
+    pub fn op_model_stats(&self) -> opmodel::CacheStats {
+        self.op_model.stats()
     }
 }

@@ -1,0 +1,213 @@
+//! Incrementality: after one edit, exactly the affected queries execute.
+//!
+//! Each test analyzes a file (every op's legal layouts and configs, every function's scalar
+//! types), applies one edit, analyzes again, and snapshots the queries salsa executed (not
+//! merely re-validated). Queries keyed by other ops must be absent from the snapshot.
+
+use expect_test::{Expect, expect};
+use ide::{AnalysisHost, Change, Options, TextEdit};
+use syntax::TextRange;
+
+const FILE: &str = "m.mlir";
+
+const BEFORE: &str = r##"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+func.func @main(%a: tensor<256x256xbf16, #l>, %w: tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> {
+  %0 = "ttnn.matmul"(%a, %w) <{transpose_a = false, transpose_b = false}> : (tensor<256x256xbf16, #l>, tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("mm0")
+  %1 = "ttnn.relu"(%0) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("relu0")
+  %2 = "ttnn.add"(%1, %a) : (tensor<256x256xbf16, #l>, tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("add0")
+  %3 = "ttnn.exp"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("exp1")
+  return %2 : tensor<256x256xbf16, #l>
+}
+"##;
+
+/// Pulls every layout query of every op, as the optimizer and the editor would.
+fn analyze(host: &AnalysisHost) {
+    let analysis = host.analysis();
+    let file = host.file(FILE).expect("file is open");
+    analysis
+        .with_db(|db| {
+            for func in ir::file_funcs(db, file).iter() {
+                let _ = layout::scalar_types(db, *func);
+                for op in ir::func_ops(db, *func).iter() {
+                    let _ = layout::legal_op_configs(db, *op);
+                }
+            }
+        })
+        .expect("not cancelled");
+}
+
+fn host() -> AnalysisHost {
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, BEFORE));
+    analyze(&host);
+    let _ = host.take_executed_queries();
+    host
+}
+
+#[track_caller]
+fn check(change: Change, expect: Expect) {
+    let mut host = host();
+    host.apply_change(change);
+    analyze(&host);
+    let mut executed = host.take_executed_queries();
+    executed.sort();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < executed.len() {
+        let n = executed[i..].iter().take_while(|q| **q == executed[i]).count();
+        out.push_str(&executed[i]);
+        if n > 1 {
+            out.push_str(&format!(" x{n}"));
+        }
+        out.push('\n');
+        i += n;
+    }
+    expect.assert_eq(&out);
+}
+
+/// An edit replacing the first occurrence of `old` with `new`.
+fn replace(old: &str, new: &str) -> Change {
+    let start = BEFORE.find(old).expect("fixture contains the text") as u32;
+    let edit =
+        TextEdit { range: TextRange::new(start, start + old.len() as u32), text: new.to_owned() };
+    Change::new().edit_file(FILE, vec![edit])
+}
+
+#[test]
+fn whitespace_and_comment_edits_stop_at_the_function_body() {
+    check(
+        replace("  %1 = ", "  // a comment\n\n     %1 =   "),
+        expect![[r#"
+            file_funcs
+            func_body(@main)
+            func_loc_names(@main)
+            lower_file
+            parse_file
+        "#]],
+    );
+}
+
+#[test]
+fn a_location_edit_reruns_no_layout_query() {
+    check(
+        replace("loc(\"relu0\")", "loc(\"relu_renamed\"(\"model.py\":3:1))"),
+        expect![[r#"
+            file_funcs
+            func_body(@main)
+            func_loc_names(@main)
+            lower_file
+            op_overrides(@main:%0)
+            op_overrides(@main:%1)
+            op_overrides(@main:%2)
+            op_overrides(@main:%3)
+            parse_file
+        "#]],
+    );
+}
+
+#[test]
+fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
+    check(
+        replace("\"ttnn.relu\"(%0) :", "\"ttnn.relu\"(%0) {ttnn.hoist_generic_via_d2m} :"),
+        expect![[r#"
+            file_funcs
+            func_body(@main)
+            func_loc_names(@main)
+            func_ops(@main)
+            lower_file
+            op_overrides(@main:%0)
+            op_overrides(@main:%1)
+            op_overrides(@main:%2)
+            op_overrides(@main:%3)
+            op_signature(@main:%0)
+            op_signature(@main:%1)
+            op_signature(@main:%2)
+            op_signature(@main:%3)
+            parse_file
+            scalar_types(@main)
+        "#]],
+    );
+}
+
+#[test]
+fn editing_one_result_type_reruns_only_that_op() {
+    check(
+        replace(
+            "(tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc(\"exp1\")",
+            "(tensor<256x256xbf16, #l>) -> tensor<256x256xf32, #l> loc(\"exp1\")",
+        ),
+        expect![[r#"
+            file_funcs
+            func_body(@main)
+            func_loc_names(@main)
+            func_ops(@main)
+            legal_op_configs(@main:%3)
+            legal_op_layouts(@main:%3)
+            lower_file
+            op_overrides(@main:%0)
+            op_overrides(@main:%1)
+            op_overrides(@main:%2)
+            op_overrides(@main:%3)
+            op_signature(@main:%0)
+            op_signature(@main:%1)
+            op_signature(@main:%2)
+            op_signature(@main:%3)
+            parse_file
+            scalar_types(@main)
+        "#]],
+    );
+}
+
+#[test]
+fn an_override_for_one_op_reruns_only_that_ops_layouts() {
+    check(
+        Change::new().set_overrides(
+            "m.overrides",
+            "override-output-layout=relu0=8x8:l1:block_sharded:tile\n",
+        ),
+        expect![[r#"
+            effective_options
+            legal_op_configs(@main:%1)
+            legal_op_layouts(@main:%1)
+            op_overrides(@main:%0)
+            op_overrides(@main:%1)
+            op_overrides(@main:%2)
+            op_overrides(@main:%3)
+            override_file
+            override_table
+            scalar_types(@main)
+        "#]],
+    );
+}
+
+#[test]
+fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
+    check(
+        replace(
+            "  %0 = ",
+            "  %new = \"ttnn.neg\"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc(\"neg_new\")\n  %0 = ",
+        ),
+        expect![[r#"
+            file_funcs
+            func_body(@main)
+            func_loc_names(@main)
+            func_ops(@main)
+            legal_op_configs(@main:%new)
+            legal_op_layouts(@main:%new)
+            lower_file
+            op_overrides(@main:%0)
+            op_overrides(@main:%1)
+            op_overrides(@main:%2)
+            op_overrides(@main:%3)
+            op_overrides(@main:%new)
+            op_signature(@main:%0)
+            op_signature(@main:%1)
+            op_signature(@main:%2)
+            op_signature(@main:%3)
+            op_signature(@main:%new)
+            parse_file
+            scalar_types(@main)
+        "#]],
+    );
+}

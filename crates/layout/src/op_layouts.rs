@@ -1,0 +1,445 @@
+//! `legal_op_layouts` and `legal_op_configs`: per-op candidate outputs.
+//!
+//! `legal_op_layouts(op)` selects from the tensor-type pool the way tt-mlir's
+//! `LegalOpLayoutAnalysis` does (interleaved first, DRAM before L1, then sharded by grid
+//! volume, bounded by `max-legal-layouts`, row-major only when enabled), applies the op's
+//! output-layout override, and, going past tt-mlir (whose analysis at this stage does not
+//! consult the op model), drops candidates the op model rejects for this op when fed the
+//! chain-entry input (every tensor operand DRAM interleaved). Sharded candidates are checked
+//! largest grid first and the bound counts only accepted ones.
+//!
+//! `legal_op_configs(op)` expands each layout with the op-specific knobs: conv2d's
+//! `act_block_h_override` {0, 64, 32} and `deallocate_activation`, and a generated program
+//! config for every L1-sharded matmul/linear output.
+
+use std::sync::Arc;
+
+use base_db::{OutputLayoutOverride, TargetInput};
+use ir::OpId;
+use opmodel::{
+    MatmulShapes, OpConfig, OpError, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc,
+};
+use ttnn_types::{
+    BufferType, Conv2dConfig, DataType, PageLayout, TensorMemoryLayout, TensorType, TtnnLayout,
+};
+
+use crate::{
+    Db, OpSignature,
+    overrides::{effective_options, op_overrides},
+    signature::op_signature,
+    tensor_layouts::{TensorKey, legal_tensor_layouts},
+};
+
+/// How an `override-output-layout` entry applied to an op.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OverrideUse {
+    /// A full override (grid, buffer, memory layout and page layout): exactly that layout.
+    /// `rejection` is the op model's objection, if any (the layout is used anyway, as
+    /// tt-mlir does).
+    Full { layout: TtnnLayout, rejection: Option<String> },
+    /// A partial override filtered the candidates down to `remaining`.
+    Partial { remaining: usize },
+    /// The override could not be built for this tensor (e.g. a grid with fewer tiles than
+    /// cores); it was ignored.
+    Invalid { reason: String },
+    /// The op's output layout is fixed; the override has no effect.
+    NoEffect,
+}
+
+/// The legal output layouts of one op.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LegalOpLayouts {
+    /// Interleaved first (DRAM, then L1), then sharded by grid volume, largest first.
+    pub layouts: Vec<TtnnLayout>,
+    /// The op keeps the layout it has (ops whose output the optimizer may not change, ops
+    /// without a single tensor result, tensors without a layout).
+    pub fixed: bool,
+    /// The data type the candidates were built for.
+    pub dtype: Option<DataType>,
+    /// How many candidates the op model rejected, and the first rejection's reason.
+    pub rejected: usize,
+    pub first_rejection: Option<String>,
+    pub override_use: Option<OverrideUse>,
+    /// Set when the op model does not know the op: only DRAM interleaved is offered.
+    pub unknown_op: Option<String>,
+}
+
+impl LegalOpLayouts {
+    pub fn sharded(&self) -> impl Iterator<Item = &TtnnLayout> {
+        self.layouts.iter().filter(|l| l.is_sharded())
+    }
+}
+
+/// One candidate config: an output layout and the op-specific knobs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConfigCandidate {
+    pub layout: TtnnLayout,
+    pub config: OpConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LegalOpConfigs {
+    pub configs: Vec<ConfigCandidate>,
+}
+
+/// The op's tensor operands as the op model sees them at a chain entry: DRAM interleaved
+/// tiled, keeping shapes and data types.
+pub(crate) fn dram_inputs(sig: &OpSignature) -> Vec<TensorDesc> {
+    sig.tensor_operands()
+        .filter_map(|(_, t)| {
+            let shape = t.static_shape()?;
+            let dtype = t.data_type().unwrap_or(DataType::BF16);
+            Some(TensorDesc::new(
+                &shape,
+                TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile),
+            ))
+        })
+        .collect()
+}
+
+/// The op-model query for `sig` with these inputs, output and config.
+pub fn query_for(
+    sig: &OpSignature,
+    inputs: Vec<TensorDesc>,
+    output: OutputHint,
+    config: OpConfig,
+    l1_in_use: u64,
+) -> Option<OpQuery> {
+    let result = sig.tensor_result()?;
+    let output_shape = result.static_shape()?;
+    let output_dtype = match &output {
+        OutputHint::Layout(l) | OutputHint::Partial(l) => l.data_type(),
+        OutputHint::Null => None,
+    }
+    .or_else(|| result.data_type())
+    .unwrap_or(DataType::BF16);
+    Some(OpQuery {
+        kind: sig.kind.clone(),
+        inputs,
+        output_shape,
+        output_dtype,
+        output,
+        config,
+        l1_in_use,
+    })
+}
+
+/// The legal output layouts of an op.
+#[salsa::tracked(returns(clone))]
+pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
+    let Some(sig) = op_signature(db, op) else { return Arc::default() };
+    let overrides = op_overrides(db, op);
+    let options = effective_options(db);
+    let _p = tracing::trace_span!("legal_op_layouts", op = %op.key(db)).entered();
+    let layout_override = overrides.as_ref().and_then(|o| o.output_layout);
+    let Some(result) =
+        sig.tensor_result().filter(|t| t.layout.is_some() && t.static_shape().is_some())
+    else {
+        return Arc::new(fixed(&sig, layout_override));
+    };
+    if sig.kind.has_fixed_output_layout() {
+        return Arc::new(fixed(&sig, layout_override));
+    }
+    let target = TargetInput::get(db).target(db);
+    let model = db.op_model();
+    let shape = result.static_shape().unwrap_or_default();
+    let dtype = layout_override
+        .and_then(|o| o.dtype)
+        .or_else(|| result.data_type())
+        .unwrap_or(DataType::BF16);
+    let mut out = LegalOpLayouts { dtype: Some(dtype), ..LegalOpLayouts::default() };
+    let inputs = dram_inputs(&sig);
+    let validate = |layout: &TtnnLayout| -> Result<(), OpError> {
+        let Some(q) = query_for(
+            &sig,
+            inputs.clone(),
+            OutputHint::Layout(layout.clone()),
+            sig.config.clone(),
+            0,
+        ) else {
+            return Ok(());
+        };
+        model.query(target, &q).map(|_| ())
+    };
+    if !sig.kind.is_known() {
+        out.unknown_op = Some(sig.kind.name().to_owned());
+        out.layouts.push(TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
+        return Arc::new(out);
+    }
+    if let Some(o) = layout_override.filter(OutputLayoutOverride::is_full) {
+        match full_override_layout(&o, &shape, dtype, target.worker_grid()) {
+            Ok(layout) => {
+                let rejection = validate(&layout).err().map(|e| e.to_string());
+                out.layouts.push(layout.clone());
+                out.override_use = Some(OverrideUse::Full { layout, rejection });
+                return Arc::new(out);
+            }
+            Err(reason) => out.override_use = Some(OverrideUse::Invalid { reason }),
+        }
+    }
+    let pool = legal_tensor_layouts(db, TensorKey::new(db, shape.clone(), dtype));
+    let partial = layout_override.filter(|o| !o.is_full());
+    let row_major =
+        options.row_major_enabled || partial.and_then(|o| o.page) == Some(PageLayout::RowMajor);
+    let matches = |l: &TtnnLayout| partial.is_none_or(|o| compatible(&o, l));
+    let mut interleaved: Vec<&TtnnLayout> = Vec::new();
+    interleaved.push(&pool.interleaved_tile[0]);
+    if row_major {
+        interleaved.extend(pool.interleaved_row_major.iter());
+    }
+    // Matmul and linear never get an L1-interleaved output: there is no program config for
+    // it and tt-metal falls back to a slow path (tt-mlir #7682).
+    if !sig.kind.is_matmul_like() {
+        interleaved.extend(pool.interleaved_tile.get(1));
+    }
+    for l in interleaved.into_iter().filter(|l| matches(l)) {
+        match validate(l) {
+            Ok(()) => out.layouts.push(l.clone()),
+            Err(e) => reject(&mut out, &e),
+        }
+    }
+    // Ops the rule book only queries with a null hint keep interleaved outputs.
+    let budget = if sig.kind.null_hint_only() { 0 } else { options.max_legal_layouts as usize };
+    let mut sharded: Vec<TtnnLayout> = Vec::new();
+    let pages: &[(PageLayout, usize)] = if row_major {
+        &[(PageLayout::Tile, budget - budget / 2), (PageLayout::RowMajor, budget / 2)]
+    } else {
+        &[(PageLayout::Tile, budget)]
+    };
+    for &(page, quota) in pages {
+        let mut taken = 0;
+        for l in pool.sharded(page) {
+            if taken >= quota {
+                break;
+            }
+            if !matches(l) {
+                continue;
+            }
+            match validate(l) {
+                Ok(()) => {
+                    sharded.push(l.clone());
+                    taken += 1;
+                }
+                Err(e) => reject(&mut out, &e),
+            }
+        }
+    }
+    sharded.sort_by_key(|l| std::cmp::Reverse(l.grid2d().volume()));
+    out.layouts.extend(sharded);
+    if partial.is_some() {
+        out.override_use = Some(OverrideUse::Partial { remaining: out.layouts.len() });
+    }
+    if out.layouts.is_empty() {
+        // Never leave an op without a layout: DRAM interleaved is the universal fallback.
+        out.layouts.push(TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
+    }
+    Arc::new(out)
+}
+
+fn reject(out: &mut LegalOpLayouts, e: &OpError) {
+    out.rejected += 1;
+    if out.first_rejection.is_none() {
+        out.first_rejection = Some(e.to_string());
+    }
+}
+
+fn fixed(sig: &OpSignature, layout_override: Option<OutputLayoutOverride>) -> LegalOpLayouts {
+    let existing = sig.tensor_result().and_then(|t: &TensorType| t.layout.clone());
+    LegalOpLayouts {
+        dtype: existing.as_ref().and_then(TtnnLayout::data_type),
+        layouts: existing.into_iter().collect(),
+        fixed: true,
+        override_use: layout_override.map(|_| OverrideUse::NoEffect),
+        ..LegalOpLayouts::default()
+    }
+}
+
+/// True when `l` agrees with every field the partial override gives.
+fn compatible(o: &OutputLayoutOverride, l: &TtnnLayout) -> bool {
+    o.grid.is_none_or(|g| l.grid2d() == g)
+        && o.buffer.is_none_or(|b| l.buffer == b)
+        && o.memory_layout.is_none_or(|m| l.memory_layout == Some(m))
+        && o.page.is_none_or(|p| l.page_layout() == p)
+}
+
+/// The exact layout of a full override, placed canonically on the worker grid.
+pub fn full_override_layout(
+    o: &OutputLayoutOverride,
+    shape: &[u64],
+    dtype: DataType,
+    worker: ttnn_types::Grid,
+) -> Result<TtnnLayout, String> {
+    let (Some(grid), Some(buffer), Some(ml), Some(page)) =
+        (o.grid, o.buffer, o.memory_layout, o.page)
+    else {
+        return Err("not a full override".to_owned());
+    };
+    match (buffer, ml) {
+        (BufferType::SystemMemory, _) => {
+            let scalar = dtype.scalar_type().ok_or("block floats cannot live in host memory")?;
+            Ok(TtnnLayout::system_memory(shape, scalar))
+        }
+        (BufferType::Dram, TensorMemoryLayout::Interleaved) => {
+            Ok(TtnnLayout::dram_interleaved(shape, dtype, page))
+        }
+        (BufferType::L1, TensorMemoryLayout::Interleaved) => {
+            Ok(TtnnLayout::l1_interleaved(shape, dtype, page, grid))
+        }
+        (BufferType::L1, ml) if ml.is_sharded() => {
+            TtnnLayout::sharded(shape, dtype, page, ml, grid, worker).map_err(|e| e.to_string())
+        }
+        (b, ml) => Err(format!("{b} {ml} layouts are not supported")),
+    }
+}
+
+/// The legal (layout, op config) pairs of an op.
+#[salsa::tracked(returns(clone))]
+pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
+    let layouts = legal_op_layouts(db, op);
+    let Some(sig) = op_signature(db, op) else { return Arc::default() };
+    let overrides = op_overrides(db, op);
+    let _p = tracing::trace_span!("legal_op_configs", op = %op.key(db)).entered();
+    let target = TargetInput::get(db).target(db);
+    let model = db.op_model();
+    let mut configs = Vec::new();
+    match &sig.kind {
+        OpKind::Conv2d(_) | OpKind::ConvTranspose2d(_) if !layouts.fixed => {
+            let (base, compute) = match &sig.config {
+                OpConfig::Conv2d { conv, compute } => (conv.clone(), *compute),
+                _ => (Conv2dConfig::default(), None),
+            };
+            let mut base = overlay(base, overrides.as_ref().and_then(|o| o.conv2d.as_ref()));
+            if base.weights_dtype.is_none() {
+                base.weights_dtype = sig.tensor_operands().nth(1).and_then(|(_, t)| t.data_type());
+            }
+            let inputs = dram_inputs(&sig);
+            for conv in conv_search(&base) {
+                for (i, layout) in layouts.layouts.iter().enumerate() {
+                    let mut conv = conv.clone();
+                    // HEAD's ConvRules embed the output sharding in the config so tt-metal
+                    // does not pick a different one.
+                    if layout.is_sharded() && base.shard_layout.is_none() {
+                        conv.shard_layout = layout.memory_layout;
+                    }
+                    let config = OpConfig::Conv2d { conv, compute };
+                    let valid = query_for(
+                        &sig,
+                        inputs.clone(),
+                        OutputHint::Layout(layout.clone()),
+                        config.clone(),
+                        0,
+                    )
+                    .is_none_or(|q| model.query(target, &q).is_ok());
+                    // The first layout (DRAM interleaved) stays as the fallback.
+                    if valid || i == 0 {
+                        configs.push(ConfigCandidate { layout: layout.clone(), config });
+                    }
+                }
+            }
+        }
+        OpKind::Matmul(attrs) | OpKind::Linear(attrs) if !layouts.fixed => {
+            let compute = match &sig.config {
+                OpConfig::Matmul { compute, .. } => *compute,
+                _ => None,
+            };
+            let shapes: Vec<Vec<u64>> =
+                sig.tensor_operands().filter_map(|(_, t)| t.static_shape()).take(2).collect();
+            let out_shape =
+                sig.tensor_result().and_then(TensorType::static_shape).unwrap_or_default();
+            for layout in &layouts.layouts {
+                if layout.is_sharded() {
+                    let [a, b] = shapes.as_slice() else { continue };
+                    let mm = MatmulShapes {
+                        a,
+                        b,
+                        out: &out_shape,
+                        transpose_a: attrs.transpose_a,
+                        transpose_b: attrs.transpose_b,
+                    };
+                    // A sharded output comes only with a generated program config: tt-metal's
+                    // own picker depends on allocator state and is not idempotent.
+                    let Some(program) = opmodel::generate_matmul_program_config(
+                        &mm,
+                        layout,
+                        compute.as_ref(),
+                        attrs.activation.as_deref(),
+                    ) else {
+                        continue;
+                    };
+                    configs.push(ConfigCandidate {
+                        layout: layout.clone(),
+                        config: OpConfig::Matmul { program: Some(program), compute },
+                    });
+                } else {
+                    configs.push(ConfigCandidate {
+                        layout: layout.clone(),
+                        config: OpConfig::Matmul { program: None, compute },
+                    });
+                }
+            }
+        }
+        _ => {
+            configs = layouts
+                .layouts
+                .iter()
+                .map(|l| ConfigCandidate { layout: l.clone(), config: sig.config.clone() })
+                .collect();
+        }
+    }
+    Arc::new(LegalOpConfigs { configs })
+}
+
+/// Pins the override's fields over the op's own config.
+fn overlay(mut base: Conv2dConfig, o: Option<&Conv2dConfig>) -> Conv2dConfig {
+    let Some(o) = o else { return base };
+    macro_rules! pin {
+        ($($f:ident),*) => { $( if o.$f.is_some() { base.$f = o.$f.clone(); } )* };
+    }
+    pin!(
+        weights_dtype,
+        activation,
+        deallocate_activation,
+        reallocate_halo_output,
+        act_block_h_override,
+        act_block_w_div,
+        reshard_if_not_optimal,
+        override_sharding_config,
+        shard_layout,
+        core_grid,
+        transpose_shards,
+        output_layout,
+        enable_act_double_buffer,
+        enable_weights_double_buffer
+    );
+    base
+}
+
+/// The conv2d search space over the fields the base config leaves unset, odometer style
+/// (the last field varies fastest): `act_block_h_override` in {0, 64, 32} (0 lets tt-metal
+/// pick the largest), `deallocate_activation` in {true}. `reshard_if_not_optimal` without a
+/// `shard_layout` is filtered out, as tt-mlir does.
+fn conv_search(base: &Conv2dConfig) -> Vec<Conv2dConfig> {
+    let abh: Vec<Option<u64>> = match base.act_block_h_override {
+        Some(v) => vec![Some(v)],
+        None => vec![Some(0), Some(64), Some(32)],
+    };
+    let dealloc: Vec<Option<bool>> = match base.deallocate_activation {
+        Some(v) => vec![Some(v)],
+        None => vec![Some(true)],
+    };
+    let mut out = Vec::new();
+    for a in &abh {
+        for d in &dealloc {
+            let c = Conv2dConfig {
+                act_block_h_override: *a,
+                deallocate_activation: *d,
+                ..base.clone()
+            };
+            if c.reshard_if_not_optimal == Some(true) && c.shard_layout.is_none() {
+                continue;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
