@@ -1,0 +1,433 @@
+//! The file-level driver: chunks, modules, function signatures and the per-op loop.
+//!
+//! Each `// -----` chunk of the input becomes one output module holding all of the chunk's
+//! functions; `ttcore.device_module` and nested `builtin.module` wrappers are dropped. Layout
+//! aliases are printed at the top of each chunk, once per distinct layout.
+
+use std::fmt::Write as _;
+
+use ir::{LoweredFunc, OpForm, Severity, Ty, ValueRef};
+use rustc_hash::FxHashMap;
+use syntax::{TextRange, ast};
+
+use crate::{
+    ImportDiagnostic, ImportResult, ImportStats,
+    func::{Form, FuncOut, OutTy, Slot, Val},
+    lower::{self, Cx, OpIn, Src},
+    names::{LocResolver, NameTable, sanitize},
+    ty::{Layouts, convert_tensor},
+};
+
+pub(crate) fn import(text: &str, file_name: &str) -> ImportResult {
+    let parse = syntax::parse(text);
+    let lowered = ir::lower_parse(text, &parse);
+    let mut diagnostics: Vec<ImportDiagnostic> = lowered
+        .diagnostics
+        .iter()
+        .map(|d| ImportDiagnostic {
+            range: d.range,
+            severity: d.severity,
+            code: d.code,
+            message: d.message.clone(),
+        })
+        .collect();
+    let mut stats = ImportStats::default();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// TTNN imported by ttnn-analyzer from {}",
+        file_name.replace(['\n', '\r'], " ")
+    );
+    let src = Src { text, parse: &parse };
+    // Location names are unique across the whole file.
+    let mut names = NameTable::default();
+    for (chunk_idx, chunk) in parse.file.chunks.iter().enumerate() {
+        let funcs: Vec<&LoweredFunc> =
+            lowered.funcs.iter().filter(|f| f.chunk == chunk_idx as u32).collect();
+        if chunk_idx > 0 {
+            out.push_str("// -----\n");
+        }
+        let mut cx = ChunkCx {
+            src: &src,
+            chunk,
+            locs: LocResolver::new(chunk),
+            layouts: Layouts::default(),
+            names: &mut names,
+            diagnostics: &mut diagnostics,
+            stats: &mut stats,
+        };
+        out.push_str(&cx.import_chunk(&funcs));
+    }
+    diagnostics.sort_by_key(|d| (d.range.start, d.range.end));
+    ImportResult { ttnn: out, diagnostics, stats }
+}
+
+struct ChunkCx<'a, 'r> {
+    src: &'a Src<'a>,
+    chunk: &'a ast::Chunk,
+    locs: LocResolver<'a>,
+    layouts: Layouts,
+    names: &'r mut NameTable,
+    diagnostics: &'r mut Vec<ImportDiagnostic>,
+    stats: &'r mut ImportStats,
+}
+
+/// The function ops of a chunk by range, found the way `ir` walks modules.
+fn collect_funcs<'a>(ops: &'a [ast::Op], acc: &mut FxHashMap<TextRange, &'a ast::FuncOp>) {
+    for op in ops {
+        match &op.body {
+            ast::OpBody::Func(f) => {
+                acc.insert(op.range, f);
+            }
+            ast::OpBody::Module(m) => {
+                for b in &m.body.blocks {
+                    collect_funcs(&b.ops, acc);
+                }
+            }
+            ast::OpBody::RegionOp(r) => {
+                for b in &r.body.blocks {
+                    collect_funcs(&b.ops, acc);
+                }
+            }
+            ast::OpBody::Generic(g) => {
+                for r in &g.regions {
+                    for b in &r.blocks {
+                        collect_funcs(&b.ops, acc);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'a> ChunkCx<'a, '_> {
+    fn norm(&self, range: TextRange) -> String {
+        self.src.parse.normalized_text(self.src.text, range)
+    }
+
+    fn import_chunk(&mut self, funcs: &[&LoweredFunc]) -> String {
+        let items: &'a [ast::Item] = &self.chunk.items;
+        let mut ast_funcs = FxHashMap::default();
+        for item in items {
+            if let ast::Item::Op(op) = item {
+                collect_funcs(std::slice::from_ref(op), &mut ast_funcs);
+            }
+        }
+        // The outermost module names the output module and lends it its attributes.
+        let module: Option<&'a ast::ModuleOp> = items.iter().find_map(|i| match i {
+            ast::Item::Op(ast::Op { body: ast::OpBody::Module(m), .. }) => Some(m),
+            _ => None,
+        });
+        let module_attrs = module.and_then(|m| m.attrs.as_ref());
+        let mesh = module_attrs
+            .and_then(|a| a.get("ttcore.meshes"))
+            .and_then(|e| e.value.as_ref())
+            .and_then(|v| mesh_shape(&self.norm(v.range)))
+            .unwrap_or_else(|| "1x1".to_owned());
+        let mut body = String::new();
+        for f in funcs {
+            let Some(ast_func) = ast_funcs.get(&f.source_map.range).copied() else { continue };
+            self.import_func(&mut body, f, ast_func, &mesh);
+        }
+        let mut out = String::new();
+        out.push_str(&self.layouts.header());
+        // Aliases the input defines (other than the names the importer prints) may be used by
+        // attributes copied through, so they are kept.
+        for item in items {
+            let (name, range) = match item {
+                ast::Item::AttrAlias(a) => (&a.name.text, a.range),
+                ast::Item::TypeAlias(a) => (&a.name.text, a.range),
+                _ => continue,
+            };
+            let bare = name.trim_start_matches('#');
+            let reserved = bare == "dram"
+                || bare == "system_memory"
+                || bare
+                    .strip_prefix("ttnn_layout")
+                    .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()));
+            if !reserved {
+                let _ = writeln!(out, "{}", self.norm(range));
+            }
+        }
+        match module {
+            Some(m) => {
+                out.push_str("module");
+                if let Some(name) = &m.sym_name {
+                    let _ = write!(out, " {}", name.text);
+                }
+                if let Some(a) = &m.attrs {
+                    let _ = write!(out, " attributes {}", self.norm(a.range));
+                }
+                out.push_str(" {\n");
+            }
+            None => out.push_str("module {\n"),
+        }
+        out.push_str(&body);
+        out.push_str("}\n");
+        for item in items {
+            if let ast::Item::Resources(r) = item {
+                let _ = writeln!(out, "{}", r.slice(self.src.text));
+            }
+        }
+        out
+    }
+
+    fn arg_type(&self, ty: &Ty) -> OutTy {
+        match ty {
+            Ty::Tensor(t) => {
+                convert_tensor(t).map_or_else(|| OutTy::Other(t.to_string()), OutTy::Tensor)
+            }
+            Ty::Device => OutTy::Device,
+            Ty::Other(s) => OutTy::Other(s.clone()),
+            Ty::Unknown => OutTy::Other("none".to_owned()),
+        }
+    }
+
+    fn type_text(&mut self, ty: &OutTy) -> String {
+        match ty {
+            OutTy::Tensor(t) => self.layouts.type_text(t),
+            OutTy::Device => "!ttnn.device".to_owned(),
+            OutTy::Other(s) => s.clone(),
+        }
+    }
+
+    fn import_func(
+        &mut self,
+        out: &mut String,
+        f: &LoweredFunc,
+        ast_func: &'a ast::FuncOp,
+        mesh: &str,
+    ) {
+        let body = &f.body;
+        let mut fo = FuncOut::new(mesh);
+        let mut arg_texts = Vec::new();
+        let mut arg_names = Vec::new();
+        for (i, ty) in body.args.iter().enumerate() {
+            let oty = self.arg_type(ty);
+            let val = fo.add_arg(oty.clone());
+            fo.bind(ValueRef::Arg(i as u32), Slot::Val(val));
+            let name = format!("%arg{i}");
+            let mut s = String::new();
+            if body.has_body {
+                let _ = write!(s, "{name}: ");
+            }
+            s.push_str(&self.type_text(&oty));
+            if let Some(a) = ast_func.args.get(i) {
+                if let Some(attrs) = &a.attrs {
+                    let _ = write!(s, " {}", self.norm(attrs.range));
+                }
+                if body.has_body
+                    && let Some(l) = a.loc.as_ref().and_then(|l| self.locs.print(&l.loc))
+                {
+                    let _ = write!(s, " {l}");
+                }
+            }
+            arg_texts.push(s);
+            arg_names.push(name);
+        }
+        let ast_ops = body_ast_ops(ast_func, body.ops.len());
+        for (i, op) in body.ops.iter().enumerate() {
+            self.stats.ops_in += 1;
+            *self.stats.ops_in_by_kind.entry(op.name.clone()).or_insert(0) += 1;
+            let ast_op = ast_ops.get(i).copied().flatten();
+            let results = |slot: Slot| (0..op.results.len()).map(move |_| slot.clone());
+            if op.name == "ttir.empty" {
+                for (k, s) in results(Slot::Dropped).enumerate() {
+                    fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
+                }
+                continue;
+            }
+            let base = ast_op
+                .and_then(|o| o.loc.as_ref())
+                .and_then(|l| self.locs.name(&l.loc))
+                .map_or_else(|| sanitize(op.name.rsplit('.').next().unwrap_or("op")), sanitize);
+            let operands: Vec<ValueRef> = op
+                .operands
+                .iter()
+                .copied()
+                .filter(|v| !matches!(fo.slot(*v), Some(Slot::Dropped)))
+                .collect();
+            let op_in = OpIn { index: i, data: op, base, operands };
+            if op.form == OpForm::Call {
+                let slots = self.call(&mut fo, &op_in, body, &ast_ops);
+                for (k, s) in slots.into_iter().enumerate() {
+                    fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
+                }
+                continue;
+            }
+            let lowered = {
+                let mut cx = Cx { f: &mut fo, src: self.src, body, ast_ops: &ast_ops };
+                lower::lower(&mut cx, &op_in)
+            };
+            let slots = match lowered {
+                Ok(slots) if slots.len() == op.results.len() => slots,
+                other => {
+                    let reason = match other {
+                        Err(r) => r,
+                        Ok(_) => "the lowering produced the wrong number of results".to_owned(),
+                    };
+                    let range = f.source_map.op_ranges.get(i).copied().unwrap_or_default();
+                    self.diagnostics.push(ImportDiagnostic {
+                        range,
+                        severity: Severity::Error,
+                        code: "unsupported-op",
+                        message: format!(
+                            "cannot lower `{}` at `{}`: {reason}",
+                            op.name, op_in.base
+                        ),
+                    });
+                    self.stats.unsupported += 1;
+                    self.generic(&mut fo, &op_in, ast_op, body, &ast_ops)
+                }
+            };
+            for (k, s) in slots.into_iter().enumerate() {
+                fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
+            }
+        }
+        let mut returns = Vec::new();
+        for r in &body.returns {
+            let mut cx = Cx { f: &mut fo, src: self.src, body, ast_ops: &ast_ops };
+            match cx.val(*r) {
+                Ok(v) => returns.push(v),
+                Err(reason) => {
+                    self.diagnostics.push(ImportDiagnostic {
+                        range: f.source_map.return_range.unwrap_or_default(),
+                        severity: Severity::Error,
+                        code: "unsupported-op",
+                        message: format!("cannot return a value: {reason}"),
+                    });
+                }
+            }
+        }
+        fo.returns = returns;
+        fo.remove_dead_ops();
+        for name in fo.op_names() {
+            self.stats.ops_out += 1;
+            *self.stats.ops_out_by_kind.entry(name.to_owned()).or_insert(0) += 1;
+        }
+        // Signature: the results are typed by the values returned, so they always agree.
+        let result_types: Vec<OutTy> = if body.has_body {
+            fo.returns.iter().map(|v| v.ty.clone()).collect()
+        } else {
+            body.results.iter().map(|t| self.arg_type(t)).collect()
+        };
+        let mut results = Vec::new();
+        for (i, t) in result_types.iter().enumerate() {
+            let mut s = self.type_text(t);
+            if let Some(a) = ast_func.results.get(i).and_then(|r| r.attrs.as_ref()) {
+                let _ = write!(s, " {}", self.norm(a.range));
+            }
+            results.push(s);
+        }
+        out.push_str("  func.func ");
+        if let Some(v) = &ast_func.visibility {
+            let _ = write!(out, "{} ", v.text);
+        }
+        let _ = write!(out, "{}({})", ast_func.sym_name.text, arg_texts.join(", "));
+        match results.as_slice() {
+            [] => {}
+            [one] if !one.contains(" {") => {
+                let _ = write!(out, " -> {one}");
+            }
+            many => {
+                let _ = write!(out, " -> ({})", many.join(", "));
+            }
+        }
+        if let Some(a) = &ast_func.attrs {
+            let _ = write!(out, " attributes {}", self.norm(a.range));
+        }
+        if !body.has_body {
+            out.push('\n');
+            return;
+        }
+        out.push_str(" {\n");
+        fo.print_body(out, &arg_names, &mut self.layouts, self.names);
+        out.push_str("  }\n");
+    }
+
+    /// `call @f(...)`: operands and results converted, nothing else changes.
+    fn call(
+        &mut self,
+        fo: &mut FuncOut,
+        op: &OpIn<'_>,
+        body: &ir::FuncBody,
+        ast_ops: &[Option<&ast::Op>],
+    ) -> Vec<Slot> {
+        let callee = op.data.callee.clone().unwrap_or_default();
+        let operands = self.operand_vals(fo, op, body, ast_ops);
+        let refs: Vec<&Val> = operands.iter().collect();
+        let results: Vec<OutTy> = op.data.results.iter().map(|t| self.arg_type(t)).collect();
+        let vals = fo.push_op(
+            "func.call",
+            Form::Call { callee },
+            &refs,
+            Vec::new(),
+            results,
+            op.base.clone(),
+            false,
+        );
+        vals.into_iter().map(Slot::Val).collect()
+    }
+
+    fn operand_vals(
+        &mut self,
+        fo: &mut FuncOut,
+        op: &OpIn<'_>,
+        body: &ir::FuncBody,
+        ast_ops: &[Option<&ast::Op>],
+    ) -> Vec<Val> {
+        let mut cx = Cx { f: fo, src: self.src, body, ast_ops };
+        op.operands
+            .iter()
+            .map(|v| cx.val(*v).unwrap_or(Val { id: 0, ty: OutTy::Other("none".to_owned()) }))
+            .collect()
+    }
+
+    /// The op kept in generic form under its own name, with converted types, so the rest of
+    /// the graph still connects. Regions are not carried over.
+    fn generic(
+        &mut self,
+        fo: &mut FuncOut,
+        op: &OpIn<'_>,
+        ast_op: Option<&ast::Op>,
+        body: &ir::FuncBody,
+        ast_ops: &[Option<&ast::Op>],
+    ) -> Vec<Slot> {
+        let operands = self.operand_vals(fo, op, body, ast_ops);
+        let refs: Vec<&Val> = operands.iter().collect();
+        let results: Vec<OutTy> = op.data.results.iter().map(|t| self.arg_type(t)).collect();
+        let (raw_props, attrs) = match ast_op.map(|o| &o.body) {
+            Some(ast::OpBody::Generic(g)) => (
+                g.properties.as_ref().map(|p| self.norm(p.range)),
+                g.attrs.as_ref().map(|a| self.norm(a.range)),
+            ),
+            _ => (None, None),
+        };
+        let form = Form::Generic { raw_props, attrs };
+        let vals =
+            fo.push_op(&op.data.name, form, &refs, Vec::new(), results, op.base.clone(), false);
+        vals.into_iter().map(Slot::Val).collect()
+    }
+}
+
+/// The syntax of a function's ops, parallel to the lowered body (all blocks, terminator
+/// excluded, as `ir` lowers them).
+fn body_ast_ops(f: &ast::FuncOp, n: usize) -> Vec<Option<&ast::Op>> {
+    let Some(region) = &f.body else { return vec![None; n] };
+    let ops: Vec<&ast::Op> = region
+        .blocks
+        .iter()
+        .flat_map(|b| b.ops.iter())
+        .filter(|o| !matches!(o.body, ast::OpBody::Return(_)))
+        .collect();
+    if ops.len() == n { ops.into_iter().map(Some).collect() } else { vec![None; n] }
+}
+
+/// The first mesh shape of `#ttcore.meshes<[<"mesh" = 1x8>]>`.
+fn mesh_shape(text: &str) -> Option<String> {
+    let after = &text[text.find('=')? + 1..];
+    let dims: String =
+        after.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == 'x').collect();
+    (!dims.is_empty() && !dims.ends_with('x')).then_some(dims)
+}

@@ -1,0 +1,427 @@
+//! Importer tests: one snapshot per lowering family. Every output must also lower through
+//! `ir` without a single diagnostic, which `check` asserts before comparing text.
+
+use std::fmt::Write as _;
+
+use expect_test::{Expect, expect};
+
+use crate::import_ttir;
+
+#[track_caller]
+fn check(ttir: &str, expect: Expect) {
+    let res = import_ttir(ttir, "test.mlir");
+    let parse = syntax::parse(&res.ttnn);
+    let lowered = ir::lower_parse(&res.ttnn, &parse);
+    assert!(
+        lowered.diagnostics.is_empty(),
+        "output does not lower cleanly: {:?}\n{}",
+        lowered.diagnostics,
+        res.ttnn
+    );
+    let mut out = res.ttnn.clone();
+    for d in &res.diagnostics {
+        let _ = writeln!(
+            out,
+            "{}[{}] {:?}: {}",
+            d.severity.as_str(),
+            d.code,
+            d.range.slice(ttir),
+            d.message
+        );
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn dot_general_moves_batch_dims_first_and_collapses_free_and_contracting_dims() {
+    check(
+        r#"func.func @f(%a: tensor<4x8x16x32xbf16>, %b: tensor<32x8x64xbf16>) -> tensor<8x4x16x64xbf16> {
+  %0 = "ttir.dot_general"(%a, %b) <{batch_dims_lhs = array<i64: 1>, batch_dims_rhs = array<i64: 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 0>}> : (tensor<4x8x16x32xbf16>, tensor<32x8x64xbf16>) -> tensor<8x4x16x64xbf16> loc("dot.1")
+  return %0 : tensor<8x4x16x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<32x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<32x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<8x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 64 + d1, d2), <1x1>, memref<16x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 64 + d1, d2), <1x1>, memref<16x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<4x8x16x32xbf16, #ttnn_layout>, %arg1: tensor<32x8x64xbf16, #ttnn_layout1>) -> tensor<8x4x16x64xbf16, #ttnn_layout2> {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0, 2, 3>}> : (tensor<4x8x16x32xbf16, #ttnn_layout>) -> tensor<8x4x16x32xbf16, #ttnn_layout3> loc("dot.1_permute_lhs")
+                %1 = "ttnn.permute"(%arg1) <{permutation = array<i64: 1, 0, 2>}> : (tensor<32x8x64xbf16, #ttnn_layout1>) -> tensor<8x32x64xbf16, #ttnn_layout4> loc("dot.1_permute_rhs")
+                %2 = "ttnn.reshape"(%0) <{shape = [8 : i32, 64 : i32, 32 : i32]}> : (tensor<8x4x16x32xbf16, #ttnn_layout3>) -> tensor<8x64x32xbf16, #ttnn_layout5> loc("dot.1_reshape_lhs")
+                %3 = "ttnn.matmul"(%2, %1) <{transpose_a = false, transpose_b = false}> : (tensor<8x64x32xbf16, #ttnn_layout5>, tensor<8x32x64xbf16, #ttnn_layout4>) -> tensor<8x64x64xbf16, #ttnn_layout6> loc("dot.1")
+                %4 = "ttnn.reshape"(%3) <{shape = [8 : i32, 4 : i32, 16 : i32, 64 : i32]}> : (tensor<8x64x64xbf16, #ttnn_layout6>) -> tensor<8x4x16x64xbf16, #ttnn_layout2> loc("dot.1_reshape_out")
+                return %4 : tensor<8x4x16x64xbf16, #ttnn_layout2>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn broadcasts_fold_into_elementwise_consumers_and_become_repeats_elsewhere() {
+    check(
+        r#"func.func @f(%x: tensor<1x32xf32>, %y: tensor<64x32xf32>, %s: tensor<1x1xf32>) -> (tensor<64x32xf32>, tensor<2048xf32>, tensor<1x32xf32>) {
+  %0 = "ttir.broadcast"(%x) <{broadcast_dimensions = array<i64: 64, 1>}> : (tensor<1x32xf32>) -> tensor<64x32xf32> loc("bcast")
+  %1 = "ttir.add"(%0, %y) : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32> loc("add")
+  %2 = "ttir.reshape"(%0) <{shape = [2048 : i32]}> : (tensor<64x32xf32>) -> tensor<2048xf32> loc("flat")
+  %3 = "ttir.broadcast"(%s) <{broadcast_dimensions = array<i64: 1, 32>}> : (tensor<1x1xf32>) -> tensor<1x32xf32> loc("bcast_s")
+  %4 = "ttir.multiply"(%3, %s) : (tensor<1x32xf32>, tensor<1x1xf32>) -> tensor<1x32xf32> loc("mul")
+  return %1, %2, %4 : tensor<64x32xf32>, tensor<2048xf32>, tensor<1x32xf32>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x64x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x32xf32, #ttnn_layout>, %arg1: tensor<64x32xf32, #ttnn_layout1>, %arg2: tensor<1x1xf32, #ttnn_layout>) -> (tensor<64x32xf32, #ttnn_layout1>, tensor<2048xf32, #ttnn_layout2>, tensor<1x32xf32, #ttnn_layout>) {
+                %0 = "ttnn.add"(%arg0, %arg1) : (tensor<1x32xf32, #ttnn_layout>, tensor<64x32xf32, #ttnn_layout1>) -> tensor<64x32xf32, #ttnn_layout1> loc("add")
+                %1 = "ttnn.repeat"(%arg0) <{repeat_dims = #ttnn.shape<64x1>}> : (tensor<1x32xf32, #ttnn_layout>) -> tensor<64x32xf32, #ttnn_layout1> loc("bcast")
+                %2 = "ttnn.reshape"(%1) <{shape = [2048 : i32]}> : (tensor<64x32xf32, #ttnn_layout1>) -> tensor<2048xf32, #ttnn_layout2> loc("flat")
+                %3 = "ttnn.repeat"(%arg2) <{repeat_dims = #ttnn.shape<1x32>}> : (tensor<1x1xf32, #ttnn_layout>) -> tensor<1x32xf32, #ttnn_layout> loc("bcast_s")
+                %4 = "ttnn.multiply"(%3, %arg2) : (tensor<1x32xf32, #ttnn_layout>, tensor<1x1xf32, #ttnn_layout>) -> tensor<1x32xf32, #ttnn_layout> loc("mul")
+                return %0, %2, %4 : tensor<64x32xf32, #ttnn_layout1>, tensor<2048xf32, #ttnn_layout2>, tensor<1x32xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn conv2d_is_flattened_to_one_row_of_pixels_and_takes_the_device() {
+    check(
+        r#"func.func @f(%x: tensor<2x8x8x16xbf16>, %w: tensor<32x16x3x3xbf16>, %b: tensor<1x1x1x32xbf16>, %n: tensor<1x16x8x8xbf16>, %wn: tensor<16x1x3x3xbf16>) -> (tensor<2x4x4x32xbf16>, tensor<1x16x8x8xbf16>, tensor<2x2x2x32xbf16>) {
+  %0 = "ttir.conv2d"(%x, %w, %b) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 1, 0, 1, 2>, stride = array<i32: 2, 2>}> : (tensor<2x8x8x16xbf16>, tensor<32x16x3x3xbf16>, tensor<1x1x1x32xbf16>) -> tensor<2x4x4x32xbf16> loc("conv")
+  %1 = "ttir.conv2d"(%n, %wn) <{batch_dim = 0 : i64, channel_dim = 1 : i64, dilation = array<i32: 1, 1>, groups = 16 : i32, height_dim = 2 : i64, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>, width_dim = 3 : i64}> : (tensor<1x16x8x8xbf16>, tensor<16x1x3x3xbf16>) -> tensor<1x16x8x8xbf16> loc("dwconv")
+  %2 = "ttir.max_pool2d"(%0) <{ceil_mode = false, dilation = array<i32: 1, 1>, kernel = array<i32: 2, 2>, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 2, 2>}> {channel_last = true} : (tensor<2x4x4x32xbf16>) -> tensor<2x2x2x32xbf16> loc("pool")
+  return %0, %1, %2 : tensor<2x4x4x32xbf16>, tensor<1x16x8x8xbf16>, tensor<2x2x2x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<16x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 512 + d1 * 32 + d2, d3), <1x1>, memref<512x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 512 + d1 * 32 + d2, d3), <1x1>, memref<16x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<16x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout9 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 64 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x8x8x16xbf16, #ttnn_layout>, %arg1: tensor<32x16x3x3xbf16, #ttnn_layout1>, %arg2: tensor<1x1x1x32xbf16, #ttnn_layout2>, %arg3: tensor<1x16x8x8xbf16, #ttnn_layout3>, %arg4: tensor<16x1x3x3xbf16, #ttnn_layout4>) -> (tensor<2x4x4x32xbf16, #ttnn_layout5>, tensor<1x16x8x8xbf16, #ttnn_layout3>, tensor<2x2x2x32xbf16, #ttnn_layout6>) {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 128 : i32, 16 : i32]}> : (tensor<2x8x8x16xbf16, #ttnn_layout>) -> tensor<1x1x128x16xbf16, #ttnn_layout7> loc("conv_flatten")
+                %2 = "ttnn.conv2d"(%1, %arg1, %arg2, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 16 : i32, input_height = 8 : i32, input_width = 8 : i32, kernel_size = array<i32: 3, 3>, out_channels = 32 : i32, padding = array<i32: 1, 1, 0, 2>, stride = array<i32: 2, 2>}> : (tensor<1x1x128x16xbf16, #ttnn_layout7>, tensor<32x16x3x3xbf16, #ttnn_layout1>, tensor<1x1x1x32xbf16, #ttnn_layout2>, !ttnn.device) -> tensor<1x1x32x32xbf16, #ttnn_layout2> loc("conv")
+                %3 = "ttnn.reshape"(%2) <{shape = [2 : i32, 4 : i32, 4 : i32, 32 : i32]}> : (tensor<1x1x32x32xbf16, #ttnn_layout2>) -> tensor<2x4x4x32xbf16, #ttnn_layout5> loc("conv_unflatten")
+                %4 = "ttnn.permute"(%arg3) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x16x8x8xbf16, #ttnn_layout3>) -> tensor<1x8x8x16xbf16, #ttnn_layout8> loc("dwconv_permute_in")
+                %5 = "ttnn.reshape"(%4) <{shape = [1 : i32, 1 : i32, 64 : i32, 16 : i32]}> : (tensor<1x8x8x16xbf16, #ttnn_layout8>) -> tensor<1x1x64x16xbf16, #ttnn_layout9> loc("dwconv_flatten")
+                %6 = "ttnn.conv2d"(%5, %arg4, %0) <{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 16 : i32, in_channels = 16 : i32, input_height = 8 : i32, input_width = 8 : i32, kernel_size = array<i32: 3, 3>, out_channels = 16 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}> : (tensor<1x1x64x16xbf16, #ttnn_layout9>, tensor<16x1x3x3xbf16, #ttnn_layout4>, !ttnn.device) -> tensor<1x1x64x16xbf16, #ttnn_layout9> loc("dwconv")
+                %7 = "ttnn.reshape"(%6) <{shape = [1 : i32, 8 : i32, 8 : i32, 16 : i32]}> : (tensor<1x1x64x16xbf16, #ttnn_layout9>) -> tensor<1x8x8x16xbf16, #ttnn_layout8> loc("dwconv_unflatten")
+                %8 = "ttnn.permute"(%7) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x8x8x16xbf16, #ttnn_layout8>) -> tensor<1x16x8x8xbf16, #ttnn_layout3> loc("dwconv_permute_out")
+                %9 = "ttnn.reshape"(%3) <{shape = [1 : i32, 1 : i32, 32 : i32, 32 : i32]}> : (tensor<2x4x4x32xbf16, #ttnn_layout5>) -> tensor<1x1x32x32xbf16, #ttnn_layout2> loc("pool_flatten")
+                %10 = "ttnn.max_pool2d"(%9) <{batch_size = 2 : si32, ceil_mode = false, channels = 32 : si32, dilation = array<i32: 1, 1>, input_height = 4 : si32, input_width = 4 : si32, kernel_size = array<i32: 2, 2>, padding = array<i32: 0, 0>, reallocate_halo_output = true, stride = array<i32: 2, 2>}> : (tensor<1x1x32x32xbf16, #ttnn_layout2>) -> tensor<1x1x8x32xbf16, #ttnn_layout2> loc("pool")
+                %11 = "ttnn.reshape"(%10) <{shape = [2 : i32, 2 : i32, 2 : i32, 32 : i32]}> : (tensor<1x1x8x32xbf16, #ttnn_layout2>) -> tensor<2x2x2x32xbf16, #ttnn_layout6> loc("pool_unflatten")
+                return %3, %8, %11 : tensor<2x4x4x32xbf16, #ttnn_layout5>, tensor<1x16x8x8xbf16, #ttnn_layout3>, tensor<2x2x2x32xbf16, #ttnn_layout6>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn splat_constants_become_full_and_others_keep_their_values_in_the_normalized_type() {
+    check(
+        r#"func.func @f() -> (tensor<2x2xf32>, tensor<3xi64>, tensor<4xi1>, tensor<f64>, tensor<2xi64>, tensor<2x2xbf16>) {
+  %0 = "ttir.constant"() <{value = dense<0.353553385> : tensor<2x2xf32>}> : () -> tensor<2x2xf32> loc("scale")
+  %1 = "ttir.constant"() <{value = dense<[0, 1, -9223372036854775808]> : tensor<3xi64>}> : () -> tensor<3xi64> loc("idx")
+  %2 = "ttir.constant"() <{value = dense<true> : tensor<4xi1>}> : () -> tensor<4xi1> loc("mask")
+  %3 = "ttir.constant"() <{value = dense<0xFFF0000000000000> : tensor<f64>}> : () -> tensor<f64> loc("ninf")
+  %4 = "ttir.constant"() <{value = dense<"0x0100000000000000FFFFFFFFFFFFFFFF"> : tensor<2xi64>}> : () -> tensor<2xi64> loc("blob")
+  %5 = "ttir.constant"() <{value = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xbf16>}> : () -> tensor<2x2xbf16> loc("tbl")
+  return %0, %1, %2, %3, %4, %5 : tensor<2x2xf32>, tensor<3xi64>, tensor<4xi1>, tensor<f64>, tensor<2xi64>, tensor<2x2xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f() -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.full"(%0) <{fill_value = 3.5355338e-01 : f32, shape = #ttnn.shape<2x2>}> : (!ttnn.device) -> tensor<2x2xf32, #ttnn_layout> loc("scale")
+                %2 = "ttnn.constant"(%0) <{value = dense<[0, 1, -2147483648]> : tensor<3xsi32>}> : (!ttnn.device) -> tensor<3xsi32, #ttnn_layout1> loc("idx")
+                %3 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<4>}> : (!ttnn.device) -> tensor<4xbf16, #ttnn_layout2> loc("mask")
+                %4 = "ttnn.full"(%0) <{fill_value = 0xFF800000 : f32, shape = #ttnn.shape<1>}> : (!ttnn.device) -> tensor<1xf32, #ttnn_layout3> loc("ninf")
+                %5 = "ttnn.constant"(%0) <{value = dense<"0x01000000FFFFFFFF"> : tensor<2xsi32>}> : (!ttnn.device) -> tensor<2xsi32, #ttnn_layout1> loc("blob")
+                %6 = "ttnn.constant"(%0) <{value = dense<[[1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xbf16>}> : (!ttnn.device) -> tensor<2x2xbf16, #ttnn_layout4> loc("tbl")
+                return %1, %2, %3, %4, %5, %6 : tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn reshape_permute_and_transpose_lower_to_ttnn_and_identities_fold_away() {
+    check(
+        r#"func.func @f(%x: tensor<1x12x32xf32>) -> (tensor<12x32xf32>, tensor<32x12x1xf32>, tensor<1x32x12xf32>, tensor<1x1x12x32xf32>, tensor<1x12x32xf32>) {
+  %0 = "ttir.squeeze"(%x) <{dim = 0 : si32}> : (tensor<1x12x32xf32>) -> tensor<12x32xf32> loc("sq")
+  %1 = "ttir.permute"(%x) <{permutation = array<i64: 2, 1, 0>}> : (tensor<1x12x32xf32>) -> tensor<32x12x1xf32> loc("perm")
+  %2 = "ttir.transpose"(%x) <{dim0 = -2 : si32, dim1 = -1 : si32}> : (tensor<1x12x32xf32>) -> tensor<1x32x12xf32> loc("tr")
+  %3 = "ttir.unsqueeze"(%x) <{dim = 1 : si32}> : (tensor<1x12x32xf32>) -> tensor<1x1x12x32xf32> loc("unsq")
+  %4 = "ttir.permute"(%x) <{permutation = array<i64: 0, 1, 2>}> : (tensor<1x12x32xf32>) -> tensor<1x12x32xf32> loc("noop")
+  %5 = "ttir.reshape"(%4) <{shape = [1 : i32, 12 : i32, 32 : i32]}> : (tensor<1x12x32xf32>) -> tensor<1x12x32xf32> loc("noop2")
+  return %0, %1, %2, %3, %5 : tensor<12x32xf32>, tensor<32x12x1xf32>, tensor<1x32x12xf32>, tensor<1x1x12x32xf32>, tensor<1x12x32xf32>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x12x32xf32, #ttnn_layout>) -> (tensor<12x32xf32, #ttnn_layout1>, tensor<32x12x1xf32, #ttnn_layout2>, tensor<1x32x12xf32, #ttnn_layout>, tensor<1x1x12x32xf32, #ttnn_layout3>, tensor<1x12x32xf32, #ttnn_layout>) {
+                %0 = "ttnn.reshape"(%arg0) <{shape = [12 : i32, 32 : i32]}> : (tensor<1x12x32xf32, #ttnn_layout>) -> tensor<12x32xf32, #ttnn_layout1> loc("sq")
+                %1 = "ttnn.permute"(%arg0) <{permutation = array<i64: 2, 1, 0>}> : (tensor<1x12x32xf32, #ttnn_layout>) -> tensor<32x12x1xf32, #ttnn_layout2> loc("perm")
+                %2 = "ttnn.permute"(%arg0) <{permutation = array<i64: 0, 2, 1>}> : (tensor<1x12x32xf32, #ttnn_layout>) -> tensor<1x32x12xf32, #ttnn_layout> loc("tr")
+                %3 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 12 : i32, 32 : i32]}> : (tensor<1x12x32xf32, #ttnn_layout>) -> tensor<1x1x12x32xf32, #ttnn_layout3> loc("unsq")
+                return %0, %1, %2, %3, %arg0 : tensor<12x32xf32, #ttnn_layout1>, tensor<32x12x1xf32, #ttnn_layout2>, tensor<1x32x12xf32, #ttnn_layout>, tensor<1x1x12x32xf32, #ttnn_layout3>, tensor<1x12x32xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn an_op_without_a_lowering_is_reported_and_kept_with_converted_types() {
+    check(
+        r#"func.func @f(%x: tensor<4x4xi64>) -> tensor<4x4xf32> {
+  %0 = "ttir.mystery"(%x) <{k = 3 : i32}> : (tensor<4x4xi64>) -> tensor<4x4xi64> loc("m")
+  %1 = "ttir.typecast"(%0) : (tensor<4x4xi64>) -> tensor<4x4xf32> loc("cast")
+  return %1 : tensor<4x4xf32>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<4x4xsi32, #ttnn_layout>) -> tensor<4x4xf32, #ttnn_layout1> {
+                %0 = "ttir.mystery"(%arg0) <{k = 3 : i32}> : (tensor<4x4xsi32, #ttnn_layout>) -> tensor<4x4xsi32, #ttnn_layout> loc("m")
+                %1 = "ttnn.typecast"(%0) : (tensor<4x4xsi32, #ttnn_layout>) -> tensor<4x4xf32, #ttnn_layout1> loc("cast")
+                return %1 : tensor<4x4xf32, #ttnn_layout1>
+              }
+            }
+            error[unsupported-op] "%0 = \"ttir.mystery\"(%x) <{k = 3 : i32}> : (tensor<4x4xi64>) -> tensor<4x4xi64> loc(\"m\")": cannot lower `ttir.mystery` at `m`: no lowering for `ttir.mystery`
+        "#]],
+    );
+}
+
+#[test]
+fn locations_come_from_name_locs_through_aliases_and_fused_locs_and_are_unique() {
+    check(
+        r#"#loc1 = loc("p0.3")
+module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
+  ttcore.device_module {
+    builtin.module @m {
+      func.func @main(%arg0: tensor<32xf32> {ttir.name = "x"} loc("p0.3")) -> tensor<32xf32> {
+        %0 = "ttir.exp"(%arg0) : (tensor<32xf32>) -> tensor<32xf32> loc(#loc2)
+        %1 = "ttir.exp"(%0) : (tensor<32xf32>) -> tensor<32xf32> loc(#loc3)
+        %2 = "ttir.neg"(%1) : (tensor<32xf32>) -> tensor<32xf32> loc(#loc4)
+        %3 = "ttir.neg"(%2) : (tensor<32xf32>) -> tensor<32xf32> loc(#loc)
+        %4 = "ttir.arange"() <{arange_dimension = 0 : i64, end = 32 : si64, start = 0 : si64, step = 1 : si64}> : () -> tensor<32xf32> loc(#loc2)
+        %5 = "ttir.add"(%3, %4) : (tensor<32xf32>, tensor<32xf32>) -> tensor<32xf32> loc("a b,c=d")
+        return %5 : tensor<32xf32> loc(#loc)
+      } loc(#loc)
+    } loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("exp.1"(#loc1))
+#loc3 = loc(fused[#loc, #loc2])
+#loc4 = loc(callsite(#loc2 at #loc1))
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
+              func.func @main(%arg0: tensor<32xf32, #ttnn_layout> {ttir.name = "x"} loc("p0.3")) -> tensor<32xf32, #ttnn_layout> {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x2>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.exp"(%arg0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1")
+                %2 = "ttnn.exp"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
+                %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
+                %4 = "ttnn.neg"(%3) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
+                %5 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout> loc("exp.1_3")
+                %6 = "ttnn.add"(%4, %5) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
+                return %6 : tensor<32xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn embeddings_read_row_major_indices_and_slice_gathers_become_embeddings() {
+    check(
+        r#"func.func @f(%ids: tensor<1x8xui32>, %tab: tensor<100x64xbf16>, %pos: tensor<8xi64>, %k: tensor<4x100x16xbf16>) -> (tensor<1x8x64xbf16>, tensor<8x4x16xbf16>) {
+  %0 = "ttir.embedding"(%ids, %tab) : (tensor<1x8xui32>, tensor<100x64xbf16>) -> tensor<1x8x64xbf16> loc("emb")
+  %1 = "ttir.gather"(%k, %pos) <{collapsed_slice_dims = array<i64: 1>, index_vector_dim = 1 : si64, indices_are_sorted = false, offset_dims = array<i64: 1, 2>, operand_batching_dims = array<i64>, slice_sizes = array<i64: 4, 1, 16>, start_index_map = array<i64: 1>, start_indices_batching_dims = array<i64>}> : (tensor<4x100x16xbf16>, tensor<8xi64>) -> tensor<8x4x16xbf16> loc("gather")
+  return %0, %1 : tensor<1x8x64xbf16>, tensor<8x4x16xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, u32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 128 + d1, d2), <1x1>, memref<16x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x8xui32, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<100x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x8xui32, #ttnn_layout>, %arg1: tensor<100x64xbf16, #ttnn_layout1>, %arg2: tensor<8xsi32, #ttnn_layout2>, %arg3: tensor<4x100x16xbf16, #ttnn_layout3>) -> (tensor<1x8x64xbf16, #ttnn_layout4>, tensor<8x4x16xbf16, #ttnn_layout5>) {
+                %0 = "ttnn.to_layout"(%arg0) : (tensor<1x8xui32, #ttnn_layout>) -> tensor<1x8xui32, #ttnn_layout6> loc("emb_in_0_layout")
+                %1 = "ttnn.embedding"(%0, %arg1) : (tensor<1x8xui32, #ttnn_layout6>, tensor<100x64xbf16, #ttnn_layout1>) -> tensor<1x8x64xbf16, #ttnn_layout4> loc("emb")
+                %2 = "ttnn.permute"(%arg3) <{permutation = array<i64: 1, 0, 2>}> : (tensor<4x100x16xbf16, #ttnn_layout3>) -> tensor<100x4x16xbf16, #ttnn_layout7> loc("gather_permute_input")
+                %3 = "ttnn.reshape"(%2) <{shape = [100 : i32, 64 : i32]}> : (tensor<100x4x16xbf16, #ttnn_layout7>) -> tensor<100x64xbf16, #ttnn_layout1> loc("gather_reshape_input")
+                %4 = "ttnn.reshape"(%arg2) <{shape = [1 : i32, 8 : i32]}> : (tensor<8xsi32, #ttnn_layout2>) -> tensor<1x8xsi32, #ttnn_layout8> loc("gather_reshape_indices")
+                %5 = "ttnn.to_layout"(%4) : (tensor<1x8xsi32, #ttnn_layout8>) -> tensor<1x8xui32, #ttnn_layout6> loc("gather_in_0_layout")
+                %6 = "ttnn.embedding"(%5, %3) : (tensor<1x8xui32, #ttnn_layout6>, tensor<100x64xbf16, #ttnn_layout1>) -> tensor<1x8x64xbf16, #ttnn_layout4> loc("gather")
+                %7 = "ttnn.reshape"(%6) <{shape = [8 : i32, 4 : i32, 16 : i32]}> : (tensor<1x8x64xbf16, #ttnn_layout4>) -> tensor<8x4x16xbf16, #ttnn_layout5> loc("gather_reshape_out")
+                return %1, %7 : tensor<1x8x64xbf16, #ttnn_layout4>, tensor<8x4x16xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
+    check(
+        r#"func.func @f(%m: tensor<2x8xi1>, %x: tensor<4x8xf32>, %bn: tensor<1x4x4x8xbf16>, %s: tensor<8xbf16>, %o: tensor<8xbf16>, %mu: tensor<8xbf16>, %v: tensor<8xbf16>) -> (tensor<2xi1>, tensor<4x8xf32>, tensor<4x8xi32>, tensor<1x4x4x8xbf16>) {
+  %0 = "ttir.reduce_or"(%m) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<2x8xi1>) -> tensor<2xi1> loc("any")
+  %1 = "ttir.constant"() <{value = dense<2.000000e+00> : tensor<1x1xf32>}> : () -> tensor<1x1xf32> loc("two")
+  %2 = "ttir.broadcast"(%1) <{broadcast_dimensions = array<i64: 4, 8>}> : (tensor<1x1xf32>) -> tensor<4x8xf32> loc("two_b")
+  %3 = "ttir.pow"(%x, %2) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("sq")
+  %4 = "ttir.arange"() <{arange_dimension = 0 : i64, end = 4 : si64, start = 0 : si64, step = 1 : si64}> : () -> tensor<4x8xi32> loc("iota")
+  %5 = "ttir.batch_norm_inference"(%bn, %s, %o, %mu, %v) <{dimension = 3 : i32, epsilon = 9.99999974E-6 : f32}> : (tensor<1x4x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<1x4x4x8xbf16> loc("bn")
+  return %0, %3, %4, %5 : tensor<2xi1>, tensor<4x8xf32>, tensor<4x8xi32>, tensor<1x4x4x8xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x8xbf16, #ttnn_layout>, %arg1: tensor<4x8xf32, #ttnn_layout1>, %arg2: tensor<1x4x4x8xbf16, #ttnn_layout2>, %arg3: tensor<8xbf16, #ttnn_layout3>, %arg4: tensor<8xbf16, #ttnn_layout3>, %arg5: tensor<8xbf16, #ttnn_layout3>, %arg6: tensor<8xbf16, #ttnn_layout3>) -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>) {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.sum"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<2x8xbf16, #ttnn_layout>) -> tensor<2xbf16, #ttnn_layout3> loc("any_sum")
+                %2 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2>}> : (!ttnn.device) -> tensor<2xbf16, #ttnn_layout3> loc("any_zero")
+                %3 = "ttnn.ne"(%1, %2) : (tensor<2xbf16, #ttnn_layout3>, tensor<2xbf16, #ttnn_layout3>) -> tensor<2xbf16, #ttnn_layout3> loc("any")
+                %4 = "ttnn.pow_scalar"(%arg1) <{rhs = 2.000000e+00 : f32}> : (tensor<4x8xf32, #ttnn_layout1>) -> tensor<4x8xf32, #ttnn_layout1> loc("sq")
+                %5 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout5> loc("iota")
+                %6 = "ttnn.reshape"(%5) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout5>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
+                %7 = "ttnn.repeat"(%6) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
+                %8 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout6> loc("bn_permute_in")
+                %9 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_weight")
+                %10 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_bias")
+                %11 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_mean")
+                %12 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_var")
+                %13 = "ttnn.batch_norm_inference"(%8, %11, %12, %9, %10) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>) -> tensor<1x8x4x4xbf16, #ttnn_layout6> loc("bn")
+                %14 = "ttnn.permute"(%13) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout6>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
+                return %3, %4, %7, %14 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn caches_are_written_in_place_and_boolean_casts_fold_after_normalization() {
+    check(
+        r#"func.func @f(%cache: tensor<4x1x32x64xbf16>, %new: tensor<1x1x8x64xbf16>, %pos: tensor<1xi64>, %m: tensor<2x2xi1>) -> (tensor<4x1x32x64xbf16>, tensor<2x2xbf16>) {
+  "ttir.fill_cache"(%cache, %new) <{batch_offset = 1 : i32}> : (tensor<4x1x32x64xbf16>, tensor<1x1x8x64xbf16>) -> () loc("fill")
+  "ttir.update_cache"(%cache, %new, %pos) <{batch_offset = 0 : i32}> : (tensor<4x1x32x64xbf16>, tensor<1x1x8x64xbf16>, tensor<1xi64>) -> () loc("update")
+  %0 = "ttir.typecast"(%m) <{conservative_folding = false}> : (tensor<2x2xi1>) -> tensor<2x2xbf16> loc("cast")
+  return %cache, %0 : tensor<4x1x32x64xbf16>, tensor<2x2xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<4x1x32x64xbf16, #ttnn_layout>, %arg1: tensor<1x1x8x64xbf16, #ttnn_layout1>, %arg2: tensor<1xsi32, #ttnn_layout2>, %arg3: tensor<2x2xbf16, #ttnn_layout3>) -> (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<2x2xbf16, #ttnn_layout3>) {
+                "ttnn.fill_cache"(%arg0, %arg1) <{batch_offset = 1 : i32}> : (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<1x1x8x64xbf16, #ttnn_layout1>) -> () loc("fill")
+                "ttnn.update_cache"(%arg0, %arg1, %arg2) <{batch_offset = 0 : i32}> : (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<1x1x8x64xbf16, #ttnn_layout1>, tensor<1xsi32, #ttnn_layout2>) -> () loc("update")
+                return %arg0, %arg3 : tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<2x2xbf16, #ttnn_layout3>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn calls_private_functions_and_destination_inits_carry_over() {
+    check(
+        r#"module {
+  func.func private @helper(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+    %0 = ttir.empty() : tensor<32x32xbf16>
+    %1 = "ttir.relu"(%a, %0) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16>
+    return %1 : tensor<32x32xbf16>
+  }
+  func.func @main(%x: tensor<32x32xbf16>) -> tensor<32x32xbf16> attributes {tt.function_type = "forward_device"} {
+    %0 = call @helper(%x) : (tensor<32x32xbf16>) -> tensor<32x32xbf16>
+    return %0 : tensor<32x32xbf16>
+  }
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func private @helper(%arg0: tensor<32x32xbf16, #ttnn_layout>) -> tensor<32x32xbf16, #ttnn_layout> {
+                %0 = "ttnn.relu"(%arg0) : (tensor<32x32xbf16, #ttnn_layout>) -> tensor<32x32xbf16, #ttnn_layout> loc("relu")
+                return %0 : tensor<32x32xbf16, #ttnn_layout>
+              }
+              func.func @main(%arg0: tensor<32x32xbf16, #ttnn_layout>) -> tensor<32x32xbf16, #ttnn_layout> attributes {tt.function_type = "forward_device"} {
+                %0 = call @helper(%arg0) : (tensor<32x32xbf16, #ttnn_layout>) -> tensor<32x32xbf16, #ttnn_layout> loc("call")
+                return %0 : tensor<32x32xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
