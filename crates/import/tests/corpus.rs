@@ -52,6 +52,8 @@ fn every_corpus_model_imports_and_the_output_lowers_cleanly() {
     let mut table =
         String::from("| model | ops in | ops out | diagnostics |\n|---|---:|---:|---:|\n");
     let mut failures = Vec::new();
+    let mut kinds_in = std::collections::BTreeMap::<String, usize>::new();
+    let mut kinds_out = std::collections::BTreeMap::<String, usize>::new();
     for path in &models {
         let (name, res) = import(path);
         let errors: Vec<_> =
@@ -73,6 +75,12 @@ fn every_corpus_model_imports_and_the_output_lowers_cleanly() {
         for problem in shape_problems(&lowered).into_iter().take(3) {
             failures.push(format!("{name}: {problem}"));
         }
+        for (k, n) in &res.stats.ops_in_by_kind {
+            *kinds_in.entry(k.clone()).or_insert(0) += n;
+        }
+        for (k, n) in &res.stats.ops_out_by_kind {
+            *kinds_out.entry(k.clone()).or_insert(0) += n;
+        }
         let funcs_in = res.stats.ops_in_by_kind.len();
         assert!(res.stats.ops_in > 0 && funcs_in > 0, "{name}: no ops read");
         assert!(res.stats.ops_out > 0, "{name}: no ops written");
@@ -84,6 +92,7 @@ fn every_corpus_model_imports_and_the_output_lowers_cleanly() {
             res.diagnostics.len()
         );
     }
+    let _ = writeln!(table, "\nops in by kind: {kinds_in:?}\nops out by kind: {kinds_out:?}");
     println!("{table}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
