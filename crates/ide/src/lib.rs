@@ -7,8 +7,22 @@
 //!
 //! The API is plain data with public fields (ranges, strings), no LSP or JSON types.
 
+mod code_actions;
 mod db;
 mod diagnostics;
+mod file_index;
+mod hover;
+mod inlay_hints;
+mod navigation;
+mod overrides_diag;
+mod plan_hover;
+mod semantic_tokens;
+mod sites;
+mod symbols;
+#[cfg(test)]
+mod feature_tests;
+#[cfg(test)]
+mod fixture;
 
 use std::{panic::UnwindSafe, sync::Arc};
 
@@ -17,8 +31,17 @@ use rustc_hash::FxHashMap;
 use syntax::{LineCol, LineIndex, TextRange};
 
 pub use crate::{
+    code_actions::{
+        ActionDocument, CodeAction, CodeActionConfig, CodeActionKind, FileEdit, NewOverrideTarget,
+    },
     db::RootDatabase,
     diagnostics::{Diagnostic, Severity},
+    hover::HoverResult,
+    inlay_hints::InlayHint,
+    navigation::{NavTarget, Reference},
+    overrides_diag::OverrideDiagnostics,
+    semantic_tokens::TokenType,
+    symbols::{Symbol, SymbolKind},
 };
 pub use base_db::{Options, Policy};
 pub use salsa::Cancelled;

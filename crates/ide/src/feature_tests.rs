@@ -1,0 +1,648 @@
+//! Tests of the IDE features at the `ide` boundary, one `check_*` per feature, with
+//! fixtures in the mini-language of [`crate::fixture`].
+
+use std::fmt::Write as _;
+
+use expect_test::{Expect, expect};
+use syntax::TextRange;
+
+use crate::{
+    ActionDocument, CodeActionConfig, NewOverrideTarget,
+    fixture::{Fixture, fixture},
+};
+
+/// A small graph: a matmul into an L1 block-sharded output, a relu back to DRAM, and a call.
+const GRAPH: &str = r##"
+//- /m.mlir
+#dram = #ttnn.buffer_type<dram>
+#l1 = #ttnn.buffer_type<l1>
+#il = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#w = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#bs = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <2x8>, memref<1x1x!ttcore.tile<32x32, bf16>, #l1>, <block_sharded>, core_ranges = <[#ttnn.core_range<(0,0), (7,1)>]>>
+func.func @main(%a: tensor<64x256xbf16, #il>, %b: tensor<256x256xbf16, #w>) -> tensor<64x256xbf16, #il> {
+  %0 = "ttnn.matmul"(%a, %b) <{transpose_a = false, transpose_b = false}> : (tensor<64x256xbf16, #il>, tensor<256x256xbf16, #w>) -> tensor<64x256xbf16, #bs> loc("mm")
+  %1 = "ttnn.relu"(%0) : (tensor<64x256xbf16, #bs>) -> tensor<64x256xbf16, #il> loc("act")
+  %2 = func.call @helper(%1) : (tensor<64x256xbf16, #il>) -> tensor<64x256xbf16, #il>
+  return %2 : tensor<64x256xbf16, #il>
+}
+func.func private @helper(%x: tensor<64x256xbf16, #il>) -> tensor<64x256xbf16, #il> {
+  %0 = "ttnn.exp"(%x) : (tensor<64x256xbf16, #il>) -> tensor<64x256xbf16, #il> loc("helper_exp")
+  return %0 : tensor<64x256xbf16, #il>
+}
+"##;
+
+/// `GRAPH` with `<|>` inserted before the `nth` occurrence of `needle`.
+fn at(needle: &str, nth: usize) -> String {
+    with_cursor(GRAPH, needle, nth)
+}
+
+fn with_cursor(text: &str, needle: &str, nth: usize) -> String {
+    let (i, _) = text.match_indices(needle).nth(nth).expect("needle occurs in the fixture");
+    format!("{}<|>{}", &text[..i], &text[i..])
+}
+
+/// `start..end "text"` for a range of `f`'s file at the cursor.
+fn show(f: &Fixture, range: TextRange) -> String {
+    let (file, _) = f.position();
+    let text = f.host.analysis().file_text(file).expect("not cancelled");
+    format!("{:?} {:?}", range, range.slice(&text))
+}
+
+#[track_caller]
+fn check_hover(fixture_text: &str, expect: Expect) {
+    let f = fixture(fixture_text);
+    let (file, offset) = f.position();
+    let hover = f.host.analysis().hover(file, offset).expect("not cancelled");
+    let actual =
+        hover.map_or_else(String::new, |h| format!("{}\n{}\n", show(&f, h.range), h.markdown));
+    expect.assert_eq(&actual);
+}
+
+#[test]
+fn hover_on_an_op_name_shows_its_layout_l1_and_legal_layouts() {
+    check_hover(
+        &at("\"ttnn.matmul\"", 0),
+        expect![[r#"
+            564..577 "\"ttnn.matmul\""
+            **`ttnn.matmul`** `%0` in `@main`, loc `"mm"` (line 7)
+
+            result: `tensor<64x256xbf16>`
+
+            layout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+
+            L1 per core: 2048 B on 16 core(s)
+
+            legal layouts: 1 interleaved, 17 sharded
+        "#]],
+    );
+}
+
+#[test]
+fn hover_on_a_result_definition_describes_the_op() {
+    check_hover(
+        &at("%1 = ", 0),
+        expect![[r#"
+        726..728 "%1"
+        **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
+
+        result: `tensor<64x256xbf16>`
+
+        layout: DRAM interleaved, 2x8 tiles total (bf16)
+
+        L1 per core: none (DRAM il)
+
+        legal layouts: 2 interleaved, 17 sharded
+    "#]],
+    );
+}
+
+#[test]
+fn hover_on_a_value_use_shows_its_definition_and_type() {
+    check_hover(
+        &at("%0)", 0),
+        expect![[r#"
+        743..745 "%0"
+        `%0`: result 0 of `ttnn.matmul` in `@main` (line 7)
+
+        type: `tensor<64x256xbf16>`
+
+        layout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+
+        L1 per core: 2048 B on 16 core(s)
+    "#]],
+    );
+}
+
+#[test]
+fn hover_on_an_argument_use_shows_the_argument() {
+    check_hover(
+        &at("%a, %b)", 0),
+        expect![[r#"
+        578..580 "%a"
+        `%a`: argument 0 of `@main` (line 6)
+
+        type: `tensor<64x256xbf16>`
+
+        layout: DRAM interleaved, 2x8 tiles total (bf16)
+
+        L1 per core: none (DRAM il)
+    "#]],
+    );
+}
+
+#[test]
+fn hover_on_a_layout_alias_use_decodes_the_layout() {
+    check_hover(
+        &at("#bs>) ->", 0),
+        expect![[r##"
+        770..773 "#bs"
+        **`#bs`**: attribute alias
+
+        L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+        - buffer: l1
+        - memory layout: block_sharded
+        - grid: 2x8
+        - shard shape: 1x1 tiles per core
+        - core ranges: (0,0)-(7,1) (16 cores)
+        - dtype: bf16, tile pages
+        - L1 per core: 2048 B on 16 core(s)
+    "##]],
+    );
+}
+
+#[test]
+fn hover_on_an_alias_definition_decodes_it_too() {
+    check_hover(
+        &at("#il =", 0),
+        expect![[r##"
+        60..63 "#il"
+        **`#il`**: attribute alias
+
+        DRAM interleaved, 2x8 tiles total (bf16)
+        - buffer: dram
+        - memory layout: interleaved
+        - grid: 1x1
+        - shard shape: 2x8 tiles total
+        - dtype: bf16, tile pages
+        - L1 per core: none (DRAM il)
+    "##]],
+    );
+}
+
+#[test]
+fn hover_on_a_buffer_type_alias_names_the_buffer() {
+    check_hover(
+        &at("#l1>", 0),
+        expect![[r##"
+        378..381 "#l1"
+        **`#l1`**: attribute alias
+
+        buffer type: l1
+    "##]],
+    );
+}
+
+#[test]
+fn hover_on_a_called_function_shows_its_signature() {
+    check_hover(
+        &at("@helper(%1)", 0),
+        expect![[r#"
+        832..839 "@helper"
+        ```mlir
+        func.func private @helper(%x: tensor<64x256xbf16>) -> tensor<64x256xbf16>
+        ```
+
+        1 op(s)
+    "#]],
+    );
+}
+
+#[test]
+fn hover_shows_an_applied_override() {
+    let text = format!(
+        "{GRAPH}//- /m.overrides\noverride-output-layout=act=1x1:dram:interleaved:tile:bf16\n"
+    );
+    check_hover(
+        &with_cursor(&text, "\"ttnn.relu\"", 0),
+        expect![[r#"
+        731..742 "\"ttnn.relu\""
+        **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
+
+        result: `tensor<64x256xbf16>`
+
+        layout: DRAM interleaved, 2x8 tiles total (bf16)
+
+        L1 per core: none (DRAM il)
+
+        legal layouts: 1 interleaved, 0 sharded
+
+        override applied: `override-output-layout=act=1x1:dram:interleaved:tile:bf16`
+    "#]],
+    );
+}
+
+#[test]
+fn hover_on_whitespace_is_empty() {
+    check_hover(&at("  %1 = ", 0), expect![[r#""#]]);
+}
+
+#[track_caller]
+fn check_nav(fixture_text: &str, expect: Expect) {
+    let f = fixture(fixture_text);
+    let (file, offset) = f.position();
+    let analysis = f.host.analysis();
+    let mut out = String::new();
+    for t in analysis.goto_definition(file, offset).expect("not cancelled") {
+        let _ = writeln!(
+            out,
+            "def {} {} focus {}",
+            t.file_path,
+            show(&f, t.range).lines().next().unwrap_or(""),
+            show(&f, t.focus_range)
+        );
+    }
+    for r in analysis.references(file, offset, true).expect("not cancelled") {
+        let mark = if r.is_definition { " (definition)" } else { "" };
+        let _ = writeln!(out, "ref {}{mark}", show(&f, r.range));
+    }
+    let without = analysis.references(file, offset, false).expect("not cancelled").len();
+    let _ = writeln!(out, "{without} reference(s) without the declaration");
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn a_value_use_goes_to_its_result_and_finds_all_uses_in_its_function() {
+    check_nav(
+        &at("%0)", 0),
+        expect![[r#"
+        def /m.mlir 559..723 "%0 = \"ttnn.matmul\"(%a, %b) <{transpose_a = false, transpose_b = false}> : (tensor<64x256xbf16, #il>, tensor<256x256xbf16, #w>) -> tensor<64x256xbf16, #bs> loc(\"mm\")" focus 559..561 "%0"
+        ref 559..561 "%0" (definition)
+        ref 743..745 "%0"
+        1 reference(s) without the declaration
+    "#]],
+    );
+}
+
+#[test]
+fn an_argument_use_goes_to_the_argument() {
+    check_nav(
+        &at("%x)", 0),
+        expect![[r#"
+        def /m.mlir 968..996 "%x: tensor<64x256xbf16, #il>" focus 968..970 "%x"
+        ref 968..970 "%x" (definition)
+        ref 1046..1048 "%x"
+        1 reference(s) without the declaration
+    "#]],
+    );
+}
+
+#[test]
+fn an_alias_use_goes_to_the_alias_definition() {
+    check_nav(
+        &at("#bs>", 1),
+        expect![[r##"
+        def /m.mlir 287..450 "#bs = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <2x8>, memref<1x1x!ttcore.tile<32x32, bf16>, #l1>, <block_sharded>, core_ranges = <[#ttnn.core_range<(0,0), (7,1)>]>>" focus 287..290 "#bs"
+        ref 287..290 "#bs" (definition)
+        ref 709..712 "#bs"
+        ref 770..773 "#bs"
+        2 reference(s) without the declaration
+    "##]],
+    );
+}
+
+#[test]
+fn a_callee_symbol_goes_to_the_function() {
+    check_nav(
+        &at("@helper(%1)", 0),
+        expect![[r#"
+        def /m.mlir 942..1165 "func.func private @helper(%x: tensor<64x256xbf16, #il>) -> tensor<64x256xbf16, #il> {\n  %0 = \"ttnn.exp\"(%x) : (tensor<64x256xbf16, #il>) -> tensor<64x256xbf16, #il> loc(\"helper_exp\")\n  return %0 : tensor<64x256xbf16, #il>\n}" focus 960..967 "@helper"
+        ref 832..839 "@helper"
+        ref 960..967 "@helper" (definition)
+        1 reference(s) without the declaration
+    "#]],
+    );
+}
+
+#[test]
+fn a_location_alias_goes_to_its_definition() {
+    check_nav(
+        "func.func @f(%a: i32) -> i32 {\n  %0 = \"t.op\"(%a) : (i32) -> i32 loc(<|>#loc1)\n  return %0 : i32\n}\n#loc1 = loc(\"x\")\n",
+        expect![[r##"
+            def /m.mlir 95..111 "#loc1 = loc(\"x\")" focus 95..100 "#loc1"
+            ref 68..73 "#loc1"
+            ref 95..100 "#loc1" (definition)
+            1 reference(s) without the declaration
+        "##]],
+    );
+}
+
+#[test]
+fn aliases_resolve_within_their_own_chunk() {
+    check_nav(
+        "#a = #ttnn.buffer_type<dram>\nfunc.func @f() attributes {x = #a} {\n  return\n}\n// -----\n#a = #ttnn.buffer_type<l1>\nfunc.func @g() attributes {x = <|>#a} {\n  return\n}\n",
+        expect![[r##"
+            def /m.mlir 86..112 "#a = #ttnn.buffer_type<l1>" focus 86..88 "#a"
+            ref 86..88 "#a" (definition)
+            ref 144..146 "#a"
+            1 reference(s) without the declaration
+        "##]],
+    );
+}
+
+#[test]
+fn document_symbols_nest_ops_in_functions() {
+    let f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let symbols = f.host.analysis().document_symbols(file).expect("not cancelled");
+    let mut out = String::new();
+    fn walk(out: &mut String, s: &[crate::Symbol], depth: usize) {
+        for s in s {
+            let _ = writeln!(
+                out,
+                "{}{:?} {} {:?} sel {:?}",
+                "  ".repeat(depth),
+                s.kind,
+                s.name,
+                s.range,
+                s.selection_range
+            );
+            walk(out, &s.children, depth + 1);
+        }
+    }
+    walk(&mut out, &symbols, 0);
+    expect![[r#"
+        Alias #dram 0..31 sel 0..5
+        Alias #l1 32..59 sel 32..35
+        Alias #il 60..173 sel 60..63
+        Alias #w 174..286 sel 174..176
+        Alias #bs 287..450 sel 287..290
+        Function @main 451..941 sel 461..466
+          Op %0 = ttnn.matmul 559..723 sel 564..577
+          Op %1 = ttnn.relu 726..814 sel 731..742
+          Op %2 = func.call 817..900 sel 822..831
+        Function @helper 942..1165 sel 960..967
+          Op %0 = ttnn.exp 1030..1124 sel 1035..1045
+    "#]]
+    .assert_eq(&out);
+}
+
+#[test]
+fn split_files_get_one_module_symbol_per_chunk() {
+    let f = fixture("func.func @f() {\n  return\n}\n// -----\nfunc.func @g() {\n  return\n}\n");
+    let symbols = f.host.analysis().document_symbols(f.file("/m.mlir")).expect("not cancelled");
+    let out: Vec<String> = symbols
+        .iter()
+        .map(|s| {
+            format!(
+                "{} [{}]",
+                s.name,
+                s.children.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect();
+    expect![[r#"
+        chunk 0 [@f]
+        chunk 1 [@g]"#]]
+    .assert_eq(&out.join("\n"));
+}
+
+#[test]
+fn semantic_tokens_classify_ops_values_aliases_and_keys() {
+    let f = fixture(
+        "#l = #ttnn.buffer_type<l1>\n// c\nfunc.func @f(%a: tensor<2xbf16>) -> tensor<2xbf16> attributes {k = \"s\"} {\n  %0 = \"ttnn.relu\"(%a) {n = 3 : i32, m = #l} : (tensor<2xbf16>) -> tensor<2xbf16> loc(\"x\")\n  return %0 : tensor<2xbf16>\n}\n",
+    );
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let text = analysis.file_text(file).expect("not cancelled");
+    let tokens = analysis.semantic_tokens(file).expect("not cancelled");
+    let out: Vec<String> =
+        tokens.iter().map(|(r, t)| format!("{:?} {}", t, r.slice(&text))).collect();
+    expect![[r#"
+        Alias #l
+        Attribute #ttnn.buffer_type
+        Comment // c
+        Operation func.func
+        Function @f
+        Value %a
+        Type tensor
+        Number 2
+        Type tensor
+        Number 2
+        Keyword attributes
+        AttributeKey k
+        String "s"
+        Value %0
+        Operation "ttnn.relu"
+        Value %a
+        AttributeKey n
+        Number 3
+        Type i32
+        AttributeKey m
+        Alias #l
+        Type tensor
+        Number 2
+        Type tensor
+        Number 2
+        Keyword loc
+        String "x"
+        Operation return
+        Value %0
+        Type tensor
+        Number 2"#]]
+    .assert_eq(&out.join("\n"));
+}
+
+#[test]
+fn inlay_hints_show_each_result_layout_in_short_form() {
+    let f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let text = analysis.file_text(file).expect("not cancelled");
+    let hints =
+        analysis.inlay_hints(file, TextRange::new(0, text.len() as u32)).expect("not cancelled");
+    let mut out = String::new();
+    for h in hints {
+        let line_start = text[..h.offset as usize].rfind('\n').map_or(0, |i| i + 1);
+        let _ = writeln!(out, "{}<{}>", text[line_start..h.offset as usize].trim_start(), h.label);
+    }
+    expect![[r#"
+          %0<L1 bs 2x8>
+          %1<DRAM il>
+          %2<DRAM il>
+          %0<DRAM il>
+    "#]]
+    .assert_eq(&out);
+}
+
+#[track_caller]
+fn check_override_diagnostics(overrides: &str, expect: Expect) {
+    let f = fixture(&format!("{GRAPH}//- /m.overrides\n{overrides}"));
+    let file = f.file("/m.mlir");
+    let d = f.host.analysis().override_diagnostics(&[file]).expect("not cancelled");
+    let mut out = format!("origin {}\n", d.origin);
+    for diag in &d.on_overrides {
+        let _ = writeln!(
+            out,
+            "{} {:?} {:?} [{}] {}",
+            d.origin,
+            diag.range,
+            diag.range.slice(overrides),
+            diag.code,
+            diag.message
+        );
+        let _ = diag.severity;
+    }
+    let text = f.host.analysis().file_text(file).expect("not cancelled");
+    for (path, diag) in &d.on_files {
+        let _ = writeln!(
+            out,
+            "{path} {:?} {:?} {} [{}] {}",
+            diag.range,
+            diag.range.slice(&text),
+            diag.severity.as_str(),
+            diag.code,
+            diag.message
+        );
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn override_diagnostics_report_targets_rejections_and_syntax() {
+    check_override_diagnostics(
+        "# pins\noverride-output-layout=mm=1x1:dram:interleaved:tile:bf16,nosuchop=l1\noverride-output-layout=act=9x9:l1:block_sharded:tile\nfrobnicate=1\n",
+        expect![[r#"
+            origin /m.overrides
+            /m.overrides 30..63 "mm=1x1:dram:interleaved:tile:bf16" [override-applied] applies to `ttnn.matmul` %0 in @main (m.mlir:7)
+            /m.overrides 64..72 "nosuchop" [unknown-override-target] no op in the open files has `loc("nosuchop")`; the override applies to nothing
+            /m.overrides 99..128 "act=9x9:l1:block_sharded:tile" [override-applied] applies to `ttnn.relu` %1 in @main (m.mlir:8)
+            /m.overrides 99..128 "act=9x9:l1:block_sharded:tile" [rejected-override] this layout cannot be built for `ttnn.relu` %1 in @main (m.mlir:8): grid 9x9 does not fit the 8x8 worker grid; the override is ignored
+            /m.overrides 129..139 "frobnicate" [unknown-option] unknown option `frobnicate`
+            /m.mlir 564..577 "\"ttnn.matmul\"" info [override-applied] override `override-output-layout=mm=1x1:dram:interleaved:tile:bf16` applies (m.overrides:2)
+            /m.mlir 731..742 "\"ttnn.relu\"" info [override-applied] override `override-output-layout=act=9x9:l1:block_sharded:tile` applies (m.overrides:3)
+        "#]],
+    );
+}
+
+#[track_caller]
+fn check_actions(
+    fixture_text: &str,
+    doc_is_overrides: bool,
+    target: NewOverrideTarget,
+    expect: Expect,
+) {
+    let f = fixture(fixture_text);
+    let (path, offset) = f.cursors[0].clone();
+    let doc = if doc_is_overrides {
+        ActionDocument::Overrides
+    } else {
+        ActionDocument::Ir(f.file(&path))
+    };
+    let config = CodeActionConfig { new_override: target };
+    let actions = f
+        .host
+        .analysis()
+        .code_actions(doc, TextRange::empty(offset), &config)
+        .expect("not cancelled");
+    let mut out = String::new();
+    for a in actions {
+        let _ = writeln!(out, "{:?}: {}", a.kind, a.title);
+        for fe in a.edits {
+            let _ = writeln!(out, "  {} create={}", fe.path, fe.create);
+            for e in fe.edits {
+                let _ = writeln!(out, "    {:?} -> {:?}", e.range, e.text);
+            }
+        }
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn pinning_the_current_layout_appends_an_override_entry() {
+    let text = format!("{GRAPH}//- /m.overrides\nmax-legal-layouts=8");
+    check_actions(
+        &with_cursor(&text, "\"ttnn.matmul\"", 0),
+        false,
+        NewOverrideTarget::InOverrides { offset: 19 },
+        expect![[r#"
+            Refactor: Pin the current layout (L1 bs 2x8) of `mm` as an override
+              /m.overrides create=false
+                19..19 -> "\noverride-output-layout=mm=2x8:l1:block_sharded:tile:bf16\n"
+        "#]],
+    );
+}
+
+#[test]
+fn pinning_without_an_overrides_file_creates_one() {
+    check_actions(
+        &at("\"ttnn.relu\"", 0),
+        false,
+        NewOverrideTarget::NewFile { path: "/m.overrides".to_owned() },
+        expect![[r#"
+            Refactor: Pin the current layout (DRAM il) of `act` as an override
+              /m.overrides create=true
+                0..0 -> "override-output-layout=act=1x1:dram:interleaved:tile:bf16\n"
+        "#]],
+    );
+}
+
+#[test]
+fn pinning_replaces_an_existing_entry_and_offers_its_removal() {
+    let text = format!("{GRAPH}//- /m.overrides\noverride-output-layout=mm=l1,act=dram\n");
+    check_actions(
+        &with_cursor(&text, "\"ttnn.matmul\"", 0),
+        false,
+        NewOverrideTarget::InOverrides { offset: 0 },
+        expect![[r#"
+            Refactor: Pin the current layout (L1 bs 2x8) of `mm` as an override
+              /m.overrides create=false
+                23..28 -> "mm=2x8:l1:block_sharded:tile:bf16"
+            QuickFix: Remove the override `override-output-layout=mm=l1`
+              /m.overrides create=false
+                23..29 -> ""
+        "#]],
+    );
+}
+
+#[test]
+fn removing_the_only_entry_of_an_option_removes_its_line() {
+    check_actions(
+        &format!(
+            "{GRAPH}//- /m.overrides\nmax-legal-layouts=8\noverride-output-layout=a<|>ct=dram\nrow-major-enabled=false\n"
+        ),
+        true,
+        NewOverrideTarget::InOverrides { offset: 0 },
+        expect![[r#"
+            QuickFix: Remove the override `override-output-layout=act=dram`
+              /m.overrides create=false
+                20..52 -> ""
+        "#]],
+    );
+}
+
+#[test]
+fn removing_one_of_several_entries_keeps_the_others() {
+    check_actions(
+        &format!(
+            "{GRAPH}//- /m.overrides\noverride-output-layout=mm=l1,a<|>ct=dram max-legal-layouts=8\n"
+        ),
+        true,
+        NewOverrideTarget::InOverrides { offset: 0 },
+        expect![[r#"
+            QuickFix: Remove the override `override-output-layout=act=dram`
+              /m.overrides create=false
+                28..37 -> ""
+        "#]],
+    );
+}
+
+#[test]
+fn formatting_refuses_files_with_syntax_errors() {
+    let f = fixture("func.func @f( {\n");
+    assert_eq!(f.host.analysis().format(f.file("/m.mlir")).expect("not cancelled"), None);
+}
+
+#[test]
+fn hovering_after_a_whitespace_edit_reruns_only_the_positional_queries() {
+    let mut f = fixture(&at("\"ttnn.relu\"", 0));
+    let (file, offset) = f.position();
+    let _ = f.host.analysis().hover(file, offset).expect("not cancelled");
+    let _ = f.host.take_executed_queries();
+    let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n\n".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let _ = f.host.analysis().hover(file, offset + 2).expect("not cancelled");
+    let mut executed = f.host.take_executed_queries();
+    executed.sort();
+    executed.dedup();
+    expect![[r#"
+        file_funcs
+        file_index
+        func_body(@helper)
+        func_body(@main)
+        func_loc_names(@main)
+        func_source_map(@helper)
+        func_source_map(@main)
+        lower_file
+        parse_file"#]]
+    .assert_eq(&executed.join("\n"));
+}

@@ -1,0 +1,164 @@
+//! Diagnostics of the overrides text, checked against the open IR files.
+//!
+//! On the overrides text: its syntax errors and warnings, entries naming no op
+//! (`unknown-override-target`), full layouts the op model rejects or that cannot be built
+//! (`rejected-override`), overrides on ops whose layout is fixed (`ineffective-override`),
+//! and one note per op an entry applies to (`override-applied`). On the IR files: a note at
+//! each op an override applies to, so the connection is visible from both sides.
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use base_db::{OverrideKind, OverridesInput, SourceFile};
+use ir::Severity;
+use layout::OverrideUse;
+
+use crate::{Analysis, Cancellable, Diagnostic, RootDatabase, sites};
+
+/// Diagnostics on both sides of the overrides.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OverrideDiagnostics {
+    /// Where the overrides text came from (`OverridesInput::origin`).
+    pub origin: String,
+    /// Diagnostics on the overrides text; ranges are offsets into it.
+    pub on_overrides: Vec<Diagnostic>,
+    /// Diagnostics on IR files, by path; ranges are offsets into that file.
+    pub on_files: Vec<(String, Diagnostic)>,
+}
+
+impl Analysis {
+    /// Checks the overrides against `files`, the IR files that are open.
+    pub fn override_diagnostics(&self, files: &[SourceFile]) -> Cancellable<OverrideDiagnostics> {
+        let files = files.to_vec();
+        self.with_db(move |db| override_diagnostics(db, &files))
+    }
+}
+
+/// Every op of `files` with a `loc("name")` in `names`, by name, in file order.
+pub(crate) fn ops_by_loc_name(
+    db: &RootDatabase,
+    files: &[SourceFile],
+    wanted: impl Fn(&str) -> bool,
+) -> BTreeMap<String, Vec<(SourceFile, sites::OpSite)>> {
+    let mut out: BTreeMap<String, Vec<(SourceFile, sites::OpSite)>> = BTreeMap::new();
+    for &file in files {
+        for site in sites::all_ops(db, file) {
+            let names = ir::func_loc_names(db, site.func);
+            if let Some(Some(name)) = names.names.get(site.idx)
+                && wanted(name)
+            {
+                out.entry(name.clone()).or_default().push((file, site));
+            }
+        }
+    }
+    out
+}
+
+/// `ttnn.matmul %3 in @main (m.mlir:12)`.
+pub(crate) fn describe_op(db: &RootDatabase, file: SourceFile, site: &sites::OpSite) -> String {
+    let data = site.data();
+    let mut s = format!("`{}`", data.name);
+    if data.key.starts_with('%') {
+        let _ = write!(s, " {}", data.key);
+    }
+    let line = sites::line_of(file.text(db), site.sm.op_ranges[site.idx].start);
+    let _ = write!(s, " in @{} ({}:{line})", site.body.name, sites::file_name(file.path(db)));
+    s
+}
+
+fn override_diagnostics(db: &RootDatabase, files: &[SourceFile]) -> OverrideDiagnostics {
+    let _p = tracing::debug_span!("override_diagnostics").entered();
+    let input = OverridesInput::get(db);
+    let origin = input.origin(db).clone();
+    let otext = input.text(db).clone();
+    let parsed = layout::override_file(db);
+    let mut out = OverrideDiagnostics { origin: origin.clone(), ..OverrideDiagnostics::default() };
+    for e in &parsed.errors {
+        let severity = if e.is_warning { Severity::Warning } else { Severity::Error };
+        out.on_overrides.push(Diagnostic {
+            range: e.range,
+            severity,
+            code: e.code,
+            message: e.message.clone(),
+        });
+    }
+    let by_name = ops_by_loc_name(db, files, |n| parsed.entries.iter().any(|e| e.op_name == n));
+    for entry in &parsed.entries {
+        let Some(targets) = by_name.get(&entry.op_name) else {
+            out.on_overrides.push(Diagnostic {
+                range: entry.name_range,
+                severity: Severity::Error,
+                code: "unknown-override-target",
+                message: format!(
+                    "no op in the open files has `loc(\"{}\")`; the override applies to nothing",
+                    entry.op_name
+                ),
+            });
+            continue;
+        };
+        let spelled = format!("{}={}", entry.kind.option_name(), entry.range.slice(&otext));
+        let line = sites::line_of(&otext, entry.range.start);
+        for (file, site) in targets {
+            let what = describe_op(db, *file, site);
+            out.on_overrides.push(Diagnostic {
+                range: entry.range,
+                severity: Severity::Info,
+                code: "override-applied",
+                message: format!("applies to {what}"),
+            });
+            out.on_files.push((
+                file.path(db).clone(),
+                Diagnostic {
+                    range: site.sm.op_name_ranges[site.idx],
+                    severity: Severity::Info,
+                    code: "override-applied",
+                    message: format!(
+                        "override `{spelled}` applies ({}:{line})",
+                        sites::file_name(&origin)
+                    ),
+                },
+            ));
+            if let OverrideKind::OutputLayout(_) = entry.kind {
+                let legal = layout::legal_op_layouts(db, site.op);
+                let problem = match &legal.override_use {
+                    Some(OverrideUse::Full { rejection: Some(reason), .. }) => Some((
+                        "rejected-override",
+                        format!(
+                            "the op model rejects this layout for {what}: {reason} (it is used anyway, as tt-mlir does)"
+                        ),
+                    )),
+                    Some(OverrideUse::Invalid { reason }) => Some((
+                        "rejected-override",
+                        format!(
+                            "this layout cannot be built for {what}: {reason}; the override is ignored"
+                        ),
+                    )),
+                    Some(OverrideUse::NoEffect) => Some((
+                        "ineffective-override",
+                        format!("the output layout of {what} is fixed; the override has no effect"),
+                    )),
+                    _ => None,
+                };
+                if let Some((code, message)) = problem {
+                    out.on_overrides.push(Diagnostic {
+                        range: entry.range,
+                        severity: Severity::Warning,
+                        code,
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    out.on_overrides.sort_by(|a, b| {
+        (a.range.start, a.range.end, a.code, &a.message).cmp(&(
+            b.range.start,
+            b.range.end,
+            b.code,
+            &b.message,
+        ))
+    });
+    out.on_files.sort_by(|(pa, a), (pb, b)| {
+        (pa, a.range.start, a.code, &a.message).cmp(&(pb, b.range.start, b.code, &b.message))
+    });
+    out
+}
