@@ -1097,9 +1097,9 @@ fn creation(cx: &mut Cx<'_, '_>, op: &OpIn<'_>, kind: &str) -> Lowered {
     one(cx.emit(&format!("ttnn.{kind}"), &[&dev], props, ty, op.base.clone()))
 }
 
-/// `ttnn.arange` counts along one dimension; a multi-dimensional TTIR arange is that 1-D
-/// arange reshaped into place and repeated over the other dimensions, as tt-mlir's
-/// arange-last-dimension rewrite does.
+/// `ttnn.arange` counts along one dimension, row-major; its result is tiled, and a
+/// multi-dimensional TTIR arange is that 1-D arange reshaped into place and repeated over the
+/// other dimensions, as tt-mlir's arange-last-dimension rewrite does.
 fn arange(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
     let ty = cx.result(op, 0)?;
     let d = dim_index(int(op, "arange_dimension").unwrap_or(0), ty.rank())?;
@@ -1119,7 +1119,11 @@ fn arange(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
         p("start", format!("{start} : si64")),
         p("step", format!("{step} : si64")),
     ];
-    let a = cx.emit("ttnn.arange", &[&dev], props, line.clone(), op.base.clone());
+    // TTNN's arange always produces row-major pages; tt-mlir tiles its result with a
+    // `to_layout`, which is what its tiled consumers read.
+    let rm = TType { page: PageLayout::RowMajor, ..line.clone() };
+    let a = cx.emit("ttnn.arange", &[&dev], props, rm, op.base.clone());
+    let a = cx.emit("ttnn.to_layout", &[&a], Vec::new(), line.clone(), suffixed(op, "_to_layout"));
     let mut placed = vec![1u64; ty.rank()];
     placed[d] = n;
     let (a, at) = cx.reshape_to(&a, &line, &placed, suffixed(op, "_reshape"));

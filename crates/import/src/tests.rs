@@ -264,6 +264,7 @@ module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
             // TTNN imported by ttnn-analyzer from test.mlir
             #dram = #ttnn.buffer_type<dram>
             #ttnn_layout = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x32xf32, #dram>, <interleaved>>
             module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
               func.func @main(%arg0: tensor<32xf32, #ttnn_layout> {ttir.name = "x"} loc("p0.3")) -> tensor<32xf32, #ttnn_layout> {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x2>}> : () -> !ttnn.device loc("get_device")
@@ -271,9 +272,10 @@ module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
                 %2 = "ttnn.exp"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
                 %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
                 %4 = "ttnn.neg"(%3) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
-                %5 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout> loc("exp.1_3")
-                %6 = "ttnn.add"(%4, %5) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
-                return %6 : tensor<32xf32, #ttnn_layout>
+                %5 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3")
+                %6 = "ttnn.to_layout"(%5) : (tensor<32xf32, #ttnn_layout1>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_to_layout")
+                %7 = "ttnn.add"(%4, %6) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
+                return %7 : tensor<32xf32, #ttnn_layout>
               }
             }
         "#]],
@@ -339,8 +341,9 @@ fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
             #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout3 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
-            #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
-            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
               func.func @f(%arg0: tensor<2x8xbf16, #ttnn_layout>, %arg1: tensor<4x8xf32, #ttnn_layout1>, %arg2: tensor<1x4x4x8xbf16, #ttnn_layout2>, %arg3: tensor<8xbf16, #ttnn_layout3>, %arg4: tensor<8xbf16, #ttnn_layout3>, %arg5: tensor<8xbf16, #ttnn_layout3>, %arg6: tensor<8xbf16, #ttnn_layout3>) -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>) {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
@@ -349,16 +352,17 @@ fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
                 %3 = "ttnn.ne"(%1, %2) : (tensor<2xbf16, #ttnn_layout3>, tensor<2xbf16, #ttnn_layout3>) -> tensor<2xbf16, #ttnn_layout3> loc("any")
                 %4 = "ttnn.pow_scalar"(%arg1) <{rhs = 2.000000e+00 : f32}> : (tensor<4x8xf32, #ttnn_layout1>) -> tensor<4x8xf32, #ttnn_layout1> loc("sq")
                 %5 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout5> loc("iota")
-                %6 = "ttnn.reshape"(%5) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout5>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
-                %7 = "ttnn.repeat"(%6) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
-                %8 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout6> loc("bn_permute_in")
-                %9 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_weight")
-                %10 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_bias")
-                %11 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_mean")
-                %12 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout6> loc("bn_reshape_var")
-                %13 = "ttnn.batch_norm_inference"(%8, %11, %12, %9, %10) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>, tensor<1x8x1x1xbf16, #ttnn_layout6>) -> tensor<1x8x4x4xbf16, #ttnn_layout6> loc("bn")
-                %14 = "ttnn.permute"(%13) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout6>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
-                return %3, %4, %7, %14 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
+                %6 = "ttnn.to_layout"(%5) : (tensor<4xsi32, #ttnn_layout5>) -> tensor<4xsi32, #ttnn_layout6> loc("iota_to_layout")
+                %7 = "ttnn.reshape"(%6) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout6>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
+                %8 = "ttnn.repeat"(%7) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
+                %9 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout7> loc("bn_permute_in")
+                %10 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_weight")
+                %11 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_bias")
+                %12 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_mean")
+                %13 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_var")
+                %14 = "ttnn.batch_norm_inference"(%9, %12, %13, %10, %11) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>) -> tensor<1x8x4x4xbf16, #ttnn_layout7> loc("bn")
+                %15 = "ttnn.permute"(%14) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout7>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
+                return %3, %4, %8, %15 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
               }
             }
         "#]],
