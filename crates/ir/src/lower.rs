@@ -110,6 +110,51 @@ fn lower_chunk(
     }
 }
 
+/// Gives a generic-form op the model its custom form lowers to.
+///
+/// `syntax::print` writes ops of the custom forms MLIR only knows with their dialect
+/// registered (`ttnn.d2m_subgraph @f ins(..) outs(..)`, `ttcore.load_cached(@f, [..])`) in
+/// the generic form, so `mlir-opt --allow-unregistered-dialect` accepts the output:
+///
+/// ```text
+/// %0 = "ttnn.d2m_subgraph"(%a, %out) <{d2m_func = @f, operandSegmentSizes = array<i32: 1, 1>}> : ...
+/// %1:2 = "ttcore.load_cached"(%a, %b) <{callee = @f_const_eval_0}> : ...
+/// ```
+///
+/// Both spellings are one op, so both must lower to one `OpData`; otherwise reprinting a file
+/// would change its model (and every query keyed on it). The properties that only encode the
+/// custom syntax move into `form` and `callee`.
+fn generic_to_custom_form(data: &mut OpData) {
+    let symbol = |v: Option<&AttrValue>| match v {
+        Some(AttrValue::SymbolRef(p)) => p.first().cloned(),
+        _ => None,
+    };
+    match data.name.as_str() {
+        "ttnn.d2m_subgraph" => {
+            let callee =
+                symbol(data.properties.iter().find(|(k, _)| k == "d2m_func").map(|e| &e.1));
+            let segments = data
+                .properties
+                .iter()
+                .find(|(k, _)| k == "operandSegmentSizes")
+                .and_then(|(_, v)| v.as_ints());
+            let Some((callee, &[ins, outs])) = callee.zip(segments.as_deref()) else { return };
+            let (Ok(ins), Ok(outs)) = (u32::try_from(ins), u32::try_from(outs)) else { return };
+            data.form = OpForm::D2mSubgraph { ins, outs };
+            data.callee = Some(callee);
+            data.properties.retain(|(k, _)| k != "d2m_func" && k != "operandSegmentSizes");
+        }
+        "ttcore.load_cached" => {
+            let [(key, value)] = data.properties.as_slice() else { return };
+            let Some(callee) = symbol(Some(value)).filter(|_| key == "callee") else { return };
+            data.form = OpForm::LoadCached;
+            data.callee = Some(callee);
+            data.properties.clear();
+        }
+        _ => {}
+    }
+}
+
 fn error(range: TextRange, code: &'static str, message: String) -> Diagnostic {
     Diagnostic { range, severity: Severity::Error, code, message }
 }
@@ -155,8 +200,21 @@ impl<'a> Lower<'a> {
             }
             ast::OpBody::RegionOp(r) => self.walk_region(&r.body),
             ast::OpBody::Func(f) => self.func(op, f),
-            ast::OpBody::DeviceDecl(d) => self.device_decl(d),
+            ast::OpBody::DeviceDecl(d) => self.device_attr(&d.value),
             ast::OpBody::Generic(g) => {
+                // `syntax::print` writes `ttcore.device @d = <...>` in MLIR's generic form,
+                // `"ttcore.device"() <{device = #ttcore.device<...>, sym_name = "d"}>`, which
+                // MLIR reads without the ttcore dialect. Both spell the same declaration, so a
+                // printed file must keep its device.
+                if op.name.text == "ttcore.device"
+                    && let Some(value) = g
+                        .properties
+                        .as_ref()
+                        .and_then(|p| p.get("device"))
+                        .and_then(|e| e.value.as_ref())
+                {
+                    self.device_attr(value);
+                }
                 for r in &g.regions {
                     self.walk_region(r);
                 }
@@ -185,8 +243,9 @@ impl<'a> Lower<'a> {
         }
     }
 
-    fn device_decl(&mut self, d: &ast::DeviceDecl) {
-        let decoded = match &d.value.kind {
+    /// The device of `ttcore.device @d = <...>` (or its generic `device` property).
+    fn device_attr(&mut self, value: &ast::Attr) {
+        let decoded = match &value.kind {
             ast::AttrKind::Stripped(body) => self.decode.device_body(body),
             ast::AttrKind::Dialect { body: Some(body), .. } => self.decode.device_body(body),
             _ => Err("expected a device description `<...>`".to_owned()),
@@ -195,7 +254,7 @@ impl<'a> Lower<'a> {
             Ok(dev) => {
                 self.device.get_or_insert(dev);
             }
-            Err(msg) => self.diags.push(error(d.value.range, "invalid-attribute", msg)),
+            Err(msg) => self.diags.push(error(value.range, "invalid-attribute", msg)),
         }
     }
 
@@ -699,6 +758,7 @@ impl<'a> Lower<'a> {
                     AttrValue::SymbolRef(p) => p.first().cloned(),
                     _ => None,
                 });
+                generic_to_custom_form(&mut data);
             }
             ast::OpBody::D2mSubgraph(d) => {
                 data.form =

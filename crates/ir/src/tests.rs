@@ -160,3 +160,42 @@ fn attribute_values_keep_their_meaning() {
     assert_eq!(op.property("g"), Some(&AttrValue::Unit));
     assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
 }
+
+#[test]
+fn printed_generic_forms_lower_like_their_custom_forms() {
+    // `syntax::print` writes these custom forms generically so that MLIR accepts its output
+    // without our dialects; the model must not notice the difference.
+    let text = r#"#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #ttnn.buffer_type<dram>>, <interleaved>>
+module {
+  ttcore.device_module {
+    builtin.module {
+      ttcore.device @default_device = <workerGrid = #ttcore.grid<8x8, (d0, d1) -> (0, d0, d1)>, l1Map = (d0, d1, d2)[s0] -> (0, d0, d1, d2 + s0), dramMap = (d0, d1, d2)[s0] -> (0, 0, d0, d1), meshShape = 1x2, chipIds = [0, 1]>
+      func.func @f(%a: tensor<32x32xf32, #l>, %o: tensor<32x32xf32, #l>) -> tensor<32x32xf32, #l> {
+        %0 = ttnn.d2m_subgraph @sub ins(%a : tensor<32x32xf32, #l>) outs(%o : tensor<32x32xf32, #l>) : tensor<32x32xf32, #l>
+        %1:2 = ttcore.load_cached(@f_const_eval_0, [%0]) : (tensor<32x32xf32, #l>) -> (tensor<32x32xf32, #l>, tensor<32x32xf32, #l>)
+        return %1#1 : tensor<32x32xf32, #l>
+      }
+    }
+  }
+}
+"#;
+    let parse = syntax::parse(text);
+    assert!(parse.errors.is_empty(), "{:?}", parse.errors);
+    let printed = syntax::print(text, &parse);
+    assert!(printed.contains(r#""ttnn.d2m_subgraph"(%a, %o) <{d2m_func = @sub"#), "{printed}");
+    assert!(printed.contains(r#""ttcore.load_cached"(%0) <{callee = @f_const_eval_0}>"#));
+    assert!(printed.contains(r#""ttcore.device"() <{device = #ttcore.device<"#));
+
+    let custom = lower_parse(text, &parse);
+    let reparsed = syntax::parse(&printed);
+    let generic = lower_parse(&printed, &reparsed);
+    assert!(custom.diagnostics.is_empty(), "{:?}", custom.diagnostics);
+    assert!(generic.diagnostics.is_empty(), "{:?}", generic.diagnostics);
+    let ops = &custom.funcs[0].body.ops;
+    assert_eq!(ops[0].form, crate::OpForm::D2mSubgraph { ins: 1, outs: 1 });
+    assert_eq!(ops[0].callee.as_deref(), Some("sub"));
+    assert_eq!(ops[1].form, crate::OpForm::LoadCached);
+    assert_eq!(generic.funcs[0].body, custom.funcs[0].body);
+    assert_eq!(custom.device.as_ref().map(|d| d.chip_ids.clone()), Some(vec![0, 1]));
+    assert_eq!(generic.device, custom.device);
+}
