@@ -18,6 +18,12 @@ use crate::{
 /// overflow the stack (a test thread has 2 MiB).
 const MAX_DEPTH: u32 = 200;
 
+/// How many levels of `MAX_DEPTH` one region uses. A region level recurses through op,
+/// generic op, region and block frames, about four times the stack of an attribute level
+/// (about 15 KiB per region level in a debug build, where 200 region levels overflowed a
+/// 2 MiB thread). So regions nest at most 50 deep; real IR nests fewer than 10.
+const REGION_WEIGHT: u32 = 4;
+
 pub(crate) type PResult<T> = Result<T, Recovered>;
 
 /// Marker for "an error was recorded; unwind to the nearest recovery point".
@@ -55,7 +61,9 @@ fn parse_chunk(
     range: TextRange,
     errors: &mut Vec<SyntaxError>,
 ) -> Chunk {
-    let mut p = Parser { text, tokens, sig, pos: 0, end: range.end, errors, depth: 0 };
+    // Recovery may re-expose a few times the chunk's tokens in total; see `recover_statement`.
+    let rewind_fuel = sig.len().saturating_mul(4).saturating_add(1024);
+    let mut p = Parser { text, tokens, sig, pos: 0, end: range.end, errors, depth: 0, rewind_fuel };
     let mut items = Vec::new();
     while !p.at_eof() {
         let before = p.pos;
@@ -79,6 +87,8 @@ pub(crate) struct Parser<'a> {
     end: u32,
     errors: &'a mut Vec<SyntaxError>,
     depth: u32,
+    /// Tokens recovery may still rewind over (see `recover_statement`).
+    rewind_fuel: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -235,6 +245,20 @@ impl<'a> Parser<'a> {
         self.depth = self.depth.saturating_sub(1);
     }
 
+    /// `enter` for a region, which costs `REGION_WEIGHT` levels of the nesting budget.
+    pub(crate) fn enter_region(&mut self) -> PResult<()> {
+        self.depth += REGION_WEIGHT - 1;
+        let entered = self.enter();
+        if entered.is_err() {
+            self.depth -= REGION_WEIGHT - 1;
+        }
+        entered
+    }
+
+    pub(crate) fn leave_region(&mut self) {
+        self.depth = self.depth.saturating_sub(REGION_WEIGHT);
+    }
+
     /// Skips one token, or a whole bracketed group if the current token opens one.
     /// Iterative, so arbitrarily deep input is fine.
     pub(crate) fn skip_balanced(&mut self) {
@@ -291,11 +315,25 @@ impl<'a> Parser<'a> {
     /// either outside all brackets or indented no deeper than the broken statement (which
     /// covers brackets the broken text never closed). A `}` that would close the enclosing
     /// region stops the skip without being consumed. Always consumes at least one token.
+    ///
+    /// Rewinding is bounded by `rewind_fuel`. A rewind hands the tokens the broken statement
+    /// consumed back to the enclosing block, and if they hold a nested failing statement the
+    /// block re-parses it, which rewinds again, once per nesting level: unindented, unclosed
+    /// nested regions (`"a"() ({` on every line) took 2^depth time, minutes at depth 25. Once
+    /// the fuel is spent, recovery skips on from where the error was found instead, so the
+    /// total work stays a small multiple of the input.
     pub(crate) fn recover_statement(&mut self, start_pos: usize) {
-        self.pos = start_pos.min(self.sig.len());
-        let col = self.column_of(self.cur_start());
-        let mut depth = 0u32;
+        let start_pos = start_pos.min(self.sig.len());
+        let col = self.column_of(self.cur_start_at(start_pos));
+        let rewind = self.pos.saturating_sub(start_pos);
         let mut first = true;
+        if rewind <= self.rewind_fuel {
+            self.rewind_fuel -= rewind;
+            self.pos = start_pos;
+        } else {
+            first = self.pos == start_pos;
+        }
+        let mut depth = 0u32;
         while let Some(kind) = self.nth(0) {
             if !first {
                 let on_new_line = self.newline_before();

@@ -203,9 +203,9 @@ impl Parser<'_> {
     }
 
     pub(crate) fn region(&mut self) -> PResult<Region> {
-        self.enter()?;
+        self.enter_region()?;
         let r = self.region_inner();
-        self.leave();
+        self.leave_region();
         r
     }
 
