@@ -49,12 +49,36 @@ impl layout::Db for RootDatabase {
     }
 }
 
+#[salsa::db]
+impl plan::Db for RootDatabase {}
+
+#[salsa::db]
+impl rewrite::Db for RootDatabase {}
+
 /// Queries keyed by one `OpId`.
-const OP_QUERIES: &[&str] =
-    &["op_signature", "op_overrides", "legal_op_layouts", "legal_op_configs"];
+const OP_QUERIES: &[&str] = &[
+    "op_signature",
+    "op_overrides",
+    "legal_op_layouts",
+    "legal_op_configs",
+    "op_chainable",
+    "fallback_layout",
+];
 /// Queries keyed by one `FuncId`.
-const FUNC_QUERIES: &[&str] =
-    &["func_body", "func_source_map", "func_loc_names", "func_ops", "scalar_types"];
+const FUNC_QUERIES: &[&str] = &[
+    "func_body",
+    "func_source_map",
+    "func_loc_names",
+    "func_ops",
+    "scalar_types",
+    "func_topology",
+    "schedule",
+    "chains",
+    "merge_decisions",
+    "plan",
+];
+/// Queries keyed by one `ChainId`.
+const CHAIN_QUERIES: &[&str] = &["chain_problem", "solve_chain"];
 
 impl RootDatabase {
     /// Drains the execution log, as query names (`func_body`, `legal_op_layouts`, ...).
@@ -77,6 +101,11 @@ impl RootDatabase {
         if FUNC_QUERIES.contains(&name.as_str()) {
             let func = FuncId::from_id(id);
             return format!("{name}(@{})", func.name(self));
+        }
+        if CHAIN_QUERIES.contains(&name.as_str()) {
+            let chain = plan::ChainId::from_id(id);
+            let ops: Vec<&str> = chain.ops(self).iter().map(|o| o.key(self).as_str()).collect();
+            return format!("{name}(@{}:[{}])", chain.func(self).name(self), ops.join(" "));
         }
         if name == "legal_tensor_layouts" {
             let key = TensorKey::from_id(id);

@@ -20,7 +20,7 @@ mod text;
 pub use crate::{
     dims::split_dims,
     lexer::{Token, TokenKind, escape_string, lex, unescape_string},
-    printer::print,
+    printer::{PrintHook, print, print_with, range_text},
     text::{LineCol, LineIndex, TextRange},
 };
 

@@ -23,14 +23,57 @@ use crate::{
 /// Prints the whole file; chunks are separated by `// -----` lines.
 #[must_use]
 pub fn print(text: &str, parse: &Parse) -> String {
-    let mut p = Printer { text, tokens: &parse.tokens, out: String::with_capacity(text.len()) };
+    print_with(text, parse, &mut NoHook)
+}
+
+/// Lets a caller replace how functions print (the optimizer's rewriter does).
+pub trait PrintHook {
+    /// Called for every `func.func`; returning `Some(text)` prints `text` instead (the whole
+    /// op, already indented, ending with a newline).
+    fn func(&mut self, chunk: usize, op: &Op, func: &FuncOp, indent: usize) -> Option<String>;
+    /// Alias definitions to add at the top of a chunk, after its own (each line ending with a
+    /// newline). Called after the chunk's ops were printed, so it sees what they used.
+    fn extra_aliases(&mut self, chunk: usize) -> String;
+}
+
+struct NoHook;
+
+impl PrintHook for NoHook {
+    fn func(&mut self, _: usize, _: &Op, _: &FuncOp, _: usize) -> Option<String> {
+        None
+    }
+
+    fn extra_aliases(&mut self, _: usize) -> String {
+        String::new()
+    }
+}
+
+/// Prints the whole file, letting `hook` replace functions.
+pub fn print_with(text: &str, parse: &Parse, hook: &mut dyn PrintHook) -> String {
+    let mut p = Printer {
+        text,
+        tokens: &parse.tokens,
+        out: String::with_capacity(text.len()),
+        hook,
+        chunk: 0,
+    };
     for (i, chunk) in parse.file.chunks.iter().enumerate() {
         if i > 0 {
             p.out.push_str("\n// -----\n");
         }
+        p.chunk = i;
         p.chunk(chunk);
     }
     p.out
+}
+
+/// The normalized text of one type, attribute or location range: tokens with whitespace and
+/// comments collapsed to one space.
+#[must_use]
+pub fn range_text(text: &str, parse: &Parse, range: TextRange) -> String {
+    let mut out = String::new();
+    write_range(&mut out, text, &parse.tokens, range);
+    out
 }
 
 /// Writes the tokens of `range` with whitespace runs and comments collapsed to one space.
@@ -62,6 +105,8 @@ struct Printer<'a> {
     text: &'a str,
     tokens: &'a [Token],
     out: String,
+    hook: &'a mut dyn PrintHook,
+    chunk: usize,
 }
 
 impl Printer<'_> {
@@ -76,6 +121,9 @@ impl Printer<'_> {
     }
 
     fn chunk(&mut self, chunk: &Chunk) {
+        // Ops print first into their own buffer: a hook may add aliases for what they use,
+        // and aliases go first.
+        let aliases_start = self.out.len();
         for item in &chunk.items {
             match item {
                 Item::AttrAlias(a) => {
@@ -93,6 +141,7 @@ impl Printer<'_> {
                 _ => {}
             }
         }
+        let aliases = self.out.split_off(aliases_start);
         for item in &chunk.items {
             match item {
                 Item::Op(op) => self.op(op, 0),
@@ -103,6 +152,11 @@ impl Printer<'_> {
                 _ => {}
             }
         }
+        let ops = self.out.split_off(aliases_start);
+        self.out.push_str(&aliases);
+        let extra = self.hook.extra_aliases(self.chunk);
+        self.out.push_str(&extra);
+        self.out.push_str(&ops);
         for item in &chunk.items {
             if let Item::LocAlias(a) = item {
                 self.range(a.range);
@@ -192,6 +246,12 @@ impl Printer<'_> {
     }
 
     fn op(&mut self, op: &Op, level: usize) {
+        if let OpBody::Func(f) = &op.body
+            && let Some(text) = self.hook.func(self.chunk, op, f, level)
+        {
+            self.out.push_str(&text);
+            return;
+        }
         self.indent(level);
         if !op.results.is_empty() {
             for (i, r) in op.results.iter().enumerate() {

@@ -1,0 +1,196 @@
+//! `optimize`: run a memory-layout policy and print the rewritten IR.
+
+use std::{io::Write as _, process::ExitCode};
+
+use camino::Utf8PathBuf;
+use clap::{Args, ValueEnum};
+use ide::{AnalysisHost, Change, Diagnostic, Options, PlanReport, Policy, Severity};
+
+use crate::{common, input, render};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum ReportFormat {
+    Human,
+    Json,
+}
+
+#[derive(Args)]
+pub(crate) struct OptimizeArgs {
+    /// The TTNN file to optimize; it is never modified.
+    file: Utf8PathBuf,
+    /// `df-sharding` (chains, no merging) or `df-sharding-merge` (with chain merging).
+    #[arg(long, default_value = "df-sharding-merge")]
+    policy: String,
+    /// A builtin target (n150, n300, p150) or a target description file (TOML or JSON).
+    #[arg(long)]
+    target: Option<String>,
+    #[command(flatten)]
+    overrides: common::OverrideArgs,
+    /// Write the optimized IR here instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    output: Option<Utf8PathBuf>,
+    /// Print the per-op decisions (to stdout with `-o`, else to stderr).
+    #[arg(long, value_enum)]
+    report: Option<ReportFormat>,
+}
+
+pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
+    let policy = Policy::from_name(&args.policy).ok_or_else(|| {
+        anyhow::format_err!("unknown policy `{}`: expected `df-sharding` or `df-sharding-merge`", args.policy)
+    })?;
+    if args.output.as_ref().is_some_and(|o| o == &args.file) {
+        anyhow::bail!("refusing to overwrite the input file `{}`; write the result elsewhere", args.file);
+    }
+    let target = common::load_target(args.target.as_deref())?;
+    let (origin, overrides) = args.overrides.text()?;
+    let input = input::read(&args.file)?;
+    let options = Options { policy, ..Options::tt_mlir_defaults() };
+    let mut host = AnalysisHost::new(target, options);
+    host.apply_change(
+        Change::new().set_file(input.path.clone(), input.text.clone()).set_overrides(origin.clone(), overrides.clone()),
+    );
+    let file = host.file(&input.path).ok_or_else(|| anyhow::format_err!("file was not loaded"))?;
+    let analysis = host.analysis();
+    let cancelled = |_| anyhow::format_err!("analysis was cancelled");
+    let mut stderr = std::io::stderr().lock();
+    // Refuse to optimize broken input: the rewrite would silently drop what did not parse.
+    let mut diags: Vec<Diagnostic> = input.encoding_error.iter().cloned().collect();
+    diags.extend(analysis.diagnostics(file).map_err(cancelled)?.into_iter().filter(|d| d.severity == Severity::Error));
+    if !diags.is_empty() {
+        render::human(&input.path, &input.text, &diags, &mut stderr);
+        let _ = writeln!(stderr, "not optimizing `{}`: it has errors", input.path);
+        return Ok(ExitCode::from(1));
+    }
+    let override_diags = analysis.with_db(|db| {
+        layout::override_file(db)
+            .errors
+            .iter()
+            .map(|e| Diagnostic {
+                range: e.range,
+                severity: if e.is_warning { Severity::Warning } else { Severity::Error },
+                code: e.code,
+                message: e.message.clone(),
+            })
+            .collect::<Vec<_>>()
+    });
+    let override_diags = override_diags.map_err(cancelled)?;
+    if !override_diags.is_empty() {
+        render::human(&origin, &overrides, &override_diags, &mut stderr);
+        if override_diags.iter().any(|d| d.severity == Severity::Error) {
+            let _ = writeln!(stderr, "not optimizing: the overrides have errors");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let report = analysis.plan_report(file).map_err(cancelled)?;
+    let final_ir = analysis.final_ir(file).map_err(cancelled)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, &final_ir.text).map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?,
+        None => {
+            let _ = std::io::stdout().lock().write_all(final_ir.text.as_bytes());
+        }
+    }
+    let mut report_out: Box<dyn std::io::Write> =
+        if args.output.is_some() { Box::new(std::io::stdout().lock()) } else { Box::new(std::io::stderr().lock()) };
+    match args.report {
+        Some(ReportFormat::Json) => json_report(&report, &mut report_out),
+        Some(ReportFormat::Human) => human_report(&report, &mut report_out),
+        None => {}
+    }
+    let _ = writeln!(report_out, "{}", summary(&report, final_ir.conversions));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line: what the policy did.
+pub(crate) fn summary(r: &PlanReport, conversions: usize) -> String {
+    let chains: Vec<String> = r.chains_by_state().iter().map(|(s, n)| format!("{n} {s}")).collect();
+    format!(
+        "{}: {} ops, {} in L1; chains: {}; {} reshards, {} spills, {} merges; {} conversions inserted",
+        if r.policy.is_empty() { "no optimizable function" } else { &r.policy },
+        r.ops.len(),
+        r.ops_in_l1,
+        if chains.is_empty() { "none".to_owned() } else { chains.join(", ") },
+        r.reshards,
+        r.spills,
+        r.merges.len(),
+        conversions
+    )
+}
+
+pub(crate) fn short_layout(l: Option<&ttnn_types::TtnnLayout>) -> String {
+    let Some(l) = l else { return "-".to_owned() };
+    let buffer = match l.buffer {
+        ttnn_types::BufferType::Dram => "DRAM",
+        ttnn_types::BufferType::L1 => "L1",
+        ttnn_types::BufferType::SystemMemory => "host",
+        _ => "other",
+    };
+    match l.memory_layout {
+        Some(ttnn_types::TensorMemoryLayout::Interleaved) => format!("{buffer} il"),
+        Some(ttnn_types::TensorMemoryLayout::HeightSharded) => format!("{buffer} hs {}", l.grid2d().volume()),
+        Some(ttnn_types::TensorMemoryLayout::WidthSharded) => format!("{buffer} ws {}", l.grid2d().volume()),
+        Some(ttnn_types::TensorMemoryLayout::BlockSharded) => format!("{buffer} bs {}", l.grid2d()),
+        Some(ttnn_types::TensorMemoryLayout::NdSharded) => format!("{buffer} nd"),
+        None => buffer.to_owned(),
+    }
+}
+
+fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
+    let _ = writeln!(out, "{:<28} {:<22} {:<12} {:<12} {:<10} reason", "op", "kind", "written", "planned", "chain");
+    for d in &r.ops {
+        let chain = d.chain.map_or("-".to_owned(), |(c, p, n, s)| format!("#{c} {p}/{n} {s}"));
+        let _ = writeln!(
+            out,
+            "{:<28} {:<22} {:<12} {:<12} {:<10} {}",
+            d.op,
+            d.kind,
+            short_layout(d.written.as_ref()),
+            short_layout(d.planned.as_ref()),
+            chain,
+            d.reason
+        );
+        for (k, l, why) in &d.reshards {
+            let _ = writeln!(out, "    operand {k}: reshard to {} ({why})", l.describe());
+        }
+        if let Some((l, why)) = &d.spill {
+            let _ = writeln!(out, "    result: {} ({why})", l.describe());
+        }
+    }
+    for c in &r.chains {
+        if let Some(f) = &c.failure {
+            let _ = writeln!(out, "chain #{} [{}] failed: {f}", c.index, c.ops.join(", "));
+        }
+    }
+    for m in &r.merges {
+        let _ = writeln!(out, "merge: {m}");
+    }
+    for (f, why) in &r.skipped {
+        let _ = writeln!(out, "@{f} left as written: {why}");
+    }
+}
+
+fn json_report(r: &PlanReport, out: &mut dyn std::io::Write) {
+    let layout = |l: Option<&ttnn_types::TtnnLayout>| match l {
+        None => serde_json::Value::Null,
+        Some(l) => serde_json::json!({
+            "buffer": l.buffer.keyword(),
+            "memory_layout": l.memory_layout.map(|m| m.keyword()),
+            "grid": [l.grid2d().rows, l.grid2d().cols],
+            "shard_shape": l.memref_shape,
+        }),
+    };
+    for d in &r.ops {
+        let v = serde_json::json!({
+            "func": d.func,
+            "op": d.op,
+            "kind": d.kind,
+            "written_layout": layout(d.written.as_ref()),
+            "planned_layout": layout(d.planned.as_ref()),
+            "config": d.config,
+            "chain": d.chain.map(|(c, p, n, s)| serde_json::json!({"id": c, "position": p, "length": n, "state": s})),
+            "reason": d.reason,
+            "reshards": d.reshards.iter().map(|(k, l, why)| serde_json::json!({"operand": k, "layout": layout(Some(l)), "reason": why})).collect::<Vec<_>>(),
+            "spill": d.spill.as_ref().map(|(l, why)| serde_json::json!({"layout": layout(Some(l)), "reason": why})),
+        });
+        let _ = writeln!(out, "{v}");
+    }
+}

@@ -1,0 +1,32 @@
+//! The optimizer as queries: tt-mlir's DFShardingPolicy, ShardSolver and DFSharding 2.0.
+//!
+//! ```text
+//! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
+//! op_signature, legal_op_configs ─► op_chainable(op)
+//! schedule + op_chainable ─► chains(f)                       interned ChainIds
+//! chain ─► chain_problem(chain) ─► solve_chain(chain)        reads ONE chain's problem
+//! solve_chain* ─► plan_for(f, df-sharding)
+//!   └► merge_decisions(f) ─► plan_for(f, df-sharding-merge)
+//! ```
+//!
+//! `solve_chain` reads only `chain_problem(chain)`, which is built from the chain's own ops,
+//! so an edit re-solves exactly the chains whose problem changed.
+
+mod chain_graph;
+mod merge;
+mod planning;
+mod problem;
+mod scheduling;
+
+pub use crate::{
+    chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
+    merge::{MergeDecisions, MergeKind, Reservation, merge_decisions},
+    planning::{
+        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, Plan, SpillLocation, plan, plan_for,
+    },
+    problem::{chain_problem, fallback_layout, solve_chain},
+    scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
+};
+
+#[salsa::db]
+pub trait Db: layout::Db {}

@@ -1,0 +1,423 @@
+//! `plan_for(func, policy)`: the chosen layout and config of every op, the conversions the
+//! rewrite must insert, and the reason for each decision.
+
+use std::sync::Arc;
+
+use base_db::Policy;
+use ir::{FuncId, OpId, ValueRef};
+use opmodel::OpConfig;
+use ttnn_types::{PageLayout, TtnnLayout};
+
+use crate::{
+    Db,
+    chain_graph::{ChainId, chains},
+    merge::{MergeKind, merge_decisions},
+    problem::{fallback_layout, solve_chain},
+    scheduling::{Schedule, func_topology, schedule},
+};
+
+/// tt-mlir's `L1ChainConfig` states. `InBuild` only exists while chains are being built;
+/// results show `Built` (not solved: a concat chain without merging), `Failed`, or
+/// `Completed` (solved and configs picked). `Resolved` is the solver's success before
+/// picking and shows in `solve_chain` results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChainState {
+    InBuild,
+    Built,
+    Resolved,
+    Failed,
+    Completed,
+}
+
+impl ChainState {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ChainState::InBuild => "in-build",
+            ChainState::Built => "built",
+            ChainState::Resolved => "resolved",
+            ChainState::Failed => "failed",
+            ChainState::Completed => "completed",
+        }
+    }
+}
+
+/// Where a chain's output goes after its last op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpillLocation {
+    /// Stays in its sharded L1 layout for its consumers.
+    None,
+    L1Interleaved,
+    Dram,
+}
+
+impl SpillLocation {
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            SpillLocation::None => "none (stays in L1)",
+            SpillLocation::L1Interleaved => "L1 interleaved",
+            SpillLocation::Dram => "DRAM",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChainPlan {
+    pub id: ChainId,
+    /// Body indices of the chain's ops, in chain order.
+    pub ops: Vec<u32>,
+    pub concat: bool,
+    pub state: ChainState,
+    /// Why solving failed, naming the failing edge.
+    pub failure: Option<String>,
+    pub spill: SpillLocation,
+    pub spill_reason: String,
+    /// Accumulated core usage of the picked configs (the solver's objective).
+    pub core_usage: Vec<u64>,
+}
+
+/// A conversion the rewrite inserts: before op `consumer`'s operand `operand` (a reshard),
+/// or after op `producer` for all its uses (a spill).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Conversion {
+    pub layout: TtnnLayout,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OpPlan {
+    /// The op's result layout in the optimized IR (`None`: no single tensor result).
+    pub layout: Option<TtnnLayout>,
+    pub config: OpConfig,
+    /// The op's chain and position in it.
+    pub chain: Option<(u32, u32)>,
+    /// Per operand: the layout the op was validated with, when it must be exactly that;
+    /// the rewrite inserts a reshard when the incoming value differs.
+    pub expected_operands: Vec<Option<Conversion>>,
+    /// The conversion applied to the result right after the op (a spill), seen by all uses.
+    pub spill: Option<Conversion>,
+    /// Why the op got its layout, in words.
+    pub reason: String,
+    /// Extra L1 per core reserved for this op's output across later ops (merges, forks).
+    pub reserved: u64,
+}
+
+/// A merge the policy made, for explanations.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MergeRecord {
+    pub kind: MergeKind,
+    /// Body indices of the source ops whose outputs stay in L1.
+    pub sources: Vec<u32>,
+    /// The op that consumes them.
+    pub join: u32,
+    pub description: String,
+}
+
+/// The optimizer's decisions for one function under one policy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Plan {
+    pub policy: Policy,
+    pub schedule: Arc<Schedule>,
+    pub ops: Vec<OpPlan>,
+    pub chains: Vec<ChainPlan>,
+    pub merges: Vec<MergeRecord>,
+}
+
+impl Plan {
+    /// Number of ops whose result is planned in L1.
+    #[must_use]
+    pub fn ops_in_l1(&self) -> usize {
+        self.ops.iter().filter(|o| o.layout.as_ref().is_some_and(TtnnLayout::is_l1)).count()
+    }
+
+    #[must_use]
+    pub fn reshards(&self) -> usize {
+        self.ops.iter().flat_map(|o| &o.expected_operands).filter(|e| e.is_some()).count()
+    }
+
+    #[must_use]
+    pub fn spills(&self) -> usize {
+        self.ops.iter().filter(|o| o.spill.as_ref().is_some_and(|s| !s.layout.is_l1())).count()
+    }
+}
+
+/// The plan of a function under the policy in the options.
+#[salsa::tracked(returns(clone))]
+pub fn plan(db: &dyn Db, func: FuncId) -> Arc<Plan> {
+    let policy = layout::effective_options(db).policy;
+    plan_for(db, func, policy)
+}
+
+/// The plan of a function under a given policy (policies can be compared side by side).
+#[salsa::tracked(returns(clone))]
+pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
+    let graph = chains(db, func);
+    let sched = schedule(db, func);
+    let topo = func_topology(db, func);
+    let ops = ir::func_ops(db, func);
+    let Some(body) = ir::func_body(db, func) else {
+        return Arc::new(Plan {
+            policy,
+            schedule: sched,
+            ops: Vec::new(),
+            chains: Vec::new(),
+            merges: Vec::new(),
+        });
+    };
+    let _p =
+        tracing::debug_span!("plan_for", func = %func.name(db), policy = policy.name()).entered();
+    let n = body.ops.len();
+    let mut op_plans: Vec<OpPlan> = (0..n)
+        .map(|i| {
+            let op = ops[i];
+            let layout = fallback_layout(db, op);
+            let config = config_for(db, op, layout.as_ref());
+            let reason = match &layout {
+                Some(l) if l.is_l1() => "its layout is fixed (as written)".to_owned(),
+                Some(_) => "not in an L1 chain: DRAM interleaved".to_owned(),
+                None => String::new(),
+            };
+            OpPlan {
+                layout,
+                config,
+                chain: None,
+                expected_operands: vec![None; body.ops[i].operands.len()],
+                spill: None,
+                reason,
+                reserved: 0,
+            }
+        })
+        .collect();
+    let mut chain_plans = Vec::with_capacity(graph.chains.len());
+    for (ci, &chain) in graph.chains.iter().enumerate() {
+        let members: Vec<u32> = chain
+            .ops(db)
+            .iter()
+            .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
+            .collect();
+        for (pos, &i) in members.iter().enumerate() {
+            op_plans[i as usize].chain = Some((ci as u32, pos as u32));
+        }
+        if chain.concat(db) {
+            chain_plans.push(ChainPlan {
+                id: chain,
+                ops: members,
+                concat: true,
+                state: ChainState::Built,
+                failure: None,
+                spill: SpillLocation::Dram,
+                spill_reason: "concat chains are resolved only by chain merging".to_owned(),
+                core_usage: Vec::new(),
+            });
+            continue;
+        }
+        let sol = solve_chain(db, chain);
+        match &sol.result {
+            Err(f) => {
+                for &i in &members {
+                    op_plans[i as usize].reason = format!(
+                        "its chain #{ci} failed, so the whole chain falls back to DRAM: {}",
+                        f.reason
+                    );
+                }
+                chain_plans.push(ChainPlan {
+                    id: chain,
+                    ops: members,
+                    concat: false,
+                    state: ChainState::Failed,
+                    failure: Some(f.reason.clone()),
+                    spill: SpillLocation::Dram,
+                    spill_reason: String::new(),
+                    core_usage: Vec::new(),
+                });
+            }
+            Ok(selected) => {
+                let problem = crate::problem::chain_problem(db, chain);
+                for (pos, (&i, &k)) in members.iter().zip(selected).enumerate() {
+                    let cand = &problem.ops[pos].candidates[k];
+                    let p = &mut op_plans[i as usize];
+                    p.layout = Some(cand.layout.clone());
+                    p.config = cand.config.clone();
+                    p.reason = format!(
+                        "L1 chain #{ci}, op {} of {}: the config with the highest accumulated core usage ({})",
+                        pos + 1,
+                        members.len(),
+                        sol.core_usage.get(pos).copied().unwrap_or(0)
+                    );
+                }
+                // Expected operands: in-chain edges carry the producer's layout or the
+                // reshard target; the chain entry was validated with a DRAM-interleaved
+                // input (or the d2m-chosen input).
+                for e in &problem.edges {
+                    let consumer = members[e.consumer] as usize;
+                    let producer_layout =
+                        problem.ops[e.producer].candidates[selected[e.producer]].layout.clone();
+                    op_plans[consumer].expected_operands[e.operand as usize] =
+                        Some(Conversion { layout: producer_layout, reason: String::new() });
+                }
+                if let Some(first) = members.first()
+                    && let Some(Some(input)) = problem.ops.first().and_then(|o| o.operands.first())
+                {
+                    let layout = sol.first_input_layout.clone().unwrap_or_else(|| {
+                        TtnnLayout::dram_interleaved(
+                            &input.shape,
+                            input.layout.data_type().unwrap_or(ttnn_types::DataType::BF16),
+                            PageLayout::Tile,
+                        )
+                    });
+                    let reason = if sol.first_input_layout.is_some() {
+                        "the input layout chosen for a chain fed by a d2m subgraph".to_owned()
+                    } else {
+                        "the chain entry is validated with a DRAM-interleaved input".to_owned()
+                    };
+                    op_plans[*first as usize].expected_operands[0] =
+                        Some(Conversion { layout, reason });
+                }
+                for r in &sol.reshards {
+                    let consumer = members[r.consumer] as usize;
+                    let why = if r.user {
+                        "requested by insert-memreconfig".to_owned()
+                    } else {
+                        r.reason.clone()
+                    };
+                    op_plans[consumer].expected_operands[r.operand as usize] = Some(Conversion {
+                        layout: r.layout.clone(),
+                        reason: format!("reshard: {why}"),
+                    });
+                }
+                let last = *members.last().unwrap_or(&0) as usize;
+                let feeds_d2m = topo.ops[last]
+                    .users
+                    .iter()
+                    .any(|u| body.ops[u.user as usize].name == "ttnn.d2m_subgraph");
+                let out_l1 = op_plans[last].layout.as_ref().is_some_and(TtnnLayout::is_l1);
+                let (spill, spill_reason) = if feeds_d2m {
+                    (SpillLocation::None, "feeds a d2m subgraph: kept in L1".to_owned())
+                } else if out_l1 {
+                    (SpillLocation::Dram, "chain output spills to DRAM".to_owned())
+                } else {
+                    (SpillLocation::None, String::new())
+                };
+                chain_plans.push(ChainPlan {
+                    id: chain,
+                    ops: members,
+                    concat: false,
+                    state: ChainState::Completed,
+                    failure: None,
+                    spill,
+                    spill_reason,
+                    core_usage: sol.core_usage.clone(),
+                });
+            }
+        }
+    }
+    let mut merges = Vec::new();
+    if policy == Policy::DfShardingMerge {
+        let decisions = merge_decisions(db, func);
+        decisions.apply(&mut op_plans, &mut chain_plans, &mut merges);
+    }
+    // Spills: a completed chain's L1 output goes where its spill location says, for every use.
+    for c in &chain_plans {
+        let Some(&last) = c.ops.last() else { continue };
+        let p = &mut op_plans[last as usize];
+        let Some(layout) = p.layout.clone() else { continue };
+        if !layout.is_l1() || p.spill.is_some() {
+            continue;
+        }
+        let shape = body.ops[last as usize]
+            .results
+            .first()
+            .and_then(|t| t.as_tensor())
+            .and_then(|t| t.static_shape());
+        let Some(shape) = shape else { continue };
+        let dtype = layout.data_type().unwrap_or(ttnn_types::DataType::BF16);
+        match c.spill {
+            SpillLocation::Dram => {
+                p.spill = Some(Conversion {
+                    layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
+                    reason: if topo.ops[last as usize].returned {
+                        "spill to DRAM: the chain's output is returned".to_owned()
+                    } else {
+                        format!("spill to DRAM: {}", c.spill_reason)
+                    },
+                });
+            }
+            SpillLocation::L1Interleaved => {
+                let worker = base_db::TargetInput::get(db).target(db).worker_grid();
+                p.spill = Some(Conversion {
+                    layout: TtnnLayout::l1_interleaved(&shape, dtype, layout.page_layout(), worker),
+                    reason: format!("to L1 interleaved: {}", c.spill_reason),
+                });
+            }
+            SpillLocation::None => {}
+        }
+    }
+    // A value returned while still in L1 (a merged output) must reach DRAM at the return.
+    for (i, t) in topo.ops.iter().enumerate() {
+        let p = &mut op_plans[i];
+        if t.returned
+            && p.spill.is_none()
+            && p.chain.is_some()
+            && let Some(layout) = &p.layout
+            && layout.is_l1()
+            && let Some(shape) = body.ops[i]
+                .results
+                .first()
+                .and_then(|r| r.as_tensor())
+                .and_then(|r| r.static_shape())
+        {
+            let dtype = layout.data_type().unwrap_or(ttnn_types::DataType::BF16);
+            p.spill = Some(Conversion {
+                layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
+                reason: "spill to DRAM: the value is returned".to_owned(),
+            });
+        }
+    }
+    // Drop expected operands that the incoming value already satisfies, so only real
+    // conversions remain.
+    for i in 0..n {
+        for k in 0..op_plans[i].expected_operands.len() {
+            let Some(expected) = op_plans[i].expected_operands[k].clone() else { continue };
+            let incoming = incoming_layout(&body, &op_plans, i, k);
+            if incoming.as_ref() == Some(&expected.layout) {
+                op_plans[i].expected_operands[k] = None;
+            } else if expected.reason.is_empty() {
+                op_plans[i].expected_operands[k] = Some(Conversion {
+                    reason: "reshard to the layout the op was validated with".to_owned(),
+                    ..expected
+                });
+            }
+        }
+    }
+    Arc::new(Plan { policy, schedule: sched, ops: op_plans, chains: chain_plans, merges })
+}
+
+/// The layout of the value feeding operand `k` of op `i` after spills.
+pub(crate) fn incoming_layout(
+    body: &ir::FuncBody,
+    plans: &[OpPlan],
+    i: usize,
+    k: usize,
+) -> Option<TtnnLayout> {
+    match body.ops[i].operands.get(k)? {
+        ValueRef::Result { op, .. } => {
+            let p = plans.get(*op as usize)?;
+            p.spill.as_ref().map(|s| s.layout.clone()).or_else(|| p.layout.clone())
+        }
+        ValueRef::Arg(a) => body.args.get(*a as usize).and_then(|t| t.layout().cloned()),
+        ValueRef::Unknown => None,
+    }
+}
+
+/// The op config for a layout outside a chain: the first legal config with that layout
+/// (for conv2d, act_block_h 0 with deallocate_activation), else the op's own.
+pub(crate) fn config_for(db: &dyn Db, op: OpId, layout: Option<&TtnnLayout>) -> OpConfig {
+    let configs = layout::legal_op_configs(db, op);
+    if let Some(l) = layout
+        && let Some(c) = configs.configs.iter().find(|c| &c.layout == l)
+    {
+        return c.config.clone();
+    }
+    layout::op_signature(db, op).map(|s| s.config.clone()).unwrap_or_default()
+}
