@@ -191,15 +191,9 @@ impl Rewriter<'_> {
     }
 
     fn layout_ref(&mut self, chunk: usize, l: &TtnnLayout) -> String {
-        let mut refs: FxHashMap<BufferType, String> = FxHashMap::default();
-        for b in [l.buffer] {
-            let r = self.buffer_ref(chunk, b);
-            refs.insert(b, r);
-        }
+        let buffer = self.buffer_ref(chunk, l.buffer);
         let mut value = String::new();
-        let _ = l.write_mlir(&mut value, &|b| {
-            refs.get(&b).cloned().unwrap_or_else(|| format!("#ttnn.buffer_type<{b}>"))
-        });
+        let _ = l.write_mlir(&mut value, &|_| buffer.clone());
         let aliases = self.chunks.entry(chunk).or_default();
         if let Some(name) = aliases.by_text.get(&value) {
             return name.clone();
