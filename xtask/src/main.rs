@@ -4,14 +4,20 @@
 
 mod bench_opmodel;
 mod calibrate;
+mod corpus;
+// `gen` is a reserved keyword in edition 2024, hence the raw identifier.
+mod r#gen;
+mod util;
 
-const TASKS: &str = "calibrate, bench-opmodel";
+const TASKS: &str = "calibrate, bench-opmodel, corpus, gen";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("calibrate") => calibrate::run(),
         Some("bench-opmodel") => bench_opmodel::run(),
+        Some("corpus") => corpus::run(&args[1..]),
+        Some("gen") => r#gen::run(&args[1..]),
         Some(other) => Err(anyhow::format_err!("unknown task `{other}`, expected one of: {TASKS}")),
         None => {
             Err(anyhow::format_err!("usage: cargo xtask <task>, where task is one of: {TASKS}"))
