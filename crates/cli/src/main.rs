@@ -8,6 +8,7 @@
 mod check;
 mod input;
 mod render;
+mod report;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the file normalized in tt-mlir's style to stdout.
     Fmt(check::FmtArgs),
+    /// Evaluate the IR as written against the op model: per-op validity, L1 use and live L1.
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => check::fmt(&args),
+        Command::Report(args) => report::report(&args),
     };
     match result {
         Ok(code) => code,
