@@ -25,7 +25,8 @@ use syntax::TextRange;
 pub struct ImportDiagnostic {
     pub range: TextRange,
     pub severity: Severity,
-    /// Kebab-case: `unsupported-op`, or a syntax or lowering code of the input.
+    /// Kebab-case: `unsupported-op` (an op kept in TTIR form), `unlowered-value` (a returned
+    /// value that has no output value), or a syntax or lowering code of the input.
     pub code: &'static str,
     pub message: String,
 }

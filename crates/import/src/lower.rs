@@ -183,7 +183,10 @@ impl Cx<'_, '_> {
                 }
                 Ok(out)
             }
-            Some(Slot::Dropped) => Err("an operand is a destination-passing init".to_owned()),
+            Some(Slot::Dropped) => {
+                Err("the value comes from a destination-passing init or an op that did not parse"
+                    .to_owned())
+            }
             None => Err("an operand has no lowered value".to_owned()),
         }
     }

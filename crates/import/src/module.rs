@@ -232,7 +232,10 @@ impl<'a> ChunkCx<'a, '_> {
             *self.stats.ops_in_by_kind.entry(op.name.clone()).or_insert(0) += 1;
             let ast_op = ast_ops.get(i).copied().flatten();
             let results = |slot: Slot| (0..op.results.len()).map(move |_| slot.clone());
-            if op.name == "ttir.empty" {
+            // Destination-passing inits are dropped with the operands that use them; ops that
+            // failed to parse (already reported by the parser) and structural ops have nothing
+            // to lower.
+            if op.name == "ttir.empty" || op.name == "tensor.empty" || op.form == OpForm::Other {
                 for (k, s) in results(Slot::Dropped).enumerate() {
                     fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
                 }
@@ -294,7 +297,7 @@ impl<'a> ChunkCx<'a, '_> {
                     self.diagnostics.push(ImportDiagnostic {
                         range: f.source_map.return_range.unwrap_or_default(),
                         severity: Severity::Error,
-                        code: "unsupported-op",
+                        code: "unlowered-value",
                         message: format!("cannot return a value: {reason}"),
                     });
                 }

@@ -429,3 +429,51 @@ fn calls_private_functions_and_destination_inits_carry_over() {
         "#]],
     );
 }
+
+#[test]
+fn stats_count_input_and_output_ops_by_kind() {
+    let res = import_ttir(
+        r#"func.func @f(%a: tensor<32x64xbf16>, %b: tensor<64x32xbf16>, %c: tensor<1x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttir.dot_general"(%a, %b) <{batch_dims_lhs = array<i64>, batch_dims_rhs = array<i64>, contract_dims_lhs = array<i64: 1>, contract_dims_rhs = array<i64: 0>}> : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16>
+  %1 = "ttir.broadcast"(%c) <{broadcast_dimensions = array<i64: 32, 1>}> : (tensor<1x32xbf16>) -> tensor<32x32xbf16>
+  %2 = "ttir.add"(%0, %1) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16>
+  return %2 : tensor<32x32xbf16>
+}
+"#,
+        "stats.mlir",
+    );
+    expect![[r#"
+        ImportStats {
+            ops_in: 3,
+            ops_out: 2,
+            ops_in_by_kind: {
+                "ttir.add": 1,
+                "ttir.broadcast": 1,
+                "ttir.dot_general": 1,
+            },
+            ops_out_by_kind: {
+                "ttnn.add": 1,
+                "ttnn.matmul": 1,
+            },
+            unsupported: 0,
+        }
+    "#]]
+    .assert_debug_eq(&res.stats);
+}
+
+#[test]
+fn malformed_input_reports_syntax_errors_and_still_produces_a_clean_module() {
+    let text = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = \"ttir.relu\"(%a : (tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n";
+    let res = import_ttir(text, "bad.mlir");
+    assert!(res.has_errors());
+    let parse = syntax::parse(&res.ttnn);
+    assert!(parse.errors.is_empty(), "{:?}", parse.errors);
+    let codes: Vec<&str> = res.diagnostics.iter().map(|d| d.code).collect();
+    expect![[r#"
+        [
+            "expected-token",
+            "unlowered-value",
+        ]
+    "#]]
+    .assert_debug_eq(&codes);
+}
