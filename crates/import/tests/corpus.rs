@@ -17,6 +17,38 @@ use std::{
 const CORPUS: &str = "/work/shared/corpus/ttir-models";
 const MLIR_OPT: &str = "/usr/lib/llvm-19/bin/mlir-opt";
 
+/// Hand-written fixtures, each pinned next to it as `<name>.expected.mlir`.
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/import");
+    let mut acc: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|it| it.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    acc.retain(|p| {
+        p.extension().is_some_and(|x| x == "mlir")
+            && !p.to_string_lossy().ends_with(".expected.mlir")
+    });
+    acc.sort();
+    acc
+}
+
+#[test]
+fn fixtures_import_to_their_pinned_outputs_without_diagnostics() {
+    let fixtures = fixtures();
+    assert!(!fixtures.is_empty(), "no fixtures under test-data/import");
+    for path in fixtures {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let res = import::import_ttir(&text, &name);
+        assert!(res.diagnostics.is_empty(), "{name}: {:?}", res.diagnostics);
+        let parse = syntax::parse(&res.ttnn);
+        let lowered = ir::lower_parse(&res.ttnn, &parse);
+        assert!(lowered.diagnostics.is_empty(), "{name}: {:?}", lowered.diagnostics);
+        let problems = shape_problems(&lowered);
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+        expect_test::expect_file![path.with_extension("expected.mlir")].assert_eq(&res.ttnn);
+    }
+}
+
 fn models() -> Vec<PathBuf> {
     fn walk(dir: &Path, acc: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -102,6 +134,7 @@ fn mlir_opt_accepts_imported_models() {
     if !Path::new(MLIR_OPT).exists() {
         return;
     }
+    let mut chosen_paths: Vec<PathBuf> = fixtures();
     let models = models();
     let picks = [
         "mnist.mlir",
@@ -114,7 +147,8 @@ fn mlir_opt_accepts_imported_models() {
         .iter()
         .filter(|p| p.file_name().is_some_and(|f| picks.iter().any(|k| f == *k)))
         .collect();
-    for path in chosen {
+    chosen_paths.extend(chosen.into_iter().cloned());
+    for path in &chosen_paths {
         let (name, res) = import(path);
         let dir = std::env::temp_dir().join(format!("ttnn-import-test-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
