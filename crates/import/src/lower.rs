@@ -1110,10 +1110,11 @@ fn arange(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
         (int(op, "start").unwrap_or(0), int(op, "end"), int(op, "step").unwrap_or(1));
     let end = end.ok_or("missing `end`")?;
     let n = ty.shape[d];
-    if step == 0
-        || ((end - start) / step).unsigned_abs() != n && (end - start).rem_euclid(step) == 0
-    {
-        return Err("arange bounds do not match the result".to_owned());
+    // The count is ceil((end - start) / step), for either sign of step.
+    let (span, step_w) = (i128::from(end) - i128::from(start), i128::from(step));
+    let count = if step_w == 0 { -1 } else { (span + step_w - step_w.signum()) / step_w };
+    if count != i128::from(n) {
+        return Err(format!("arange from {start} to {end} by {step} does not give {n} values"));
     }
     let dev = cx.f.device();
     let line = ty.reshaped(vec![n]);
