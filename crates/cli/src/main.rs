@@ -3,10 +3,15 @@
 //! Exit status: 0 when no errors were found, 1 when the input has errors, 2 for usage and I/O
 //! errors. Logs go to stderr, filtered by `TTNN_ANALYZER_LOG` (EnvFilter syntax).
 
-#![expect(clippy::disallowed_methods, reason = "the CLI is an edge crate: it reads the files it is given")]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the CLI is an edge crate: it reads the files it is given"
+)]
 
 mod check;
+mod common;
 mod input;
+mod optimize;
 mod render;
 mod report;
 
@@ -28,6 +33,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the file normalized in tt-mlir's style to stdout.
     Fmt(check::FmtArgs),
+    /// Choose layouts and configs for every op and print the rewritten IR.
+    Optimize(optimize::OptimizeArgs),
     /// Evaluate the IR as written against the op model: per-op validity, L1 use and live L1.
     Report(report::ReportArgs),
 }
@@ -46,6 +53,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => check::fmt(&args),
+        Command::Optimize(args) => optimize::optimize(&args),
         Command::Report(args) => report::report(&args),
     };
     match result {

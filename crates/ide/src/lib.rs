@@ -10,6 +10,7 @@
 mod code_actions;
 mod db;
 mod diagnostics;
+mod plan_report;
 mod file_index;
 mod hover;
 mod inlay_hints;
@@ -40,6 +41,7 @@ pub use crate::{
     inlay_hints::InlayHint,
     navigation::{NavTarget, Reference},
     overrides_diag::OverrideDiagnostics,
+    plan_report::{ChainSummary, OpDecision, PlanReport},
     semantic_tokens::TokenType,
     symbols::{Symbol, SymbolKind},
 };

@@ -264,8 +264,6 @@ impl Rewriter<'_> {
             return None;
         }
         let plan = plan::plan(db, func);
-        let fixed: Vec<bool> =
-            ir::func_ops(db, func).iter().map(|&o| layout::legal_op_layouts(db, o).fixed).collect();
         let names = ir::func_loc_names(db, func);
         let mut used_names: rustc_hash::FxHashSet<String> =
             body.arg_names.iter().cloned().collect();
@@ -348,8 +346,11 @@ impl Rewriter<'_> {
                     .and_then(|p| p.expected_operands.get(k).cloned().flatten())
                     .map(|c| c.layout)
                     .or_else(|| {
-                        let keep_written = fixed[i] || data.form != OpForm::Generic;
-                        if keep_written {
+                        // Ops whose operand types are pinned by another function's
+                        // signature (d2m subgraphs, calls) get exactly what they were written
+                        // with; every other op follows its producers.
+                        let pinned = data.form != OpForm::Generic;
+                        if pinned {
                             data.operand_types.get(k).and_then(|t| t.layout().cloned())
                         } else {
                             None
