@@ -33,6 +33,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the file normalized in tt-mlir's style to stdout.
     Fmt(check::FmtArgs),
+    /// Serve the Language Server Protocol over stdin and stdout (logs go to stderr).
+    Lsp,
     /// Choose layouts and configs for every op and print the rewritten IR.
     Optimize(optimize::OptimizeArgs),
     /// Evaluate the IR as written against the op model: per-op validity, L1 use and live L1.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => check::fmt(&args),
+        Command::Lsp => server::run_stdio(),
         Command::Optimize(args) => optimize::optimize(&args),
         Command::Report(args) => report::report(&args),
     };

@@ -7,6 +7,7 @@
 //!
 //! The API is plain data with public fields (ranges, strings), no LSP or JSON types.
 
+mod cancel;
 mod code_actions;
 mod db;
 mod diagnostics;
@@ -32,6 +33,7 @@ use rustc_hash::FxHashMap;
 use syntax::{LineCol, LineIndex, TextRange};
 
 pub use crate::{
+    cancel::CancelHandle,
     code_actions::{
         ActionDocument, CodeAction, CodeActionConfig, CodeActionKind, FileEdit, NewOverrideTarget,
     },

@@ -1,0 +1,96 @@
+//! Settings from `initializationOptions` and `workspace/didChangeConfiguration`.
+//!
+//! ```json
+//! { "target": "n300", "policy": "df-sharding", "maxLegalLayouts": 32 }
+//! ```
+//!
+//! The object may also be nested under `ttnn-analyzer` or `ttnnAnalyzer` (how VS Code and
+//! most clients scope settings). Unknown keys are ignored; a bad value is reported and the
+//! previous setting kept.
+
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the server is an edge crate: a `target` setting may name a target file"
+)]
+
+use ide::{Options, Policy};
+use serde_json::Value;
+
+/// The settings in force, starting from tt-mlir's defaults on an n150.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) target: target::Target,
+    /// The `target` setting as written, to report it back.
+    pub(crate) target_name: String,
+    pub(crate) options: Options,
+}
+
+impl Config {
+    pub(crate) fn new() -> Config {
+        Config {
+            target: target::Target::n150(),
+            target_name: "n150".to_owned(),
+            options: Options::tt_mlir_defaults(),
+        }
+    }
+
+    /// Applies a settings object; returns one message per value that could not be used.
+    pub(crate) fn update(&mut self, value: &Value) -> Vec<String> {
+        let mut errors = Vec::new();
+        let Some(obj) = settings_object(value) else { return errors };
+        if let Some(t) = obj.get("target") {
+            match t.as_str() {
+                Some(name) => match load_target(name) {
+                    Ok(target) => {
+                        self.target = target;
+                        self.target_name = name.to_owned();
+                    }
+                    Err(e) => errors.push(e),
+                },
+                None => errors.push(format!("`target` must be a string, found {t}")),
+            }
+        }
+        if let Some(p) = obj.get("policy") {
+            match p.as_str().and_then(Policy::from_name) {
+                Some(policy) => self.options.policy = policy,
+                None => errors.push(format!(
+                    "`policy` must be `df-sharding` or `df-sharding-merge`, found {p}"
+                )),
+            }
+        }
+        if let Some(m) = obj.get("maxLegalLayouts") {
+            match m.as_u64().and_then(|v| u32::try_from(v).ok()) {
+                Some(v) => self.options.max_legal_layouts = v,
+                None => errors
+                    .push(format!("`maxLegalLayouts` must be a non-negative integer, found {m}")),
+            }
+        }
+        errors
+    }
+}
+
+fn settings_object(value: &Value) -> Option<&serde_json::Map<String, Value>> {
+    let obj = value.as_object()?;
+    for key in ["ttnn-analyzer", "ttnnAnalyzer", "ttnn_analyzer"] {
+        if let Some(inner) = obj.get(key).and_then(Value::as_object) {
+            return Some(inner);
+        }
+    }
+    Some(obj)
+}
+
+/// A builtin device name (`n150`, `n300`, `p150`, ...) or the path of a TOML/JSON target file.
+fn load_target(name: &str) -> Result<target::Target, String> {
+    if let Some(t) = target::Target::builtin(name) {
+        return Ok(t);
+    }
+    let text = std::fs::read_to_string(name).map_err(|e| {
+        format!("`target` is neither a builtin device (n150, n300, p150) nor a readable file: {name}: {e}")
+    })?;
+    let parsed = if name.ends_with(".json") {
+        target::Target::from_json_str(&text)
+    } else {
+        target::Target::from_toml_str(&text)
+    };
+    parsed.map_err(|e| format!("target file {name}: {e}"))
+}
