@@ -14,6 +14,7 @@ mod input;
 mod optimize;
 mod render;
 mod report;
+mod session;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,8 @@ enum Command {
     Optimize(optimize::OptimizeArgs),
     /// Evaluate the IR as written against the op model: per-op validity, L1 use and live L1.
     Report(report::ReportArgs),
+    /// A JSON-lines session over one analysis database, for tools and tuning loops.
+    Session(session::SessionArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Lsp => server::run_stdio(),
         Command::Optimize(args) => optimize::optimize(&args),
         Command::Report(args) => report::report(&args),
+        Command::Session(args) => session::session(&args),
     };
     match result {
         Ok(code) => code,

@@ -11,20 +11,21 @@ mod cancel;
 mod code_actions;
 mod db;
 mod diagnostics;
-mod plan_report;
+#[cfg(test)]
+mod feature_tests;
 mod file_index;
+#[cfg(test)]
+mod fixture;
 mod hover;
 mod inlay_hints;
 mod navigation;
 mod overrides_diag;
 mod plan_hover;
+mod plan_report;
 mod semantic_tokens;
 mod sites;
 mod symbols;
-#[cfg(test)]
-mod feature_tests;
-#[cfg(test)]
-mod fixture;
+mod tuning;
 
 use std::{panic::UnwindSafe, sync::Arc};
 
@@ -46,6 +47,7 @@ pub use crate::{
     plan_report::{ChainSummary, OpDecision, PlanReport},
     semantic_tokens::TokenType,
     symbols::{Symbol, SymbolKind},
+    tuning::{CostSummary, OpLayouts, OpRef, OverrideOption, overrides_with, overrides_without},
 };
 pub use base_db::{Options, Policy};
 pub use salsa::Cancelled;
@@ -132,6 +134,10 @@ impl AnalysisHost {
         let db = RootDatabase::default();
         base_db::init_inputs(&db, target, options, String::new(), Arc::from(""));
         AnalysisHost { db, files: FxHashMap::default(), removed: FxHashMap::default() }
+    }
+
+    pub(crate) fn db(&self) -> &RootDatabase {
+        &self.db
     }
 
     /// The current snapshot.

@@ -13,6 +13,7 @@
 //! so an edit re-solves exactly the chains whose problem changed.
 
 mod chain_graph;
+mod costing;
 mod merge;
 mod planning;
 mod problem;
@@ -20,6 +21,7 @@ mod scheduling;
 
 pub use crate::{
     chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
+    costing::{PlanCost, cost_lower_bound, plan_cost, written_cost},
     merge::{MergeDecisions, MergeKind, Reservation, merge_decisions},
     planning::{
         ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, Plan, SpillLocation, plan, plan_for,

@@ -16,7 +16,7 @@
 
 use std::{fmt::Write as _, sync::Arc};
 
-use base_db::SourceFile;
+use base_db::{Policy, SourceFile};
 use ir::{FuncBody, FuncId, OpForm, Ty, ValueRef};
 use opmodel::OpConfig;
 use rustc_hash::FxHashMap;
@@ -38,14 +38,22 @@ pub struct FinalIr {
     pub skipped: Vec<(String, String)>,
 }
 
+/// The optimized text of a file under the policy in the options.
 #[salsa::tracked(returns(clone))]
 pub fn final_ir(db: &dyn Db, file: SourceFile) -> Arc<FinalIr> {
+    final_ir_for(db, file, layout::effective_options(db).policy)
+}
+
+/// The optimized text of a file under a given policy.
+#[salsa::tracked(returns(clone))]
+pub fn final_ir_for(db: &dyn Db, file: SourceFile, policy: Policy) -> Arc<FinalIr> {
     let parse = ir::parse_file(db, file);
     let funcs = ir::file_funcs(db, file);
     let text = file.text(db);
     let _p = tracing::debug_span!("final_ir", file = %file.path(db)).entered();
     let mut hook = Rewriter {
         db,
+        policy,
         text,
         parse: &parse,
         funcs: &funcs,
@@ -91,6 +99,7 @@ struct ChunkAliases {
 
 struct Rewriter<'a> {
     db: &'a dyn Db,
+    policy: Policy,
     text: &'a str,
     parse: &'a Parse,
     funcs: &'a [FuncId],
@@ -263,7 +272,7 @@ impl Rewriter<'_> {
         if ast_ops.len() != body.ops.len() || region.blocks.len() != 1 {
             return None;
         }
-        let plan = plan::plan(db, func);
+        let plan = plan::plan_for(db, func, self.policy);
         let names = ir::func_loc_names(db, func);
         let mut used_names: rustc_hash::FxHashSet<String> =
             body.arg_names.iter().cloned().collect();

@@ -1,0 +1,272 @@
+//! The API tuning loops and the session mode use: find ops by name, read their legal
+//! layouts, read a plan's cost, and edit the overrides text one op at a time.
+//!
+//! Everything is incremental: changing one op's override through [`AnalysisHost`] and asking
+//! for the cost again re-solves only that op's chain (and the merges that touch it).
+
+use std::sync::Arc;
+
+use base_db::{Policy, SourceFile};
+use ir::{FuncId, OpId};
+use ttnn_types::TtnnLayout;
+
+use crate::{Analysis, AnalysisHost, Cancellable, Change, RootDatabase};
+
+/// An op found by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpRef {
+    pub func: FuncId,
+    pub op: OpId,
+    pub index: usize,
+}
+
+/// An op's candidate layouts and configs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpLayouts {
+    pub name: String,
+    pub kind: String,
+    pub fixed: bool,
+    pub scalar_types: Vec<String>,
+    pub layouts: Vec<TtnnLayout>,
+    /// (index into `layouts`, config in words).
+    pub configs: Vec<(usize, Option<String>)>,
+    pub rejected: usize,
+    pub first_rejection: Option<String>,
+    pub override_use: Option<String>,
+    pub unknown_op: Option<String>,
+}
+
+/// A file's estimated time under a policy, with its baselines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CostSummary {
+    pub policy: Policy,
+    pub total_ns: u64,
+    pub op_ns: u64,
+    pub reshard_ns: u64,
+    pub spill_ns: u64,
+    /// The IR as written (all DRAM for an imported model).
+    pub written_ns: u64,
+    pub lower_bound_ns: u64,
+}
+
+pub(crate) fn optimizable_funcs(db: &RootDatabase, file: SourceFile) -> Vec<FuncId> {
+    ir::file_funcs(db, file)
+        .iter()
+        .copied()
+        .filter(|f| ir::func_body(db, *f).is_some_and(|b| rewrite::optimizable(&b).is_ok()))
+        .collect()
+}
+
+/// Finds an op by its `loc("name")` or its result name (`%3`).
+pub(crate) fn find_op(db: &RootDatabase, file: SourceFile, name: &str) -> Option<OpRef> {
+    for &func in ir::file_funcs(db, file).iter() {
+        let Some(body) = ir::func_body(db, func) else { continue };
+        let names = ir::func_loc_names(db, func);
+        let index = names
+            .names
+            .iter()
+            .position(|n| n.as_deref() == Some(name))
+            .or_else(|| body.ops.iter().position(|o| o.key == name))?;
+        let op = ir::func_ops(db, func).get(index).copied()?;
+        return Some(OpRef { func, op, index });
+    }
+    None
+}
+
+impl Analysis {
+    pub fn find_op(&self, file: SourceFile, name: &str) -> Cancellable<Option<OpRef>> {
+        let name = name.to_owned();
+        self.with_db(move |db| find_op(db, file, &name))
+    }
+
+    /// An op's legal layouts and configs (the session's `layouts` answer).
+    pub fn op_layouts(&self, file: SourceFile, name: &str) -> Cancellable<Option<OpLayouts>> {
+        let name = name.to_owned();
+        self.with_db(move |db| {
+            let r = find_op(db, file, &name)?;
+            let body = ir::func_body(db, r.func)?;
+            let legal = layout::legal_op_layouts(db, r.op);
+            let configs = layout::legal_op_configs(db, r.op);
+            let scalar = layout::scalar_types(db, r.func);
+            Some(OpLayouts {
+                name,
+                kind: body.ops[r.index].name.clone(),
+                fixed: legal.fixed,
+                scalar_types: scalar.iter().map(ToString::to_string).collect(),
+                layouts: legal.layouts.clone(),
+                configs: configs
+                    .configs
+                    .iter()
+                    .map(|c| {
+                        let idx =
+                            legal.layouts.iter().position(|l| *l == c.layout).unwrap_or(usize::MAX);
+                        (idx, crate::plan_report::config_text(&c.config))
+                    })
+                    .collect(),
+                rejected: legal.rejected,
+                first_rejection: legal.first_rejection.clone(),
+                override_use: legal.override_use.as_ref().map(|o| format!("{o:?}")),
+                unknown_op: legal.unknown_op.clone(),
+            })
+        })
+    }
+
+    /// The file's estimated time under `policy`, summed over its optimizable functions.
+    pub fn cost(&self, file: SourceFile, policy: Policy) -> Cancellable<CostSummary> {
+        self.with_db(move |db| {
+            let mut s = CostSummary {
+                policy,
+                total_ns: 0,
+                op_ns: 0,
+                reshard_ns: 0,
+                spill_ns: 0,
+                written_ns: 0,
+                lower_bound_ns: 0,
+            };
+            for func in optimizable_funcs(db, file) {
+                let c = plan::plan_cost(db, func, policy);
+                s.total_ns += c.total_ns;
+                s.op_ns += c.op_ns;
+                s.reshard_ns += c.reshard_ns;
+                s.spill_ns += c.spill_ns;
+                s.written_ns += plan::written_cost(db, func).total_ns;
+                s.lower_bound_ns += plan::cost_lower_bound(db, func);
+            }
+            s
+        })
+    }
+
+    /// The optimized text of a file under a given policy.
+    pub fn final_ir_for(
+        &self,
+        file: SourceFile,
+        policy: Policy,
+    ) -> Cancellable<Arc<rewrite::FinalIr>> {
+        self.with_db(move |db| rewrite::final_ir_for(db, file, policy))
+    }
+}
+
+/// Which override option an entry belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrideOption {
+    OutputLayout,
+    Conv2dConfig,
+    InsertMemReconfig,
+}
+
+impl OverrideOption {
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<OverrideOption> {
+        match s {
+            "override-output-layout" | "output_layout" | "layout" => {
+                Some(OverrideOption::OutputLayout)
+            }
+            "override-conv2d-config" | "conv2d_config" | "conv2d" => {
+                Some(OverrideOption::Conv2dConfig)
+            }
+            "insert-memreconfig" | "reshard" => Some(OverrideOption::InsertMemReconfig),
+            _ => None,
+        }
+    }
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            OverrideOption::OutputLayout => "override-output-layout",
+            OverrideOption::Conv2dConfig => "override-conv2d-config",
+            OverrideOption::InsertMemReconfig => "insert-memreconfig",
+        }
+    }
+}
+
+/// The overrides text with the entries for `op` removed (all options, or only `option`).
+/// Lines keep their order; a line left with no entries is dropped.
+#[must_use]
+pub fn overrides_without(text: &str, op: &str, option: Option<OverrideOption>) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("//") {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let mut kept_opts = Vec::new();
+        for opt in trimmed.split_whitespace() {
+            let Some((name, value)) = opt.split_once('=') else {
+                kept_opts.push(opt.to_owned());
+                continue;
+            };
+            let matches_option = option.is_none_or(|o| o.name() == name);
+            if OverrideOption::from_name(name).is_none() || !matches_option {
+                kept_opts.push(opt.to_owned());
+                continue;
+            }
+            let entries: Vec<&str> = value
+                .split(',')
+                .filter(|e| e.split_once('=').is_none_or(|(n, _)| n != op))
+                .collect();
+            if !entries.is_empty() {
+                kept_opts.push(format!("{name}={}", entries.join(",")));
+            }
+        }
+        if !kept_opts.is_empty() {
+            out.push_str(&kept_opts.join(" "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The overrides text with `op`'s entry for `option` set to `params`.
+#[must_use]
+pub fn overrides_with(text: &str, op: &str, option: OverrideOption, params: &str) -> String {
+    let mut out = overrides_without(text, op, Some(option));
+    out.push_str(&format!("{}={op}={params}\n", option.name()));
+    out
+}
+
+impl AnalysisHost {
+    /// The current overrides text.
+    #[must_use]
+    pub fn overrides_text(&self) -> (String, String) {
+        let input = base_db::OverridesInput::get(self.db());
+        (input.origin(self.db()).clone(), input.text(self.db()).to_string())
+    }
+
+    /// Sets one op's override, keeping the others.
+    pub fn set_override(&mut self, op: &str, option: OverrideOption, params: &str) {
+        let (origin, text) = self.overrides_text();
+        self.apply_change(
+            Change::new().set_overrides(origin, overrides_with(&text, op, option, params)),
+        );
+    }
+
+    /// Removes one op's overrides (all options, or one).
+    pub fn clear_override(&mut self, op: &str, option: Option<OverrideOption>) {
+        let (origin, text) = self.overrides_text();
+        self.apply_change(
+            Change::new().set_overrides(origin, overrides_without(&text, op, option)),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn editing_one_ops_override_keeps_the_others() {
+        let text = "# pins\noverride-output-layout=a=l1,b=dram max-legal-layouts=8\ninsert-memreconfig=a=0\n";
+        let with =
+            overrides_with(text, "a", OverrideOption::OutputLayout, "8x8:l1:block_sharded:tile");
+        assert_eq!(
+            with,
+            "# pins\noverride-output-layout=b=dram max-legal-layouts=8\ninsert-memreconfig=a=0\noverride-output-layout=a=8x8:l1:block_sharded:tile\n"
+        );
+        assert_eq!(
+            overrides_without(&with, "a", None),
+            "# pins\noverride-output-layout=b=dram max-legal-layouts=8\n"
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! `plan_cost`: the estimated device time of a function under a plan, and the baselines it
+//! is judged against (the IR as written, and a lower bound).
+//!
+//! Every op is costed with the layouts the optimized IR gives it: its planned output, its
+//! operands as they arrive after conversions, its op config. Reshards and spills are costed
+//! as the `to_memory_config` ops the rewrite inserts.
+
+use std::sync::Arc;
+
+use base_db::{Policy, TargetInput};
+use cost::{CostModel, OpUnit, UnitTensor};
+use ir::{FuncId, Ty, ValueRef};
+use opmodel::{OpKind, TensorDesc};
+use ttnn_types::{DataType, PageLayout, TtnnLayout};
+
+use crate::{
+    Db,
+    planning::{incoming_layout, plan_for},
+};
+
+/// A plan's estimated time, in nanoseconds, with its parts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PlanCost {
+    pub total_ns: u64,
+    pub op_ns: u64,
+    pub reshard_ns: u64,
+    pub spill_ns: u64,
+    /// Per op (body index), the op's own time.
+    pub per_op: Vec<u64>,
+    pub dram_bytes: u64,
+    pub flops: u64,
+}
+
+fn desc(shape: Option<Vec<u64>>, layout: Option<TtnnLayout>) -> Option<TensorDesc> {
+    Some(TensorDesc::new(&shape?, layout?))
+}
+
+fn shape_of(ty: &Ty) -> Option<Vec<u64>> {
+    ty.as_tensor()?.static_shape()
+}
+
+/// The cost of a function under a policy's plan.
+#[salsa::tracked(returns(clone))]
+pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
+    let plan = plan_for(db, func, policy);
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let model = CostModel::for_target(TargetInput::get(db).target(db));
+    let ops = ir::func_ops(db, func);
+    let _p =
+        tracing::debug_span!("plan_cost", func = %func.name(db), policy = policy.name()).entered();
+    let mut out = PlanCost { per_op: vec![0; body.ops.len()], ..PlanCost::default() };
+    for (i, data) in body.ops.iter().enumerate() {
+        let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
+        let p = &plan.ops[i];
+        let mut inputs = Vec::new();
+        for (k, ty) in data.operand_types.iter().enumerate() {
+            if ty.as_tensor().is_none() {
+                continue;
+            }
+            let arriving = incoming_layout(&body, &plan.ops, i, k).or_else(|| ty.layout().cloned());
+            let used = p
+                .expected_operands
+                .get(k)
+                .cloned()
+                .flatten()
+                .map(|c| c.layout)
+                .or(arriving.clone());
+            if let (Some(from), Some(to)) = (desc(shape_of(ty), arriving), used.as_ref())
+                && &from.layout != to
+            {
+                let c = model.reshard_cost(&from, to);
+                out.reshard_ns = out.reshard_ns.saturating_add(c.total_ns);
+                out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
+            }
+            if let Some(d) = desc(shape_of(ty), used) {
+                inputs.push(d);
+            }
+        }
+        let Some(output) = desc(data.results.first().and_then(shape_of), p.layout.clone()) else {
+            continue;
+        };
+        let c = model.op_cost(&sig.kind, &inputs, &output, &p.config);
+        out.per_op[i] = c.total_ns;
+        out.op_ns = out.op_ns.saturating_add(c.total_ns);
+        out.flops = out.flops.saturating_add(c.flops);
+        out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
+        if let Some(spill) = &p.spill {
+            let c = if spill.layout.is_l1() {
+                model.reshard_cost(&output, &spill.layout)
+            } else {
+                model.spill_cost(&output)
+            };
+            out.spill_ns = out.spill_ns.saturating_add(c.total_ns);
+            out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
+        }
+    }
+    out.total_ns = out.op_ns.saturating_add(out.reshard_ns).saturating_add(out.spill_ns);
+    Arc::new(out)
+}
+
+/// The cost of the function as written, with the layouts its types carry.
+#[salsa::tracked(returns(clone))]
+pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let model = CostModel::for_target(TargetInput::get(db).target(db));
+    let ops = ir::func_ops(db, func);
+    let mut out = PlanCost { per_op: vec![0; body.ops.len()], ..PlanCost::default() };
+    for (i, data) in body.ops.iter().enumerate() {
+        let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
+        let inputs: Vec<TensorDesc> = data
+            .operand_types
+            .iter()
+            .filter_map(|t| desc(shape_of(t), t.layout().cloned()))
+            .collect();
+        let Some(output) =
+            data.results.first().and_then(|t| desc(shape_of(t), t.layout().cloned()))
+        else {
+            continue;
+        };
+        let c = model.op_cost(&sig.kind, &inputs, &output, &sig.config);
+        out.per_op[i] = c.total_ns;
+        out.op_ns = out.op_ns.saturating_add(c.total_ns);
+        out.flops = out.flops.saturating_add(c.flops);
+        out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
+    }
+    out.total_ns = out.op_ns;
+    Arc::new(out)
+}
+
+/// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
+/// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
+#[salsa::tracked(returns(copy))]
+pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
+    let Some(body) = ir::func_body(db, func) else { return 0 };
+    let model = CostModel::for_target(TargetInput::get(db).target(db));
+    let ops = ir::func_ops(db, func);
+    let unit = |ty: &Ty, fixed: bool| -> Option<UnitTensor> {
+        let t = ty.as_tensor()?;
+        let layout = t.layout.clone();
+        Some(UnitTensor {
+            shape: t.static_shape()?,
+            dtype: t.data_type().unwrap_or(DataType::BF16),
+            page: layout.as_ref().map_or(PageLayout::Tile, TtnnLayout::page_layout),
+            fixed: if fixed { layout } else { None },
+        })
+    };
+    let mut units = Vec::new();
+    for (i, data) in body.ops.iter().enumerate() {
+        let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
+        if matches!(sig.kind, OpKind::Unknown(_)) {
+            continue;
+        }
+        let fixed_out = layout::legal_op_layouts(db, ops[i]).fixed;
+        let inputs: Vec<UnitTensor> = data
+            .operands
+            .iter()
+            .zip(&data.operand_types)
+            .filter_map(|(v, t)| unit(t, matches!(v, ValueRef::Arg(_))))
+            .collect();
+        let Some(output) = data.results.first().and_then(|t| unit(t, fixed_out)) else { continue };
+        units.push(OpUnit { kind: sig.kind.clone(), inputs, output, config: sig.config.clone() });
+    }
+    model.lower_bound(&units)
+}
