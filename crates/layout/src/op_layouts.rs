@@ -149,17 +149,24 @@ pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
         .unwrap_or(DataType::BF16);
     let mut out = LegalOpLayouts { dtype: Some(dtype), ..LegalOpLayouts::default() };
     let inputs = dram_inputs(&sig);
+    // A candidate stays if the op accepts it fed DRAM-interleaved inputs (the chain entry),
+    // or, for a sharded candidate, fed inputs sharded the same way: some ops (concat,
+    // sharded-only kernels) produce a sharded output only from sharded inputs, and would
+    // otherwise never enter a chain.
     let validate = |layout: &TtnnLayout| -> Result<(), OpError> {
-        let Some(q) = query_for(
-            &sig,
-            inputs.clone(),
-            OutputHint::Layout(layout.clone()),
-            sig.config.clone(),
-            0,
-        ) else {
+        let hint = OutputHint::Layout(layout.clone());
+        let Some(q) = query_for(&sig, inputs.clone(), hint.clone(), sig.config.clone(), 0) else {
             return Ok(());
         };
-        model.query(target, &q).map(|_| ())
+        let first = model.query(target, &q).map(|_| ());
+        if first.is_ok() || !layout.is_sharded() {
+            return first;
+        }
+        let Some(matched) = matched_inputs(&sig, layout, target.worker_grid()) else {
+            return first;
+        };
+        let Some(q) = query_for(&sig, matched, hint, sig.config.clone(), 0) else { return first };
+        model.query(target, &q).map(|_| ()).or(first)
     };
     if !sig.kind.is_known() {
         out.unknown_op = Some(sig.kind.name().to_owned());
@@ -234,6 +241,32 @@ pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
         out.layouts.push(TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
     }
     Arc::new(out)
+}
+
+/// The op's tensor inputs re-laid with the candidate's memory layout and grid, where a
+/// sharded layout of that kind exists for the input's shape.
+fn matched_inputs(
+    sig: &OpSignature,
+    layout: &TtnnLayout,
+    worker: ttnn_types::Grid,
+) -> Option<Vec<TensorDesc>> {
+    let ml = layout.memory_layout?;
+    sig.tensor_operands()
+        .map(|(_, t)| {
+            let shape = t.static_shape()?;
+            let dtype = t.data_type().unwrap_or(DataType::BF16);
+            let l = TtnnLayout::sharded(
+                &shape,
+                dtype,
+                layout.page_layout(),
+                ml,
+                layout.grid2d(),
+                worker,
+            )
+            .unwrap_or_else(|_| TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
+            Some(TensorDesc::new(&shape, l))
+        })
+        .collect()
 }
 
 fn reject(out: &mut LegalOpLayouts, e: &OpError) {
