@@ -10,6 +10,7 @@
 
 mod check;
 mod common;
+mod import;
 mod input;
 mod optimize;
 mod render;
@@ -34,6 +35,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the file normalized in tt-mlir's style to stdout.
     Fmt(check::FmtArgs),
+    /// Lower a TTIR model file to TTNN with DRAM-interleaved layouts, to stdout or `-o`.
+    Import(import::ImportArgs),
     /// Serve the Language Server Protocol over stdin and stdout (logs go to stderr).
     Lsp,
     /// Choose layouts and configs for every op and print the rewritten IR.
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => check::fmt(&args),
+        Command::Import(args) => import::import(&args),
         Command::Lsp => server::run_stdio(),
         Command::Optimize(args) => optimize::optimize(&args),
         Command::Report(args) => report::report(&args),

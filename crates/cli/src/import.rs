@@ -1,0 +1,88 @@
+//! `import`: lowers a TTIR model file to TTNN with DRAM-interleaved layouts, the shape tt-mlir's
+//! optimizer starts from (the engine is `crates/import`; see `docs/cli/import.md`).
+
+use std::{io::Write as _, process::ExitCode};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use clap::Args;
+use ide::{Diagnostic, Severity};
+
+use crate::{input, render};
+
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The TTIR `.mlir` file to import; it is never modified.
+    file: Utf8PathBuf,
+    /// Write the TTNN text here instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    output: Option<Utf8PathBuf>,
+}
+
+pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(out) = &args.output
+        && same_file(out, &args.file)
+    {
+        anyhow::bail!(
+            "refusing to overwrite the input file `{}`; write the result elsewhere",
+            args.file
+        );
+    }
+    let input = input::read(&args.file)?;
+    let result = import_text(&input.text, &args.file);
+    let mut diags: Vec<Diagnostic> = input.encoding_error.iter().cloned().collect();
+    diags.extend(to_ide_diagnostics(&result.diagnostics));
+
+    // The TTNN text is written even when some ops could not be lowered: those stay in TTIR
+    // form and the rest of the graph is still worth having (the diagnostics say what is left).
+    match &args.output {
+        Some(path) => std::fs::write(path, &result.ttnn)
+            .map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?,
+        None => {
+            let _ = std::io::stdout().lock().write_all(result.ttnn.as_bytes());
+        }
+    }
+    let mut err = std::io::stderr().lock();
+    render::human(&input.path, &input.text, &diags, &mut err);
+    let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
+    let stats = &result.stats;
+    let _ = writeln!(
+        err,
+        "imported `{}`: {} TTIR ops in, {} TTNN ops out, {} not lowered, {errors} error{}",
+        input.path,
+        stats.ops_in,
+        stats.ops_out,
+        stats.unsupported,
+        if errors == 1 { "" } else { "s" }
+    );
+    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Imports TTIR text; the output's header names the file by its base name only, so the text
+/// does not depend on the directory it was imported from.
+pub(crate) fn import_text(text: &str, path: &Utf8Path) -> import::ImportResult {
+    import::import_ttir(text, path.file_name().unwrap_or(path.as_str()))
+}
+
+pub(crate) fn to_ide_diagnostics(diags: &[import::ImportDiagnostic]) -> Vec<Diagnostic> {
+    diags
+        .iter()
+        .map(|d| Diagnostic {
+            range: d.range,
+            severity: d.severity,
+            code: d.code,
+            message: d.message.clone(),
+        })
+        .collect()
+}
+
+/// True when both paths name the same file: equal as written, or (when both exist) after
+/// resolving links and `..`, so `./a.mlir` and `a.mlir` are caught too.
+fn same_file(a: &Utf8Path, b: &Utf8Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}

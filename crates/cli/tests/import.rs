@@ -1,0 +1,146 @@
+//! Golden tests of `ttnn-analyzer import`: the hand-written mixed-op fixture must come out
+//! exactly as the import library's own golden pins it, an unsupported op is an error that does
+//! not stop the rest of the file being written, and the input is never overwritten.
+
+#![expect(clippy::disallowed_methods, reason = "CLI tests write temporary files")]
+
+use std::{path::PathBuf, process::Command};
+
+use expect_test::expect;
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ttnn-analyzer"))
+        .args(args)
+        .current_dir(workspace_root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the CLI binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A path in the temp directory, removed when dropped.
+struct TempPath(PathBuf);
+
+impl TempPath {
+    fn new(name: &str) -> TempPath {
+        TempPath(std::env::temp_dir().join(format!("ttnn-import-{}-{name}", std::process::id())))
+    }
+
+    fn with_text(name: &str, text: &str) -> TempPath {
+        let p = TempPath::new(name);
+        std::fs::write(&p.0, text).expect("temp file is writable");
+        p
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The CLI adds nothing to the library's output, so the library's golden file is the
+/// CLI's golden too; regenerating it belongs to `crates/import`'s fixture test.
+#[test]
+fn import_prints_the_pinned_ttnn_of_the_mixed_ops_fixture() {
+    let (code, stdout, stderr) = run(&["import", "test-data/import/mixed_ops.mlir"]);
+    assert_eq!(code, 0, "{stderr}");
+    let expected =
+        std::fs::read_to_string(workspace_root().join("test-data/import/mixed_ops.expected.mlir"))
+            .expect("the import golden exists");
+    assert!(stdout == expected, "import output differs from mixed_ops.expected.mlir:\n{stdout}");
+    expect![[r#"
+        imported `test-data/import/mixed_ops.mlir`: 31 TTIR ops in, 39 TTNN ops out, 0 not lowered, 0 errors
+    "#]]
+    .assert_eq(&stderr);
+}
+
+#[test]
+fn import_writes_the_same_text_to_an_output_file() {
+    let out = TempPath::new("mixed.ttnn.mlir");
+    let (code, stdout, stderr) =
+        run(&["import", "test-data/import/mixed_ops.mlir", "-o", out.path()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "");
+    let written = std::fs::read_to_string(&out.0).expect("the output was written");
+    let expected =
+        std::fs::read_to_string(workspace_root().join("test-data/import/mixed_ops.expected.mlir"))
+            .expect("the import golden exists");
+    assert!(written == expected, "written output differs from mixed_ops.expected.mlir");
+}
+
+const UNSUPPORTED: &str = r#"module {
+  func.func @main(%x: tensor<4x4xi64>) -> tensor<4x4xi64> {
+    %0 = "ttir.mystery"(%x) : (tensor<4x4xi64>) -> tensor<4x4xi64> loc("m")
+    %1 = "ttir.relu"(%0) : (tensor<4x4xi64>) -> tensor<4x4xi64> loc("r")
+    return %1 : tensor<4x4xi64>
+  }
+}
+"#;
+
+#[test]
+fn an_unsupported_op_is_an_error_but_the_rest_is_still_imported() {
+    let input = TempPath::with_text("unsupported.mlir", UNSUPPORTED);
+    let (code, stdout, stderr) = run(&["import", input.path()]);
+    assert_eq!(code, 1, "{stderr}");
+    expect![[r#"
+        // TTNN imported by ttnn-analyzer from ttnn-import-PID-unsupported.mlir
+        #dram = #ttnn.buffer_type<dram>
+        #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+        module {
+          func.func @main(%arg0: tensor<4x4xsi32, #ttnn_layout>) -> tensor<4x4xsi32, #ttnn_layout> {
+            %0 = "ttir.mystery"(%arg0) : (tensor<4x4xsi32, #ttnn_layout>) -> tensor<4x4xsi32, #ttnn_layout> loc("m")
+            %1 = "ttnn.relu"(%0) : (tensor<4x4xsi32, #ttnn_layout>) -> tensor<4x4xsi32, #ttnn_layout> loc("r")
+            return %1 : tensor<4x4xsi32, #ttnn_layout>
+          }
+        }
+    "#]]
+    .assert_eq(&stdout.replace(&std::process::id().to_string(), "PID"));
+    expect![[r#"
+        error[unsupported-op]: cannot lower `ttir.mystery` at `m`: no lowering for `ttir.mystery`
+         --> TMP/ttnn-import-PID-unsupported.mlir:3:5
+          |
+        3 |     %0 = "ttir.mystery"(%x) : (tensor<4x4xi64>) -> tensor<4x4xi64> loc("m")
+          |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+
+        imported `TMP/ttnn-import-PID-unsupported.mlir`: 2 TTIR ops in, 2 TTNN ops out, 1 not lowered, 1 error
+    "#]]
+    .assert_eq(&normalize(&stderr));
+}
+
+#[test]
+fn import_refuses_to_overwrite_its_input() {
+    let input = TempPath::with_text("self.mlir", UNSUPPORTED);
+    let (code, stdout, stderr) = run(&["import", input.path(), "-o", input.path()]);
+    assert_eq!(code, 2);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("refusing to overwrite the input file"), "{stderr}");
+    let kept = std::fs::read_to_string(&input.0).expect("the input is still there");
+    assert_eq!(kept, UNSUPPORTED);
+}
+
+#[test]
+fn import_of_a_missing_file_exits_with_status_two() {
+    let (code, _, stderr) = run(&["import", "test-data/import/no_such_model.mlir"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot read"), "{stderr}");
+}
+
+/// Stderr with the temp directory and the process id replaced, so snapshots are portable.
+fn normalize(s: &str) -> String {
+    let tmp = std::env::temp_dir();
+    let tmp = tmp.to_str().expect("utf-8 temp dir").trim_end_matches('/');
+    s.replace(tmp, "TMP").replace(&std::process::id().to_string(), "PID")
+}
