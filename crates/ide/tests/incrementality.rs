@@ -211,3 +211,79 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
         "#]],
     );
 }
+
+/// Two independent chains (a matmul -> relu -> gelu and an exp-fed matmul -> neg) and a
+/// reshape between them that belongs to no chain.
+const TWO_CHAINS: &str = r##"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+func.func @main(%a: tensor<256x256xbf16, #l>, %w: tensor<256x256xbf16, #l>) -> (tensor<256x256xbf16, #l>, tensor<256x256xbf16, #l>) {
+  %0 = "ttnn.matmul"(%a, %w) <{transpose_a = false, transpose_b = false}> : (tensor<256x256xbf16, #l>, tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("mm0")
+  %1 = "ttnn.relu"(%0) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("relu0")
+  %2 = "ttnn.gelu"(%1) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("gelu0")
+  %3 = "ttnn.exp"(%w) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("exp1")
+  %4 = "ttnn.matmul"(%3, %a) <{transpose_a = false, transpose_b = false}> : (tensor<256x256xbf16, #l>, tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("mm1")
+  %5 = "ttnn.neg"(%4) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("neg1")
+  return %2, %5 : tensor<256x256xbf16, #l>, tensor<256x256xbf16, #l>
+}
+"##;
+
+/// Optimizes the file: plan, merges, final IR and cost, as `optimize` and `cost` do.
+fn optimize_all(host: &AnalysisHost) {
+    let file = host.file(FILE).expect("file is open");
+    let analysis = host.analysis();
+    let _ = analysis.final_ir(file).expect("not cancelled");
+    let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+}
+
+#[track_caller]
+fn check_optimize(change: Change, expect: Expect) {
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, TWO_CHAINS));
+    optimize_all(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(change);
+    optimize_all(&host);
+    let mut executed: Vec<String> = host
+        .take_executed_queries()
+        .into_iter()
+        .filter(|q| {
+            q.starts_with("solve_chain")
+                || q.starts_with("chain_problem")
+                || q.starts_with("legal_op")
+                || q.starts_with("chains")
+                || q.starts_with("merge")
+                || q.starts_with("schedule")
+        })
+        .collect();
+    executed.sort();
+    expect.assert_eq(&executed.join("\n"));
+}
+
+#[test]
+fn an_override_on_one_op_resolves_only_its_chain() {
+    check_optimize(
+        Change::new()
+            .set_overrides("m.overrides", "override-output-layout=neg1=l1:height_sharded\n"),
+        expect![[r#"
+            chain_problem(@main:[%4 %5])
+            legal_op_configs(@main:%5)
+            legal_op_layouts(@main:%5)
+            merge_decisions(@main)
+            solve_chain(@main:[%4 %5])"#]],
+    );
+}
+
+#[test]
+fn a_whitespace_edit_resolves_no_chain() {
+    let start = TWO_CHAINS.find("  %3 =").expect("fixture has %3") as u32;
+    check_optimize(
+        Change::new().edit_file(
+            FILE,
+            vec![TextEdit {
+                range: TextRange::new(start, start),
+                text: "\n  // moved\n".to_owned(),
+            }],
+        ),
+        expect![[r#""#]],
+    );
+}

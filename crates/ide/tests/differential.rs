@@ -1,0 +1,230 @@
+//! Differential test: after every random edit, the incrementally maintained analysis gives
+//! exactly what a fresh analysis of the same inputs gives.
+//!
+//! Edits: overrides set and cleared, attribute edits, result type edits, op insertions and
+//! deletions, whitespace. Compared: the optimized IR of both policies and the plan report.
+//! `DIFF_EDITS=N` runs N edits (default 200, to keep `cargo test` quick); `DIFF_SEED` picks
+//! the seed.
+
+#![expect(clippy::disallowed_methods, reason = "the test reads its edit count and seed from the environment")]
+
+use ide::{AnalysisHost, Change, Options, Policy, TextEdit};
+use syntax::TextRange;
+
+const FILE: &str = "g.mlir";
+
+/// splitmix64: a tiny deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const T: &str = "tensor<256x256xbf16, #l>";
+
+/// A graph of `n` ops over 256x256 tensors: chains of unary ops, matmuls, binary joins and
+/// forks, each op named `opN`.
+fn graph(rng: &mut Rng, n: usize) -> String {
+    let mut s = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    s.push_str(&format!("func.func @main(%a: {T}, %b: {T}) -> {T} {{\n"));
+    let mut values = vec!["%a".to_owned(), "%b".to_owned()];
+    for i in 0..n {
+        let pick = |rng: &mut Rng, values: &[String]| {
+            // Prefer recent values so chains form, sometimes reach back (forks).
+            let back = if rng.below(4) == 0 {
+                rng.below(values.len())
+            } else {
+                rng.below(2.min(values.len()))
+            };
+            values[values.len() - 1 - back].clone()
+        };
+        let x = pick(rng, &values);
+        let line = match rng.below(7) {
+            0 | 1 => {
+                let op = ["relu", "gelu", "neg", "exp", "sigmoid"][rng.below(5)];
+                format!("  %v{i} = \"ttnn.{op}\"({x}) : ({T}) -> {T} loc(\"op{i}\")\n")
+            }
+            2 | 3 => {
+                let y = pick(rng, &values);
+                let op = ["add", "multiply"][rng.below(2)];
+                format!("  %v{i} = \"ttnn.{op}\"({x}, {y}) : ({T}, {T}) -> {T} loc(\"op{i}\")\n")
+            }
+            4 => format!(
+                "  %v{i} = \"ttnn.matmul\"({x}, %b) <{{transpose_a = false, transpose_b = false}}> : ({T}, {T}) -> {T} loc(\"op{i}\")\n"
+            ),
+            5 => format!(
+                "  %v{i} = \"ttnn.softmax\"({x}) <{{dimension = -1 : si32}}> : ({T}) -> {T} loc(\"op{i}\")\n"
+            ),
+            _ => format!("  %v{i} = \"ttnn.relu\"({x}) : ({T}) -> {T} loc(\"op{i}\")\n"),
+        };
+        s.push_str(&line);
+        values.push(format!("%v{i}"));
+    }
+    s.push_str(&format!("  return {} : {T}\n}}\n", values.last().cloned().unwrap_or_default()));
+    s
+}
+
+const LAYOUTS: &[&str] = &[
+    "l1:block_sharded",
+    "l1:height_sharded",
+    "l1:width_sharded",
+    "dram:interleaved",
+    "l1:interleaved",
+    "8x8:l1:block_sharded:tile",
+    "4x4:l1:block_sharded:tile",
+    "32x1:l1:height_sharded:tile",
+];
+
+/// Everything compared between the two analyses.
+fn snapshot(host: &AnalysisHost) -> String {
+    let file = host.file(FILE).expect("file is open");
+    let a = host.analysis();
+    let mut out = String::new();
+    for policy in Policy::ALL {
+        out.push_str(&a.final_ir_for(file, policy).expect("not cancelled").text);
+    }
+    out.push_str(&format!("{:?}", a.plan_report(file).expect("not cancelled")));
+    out.push_str(&format!("{:?}", a.diagnostics(file).expect("not cancelled")));
+    out.push_str(&format!("{:?}", a.cost(file, Policy::DfShardingMerge).expect("not cancelled")));
+    out
+}
+
+fn fresh(text: &str, overrides: &str) -> AnalysisHost {
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text).set_overrides("o", overrides));
+    host
+}
+
+#[test]
+fn incremental_results_equal_from_scratch_results_after_random_edits() {
+    let edits: usize = std::env::var("DIFF_EDITS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let seed: u64 = std::env::var("DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
+    let mut rng = Rng(seed);
+    let base = graph(&mut rng, 24);
+    let mut host = fresh(&base, "");
+    let mut overrides = String::new();
+    let mut inserted = 0usize;
+    for step in 0..edits {
+        let text = host.text(FILE).expect("file is open").to_string();
+        let ops: Vec<usize> =
+            (0..).take_while(|i| text.contains(&format!("loc(\"op{i}\")"))).collect();
+        let kind = rng.below(7);
+        let change = match kind {
+            // Set one op's override.
+            0 | 1 => {
+                let op = ops[rng.below(ops.len())];
+                overrides = ide::overrides_with(
+                    &overrides,
+                    &format!("op{op}"),
+                    ide::OverrideOption::OutputLayout,
+                    LAYOUTS[rng.below(LAYOUTS.len())],
+                );
+                Change::new().set_overrides("o", overrides.clone())
+            }
+            // Clear one op's overrides.
+            2 => {
+                let op = ops[rng.below(ops.len())];
+                overrides = ide::overrides_without(&overrides, &format!("op{op}"), None);
+                Change::new().set_overrides("o", overrides.clone())
+            }
+            // Toggle a discardable attribute on an op.
+            3 => {
+                let op = ops[rng.below(ops.len())];
+                let marker = format!(" loc(\"op{op}\")");
+                let at = text.find(&marker).expect("op exists");
+                let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+                let line = &text[line_start..at];
+                let edit = if let Some(p) = line.find(" {ttnn.hoist_generic_via_d2m}") {
+                    let s = (line_start + p) as u32;
+                    TextEdit { range: TextRange::new(s, s + 29), text: String::new() }
+                } else if let Some(p) = line.find(") : (") {
+                    let s = (line_start + p + 1) as u32;
+                    TextEdit {
+                        range: TextRange::new(s, s),
+                        text: " {ttnn.hoist_generic_via_d2m}".to_owned(),
+                    }
+                } else {
+                    TextEdit { range: TextRange::empty(0), text: String::new() }
+                };
+                Change::new().edit_file(FILE, vec![edit])
+            }
+            // Edit one op's result type (which may make the IR ill-typed: both analyses must
+            // still agree).
+            4 => {
+                let op = ops[rng.below(ops.len())];
+                let marker = format!(" loc(\"op{op}\")");
+                let at = text.find(&marker).expect("op exists");
+                let (from, to) = if rng.below(2) == 0 {
+                    ("bf16, #l> loc", "f32, #l> loc")
+                } else {
+                    ("f32, #l> loc", "bf16, #l> loc")
+                };
+                let window_start = at.saturating_sub(20);
+                match text[window_start..at + 6].find(from) {
+                    Some(p) => {
+                        let s = (window_start + p) as u32;
+                        Change::new().edit_file(
+                            FILE,
+                            vec![TextEdit {
+                                range: TextRange::new(s, s + from.len() as u32),
+                                text: to.to_owned(),
+                            }],
+                        )
+                    }
+                    None => Change::new(),
+                }
+            }
+            // Insert an op with a fresh name, or delete an inserted one.
+            5 => {
+                let anchor = ops[rng.below(ops.len())];
+                let marker = format!("  %v{anchor} =");
+                let at = text.find(&marker).expect("op exists") as u32;
+                inserted += 1;
+                let new = format!(
+                    "  %ins{inserted} = \"ttnn.relu\"(%a) : ({T}) -> {T} loc(\"ins{inserted}\")\n"
+                );
+                Change::new()
+                    .edit_file(FILE, vec![TextEdit { range: TextRange::empty(at), text: new }])
+            }
+            _ => match text.find("  %ins") {
+                Some(at) if rng.below(2) == 0 => {
+                    let end = text[at..].find('\n').map_or(text.len(), |e| at + e + 1);
+                    Change::new().edit_file(
+                        FILE,
+                        vec![TextEdit {
+                            range: TextRange::new(at as u32, end as u32),
+                            text: String::new(),
+                        }],
+                    )
+                }
+                _ => {
+                    let at = text.find("\n  %").map_or(0, |p| p + 1) as u32;
+                    Change::new().edit_file(
+                        FILE,
+                        vec![TextEdit { range: TextRange::empty(at), text: "  \n".to_owned() }],
+                    )
+                }
+            },
+        };
+        host.apply_change(change);
+        let now = host.text(FILE).expect("file is open").to_string();
+        let incremental = snapshot(&host);
+        let scratch = snapshot(&fresh(&now, &overrides));
+        assert!(
+            incremental == scratch,
+            "step {step} (edit kind {kind}): incremental and from-scratch results differ\n--- text ---\n{now}\n--- overrides ---\n{overrides}"
+        );
+    }
+}
