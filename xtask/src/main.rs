@@ -3,20 +3,24 @@
 //! A small dispatcher on the first argument; each task lives in its own module.
 
 mod bench_opmodel;
+mod bench_parse;
 mod calibrate;
 mod corpus;
+mod fuzz;
 // `gen` is a reserved keyword in edition 2024, hence the raw identifier.
 mod r#gen;
 mod util;
 
-const TASKS: &str = "calibrate, bench-opmodel, corpus, gen";
+const TASKS: &str = "calibrate, bench-opmodel, bench-parse, corpus, fuzz, gen";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("calibrate") => calibrate::run(),
         Some("bench-opmodel") => bench_opmodel::run(),
+        Some("bench-parse") => bench_parse::run(&args[1..]),
         Some("corpus") => corpus::run(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("gen") => r#gen::run(&args[1..]),
         Some(other) => Err(anyhow::format_err!("unknown task `{other}`, expected one of: {TASKS}")),
         None => {
