@@ -102,7 +102,8 @@ struct Ctx<'a> {
 type Handler = fn(&Ctx<'_>, &mut Vec<CodeAction>);
 
 /// Every action, in the order they are offered.
-const HANDLERS: &[Handler] = &[pin_current_layout, remove_override];
+const HANDLERS: &[Handler] =
+    &[pin_current_layout, pin_planned_layout, insert_reshard, remove_override];
 
 /// The op at the cursor of an IR document and its `loc` name.
 fn op_at_cursor(ctx: &Ctx<'_>) -> Option<(sites::OpSite, String)> {
@@ -114,11 +115,75 @@ fn op_at_cursor(ctx: &Ctx<'_>) -> Option<(sites::OpSite, String)> {
 
 fn pin_current_layout(ctx: &Ctx<'_>, acc: &mut Vec<CodeAction>) {
     let Some((site, name)) = op_at_cursor(ctx) else { return };
+    let Some(layout) = site.data().results.iter().find_map(|t| t.layout()).cloned() else { return };
+    pin_layout(ctx, acc, &name, &layout, "current");
+}
+
+/// "Pin the planned layout": the layout the optimizer chose for the op becomes an override,
+/// so later edits elsewhere cannot move it.
+fn pin_planned_layout(ctx: &Ctx<'_>, acc: &mut Vec<CodeAction>) {
+    let Some((site, name)) = op_at_cursor(ctx) else { return };
+    let Some(planned) = crate::plan_hover::planned_layout(ctx.db, site.op) else { return };
+    if site.data().results.iter().find_map(|t| t.layout()) == Some(&planned) {
+        // Already what is written; "pin the current layout" covers it.
+        return;
+    }
+    pin_layout(ctx, acc, &name, &planned, "planned");
+}
+
+/// "Insert a reshard here": `insert-memreconfig` on operand 0 of the op at the cursor.
+fn insert_reshard(ctx: &Ctx<'_>, acc: &mut Vec<CodeAction>) {
+    let Some((site, name)) = op_at_cursor(ctx) else { return };
+    if name.contains([',', '=', ' ', '\t', '\n']) || site.data().operands.is_empty() {
+        return;
+    }
+    let already = ctx
+        .overrides
+        .entries
+        .iter()
+        .any(|e| e.op_name == name && matches!(e.kind, OverrideKind::InsertMemReconfig(_)));
+    if already {
+        return;
+    }
+    let line = format!("insert-memreconfig={name}=0\n");
+    let edit = match &ctx.config.new_override {
+        NewOverrideTarget::InOverrides { offset } => {
+            let offset = (*offset).min(ctx.overrides_text.len() as u32);
+            let before = &ctx.overrides_text[..offset as usize];
+            let sep = if before.is_empty() || before.ends_with('\n') { "" } else { "\n" };
+            FileEdit {
+                path: ctx.origin.to_owned(),
+                create: false,
+                edits: vec![TextEdit {
+                    range: TextRange::empty(offset),
+                    text: format!("{sep}{line}"),
+                }],
+            }
+        }
+        NewOverrideTarget::NewFile { path } => FileEdit {
+            path: path.clone(),
+            create: true,
+            edits: vec![TextEdit { range: TextRange::empty(0), text: line }],
+        },
+    };
+    acc.push(CodeAction {
+        title: format!("Insert a reshard in front of operand 0 of `{name}`"),
+        kind: CodeActionKind::Refactor,
+        edits: vec![edit],
+    });
+}
+
+fn pin_layout(
+    ctx: &Ctx<'_>,
+    acc: &mut Vec<CodeAction>,
+    name: &str,
+    layout: &ttnn_types::TtnnLayout,
+    which: &str,
+) {
     // tt-mlir splits override values on `,`, `=` and spaces, so such a name cannot be keyed.
     if name.contains([',', '=', ' ', '\t', '\n']) {
         return;
     }
-    let Some(layout) = site.data().results.iter().find_map(|t| t.layout()) else { return };
     let Some(memory_layout) = layout.memory_layout else { return };
     let pinned = OutputLayoutOverride {
         grid: Some(layout.grid2d()),
@@ -129,7 +194,7 @@ fn pin_current_layout(ctx: &Ctx<'_>, acc: &mut Vec<CodeAction>) {
     };
     let entry_text = format!("{name}={}", pinned.to_params());
     let title = format!(
-        "Pin the current layout ({}) of `{name}` as an override",
+        "Pin the {which} layout ({}) of `{name}` as an override",
         sites::layout_short(layout)
     );
     let existing = ctx

@@ -115,6 +115,16 @@ impl RootDatabase {
         name
     }
 
+    /// Asks the shared op model directly (for IDE features that evaluate one op).
+    pub(crate) fn op_model_query(
+        &self,
+        target: &target::Target,
+        q: &opmodel::OpQuery,
+    ) -> Result<opmodel::OpConstraints, opmodel::OpError> {
+        use opmodel::OpModel as _;
+        self.op_model.query(target, q)
+    }
+
     /// The op model's cache statistics.
     #[must_use]
     pub fn op_model_stats(&self) -> opmodel::CacheStats {

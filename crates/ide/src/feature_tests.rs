@@ -72,6 +72,16 @@ fn hover_on_an_op_name_shows_its_layout_l1_and_legal_layouts() {
 
             L1 per core: 2048 B on 16 core(s)
 
+            planned layout (df-sharding-merge): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+
+            op config: matmul 2D mcast per_core 1x1 in0_block_w 2
+
+            L1 per core: cb 16384 B, tensor 2048 B, output 2048 B; live L1 before it: 0 B
+
+            chain #0: op 1 of 2, completed
+
+            why: L1 chain #0, op 1 of 2: the config with the highest accumulated core usage (32)
+
             legal layouts: 1 interleaved, 17 sharded
         "#]],
     );
@@ -82,17 +92,29 @@ fn hover_on_a_result_definition_describes_the_op() {
     check_hover(
         &at("%1 = ", 0),
         expect![[r#"
-        726..728 "%1"
-        **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
+            726..728 "%1"
+            **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
 
-        result: `tensor<64x256xbf16>`
+            result: `tensor<64x256xbf16>`
 
-        layout: DRAM interleaved, 2x8 tiles total (bf16)
+            layout: DRAM interleaved, 2x8 tiles total (bf16)
 
-        L1 per core: none (DRAM il)
+            L1 per core: none (DRAM il)
 
-        legal layouts: 2 interleaved, 17 sharded
-    "#]],
+            planned layout (df-sharding-merge): L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+
+            written layout: DRAM interleaved, 2x8 tiles total (bf16)
+
+            L1 per core: cb 0 B, tensor 2048 B, output 2048 B; live L1 before it: 2048 B
+
+            chain #0: op 2 of 2, completed; output: DRAM (chain output spills to DRAM)
+
+            why: L1 chain #0, op 2 of 2: the config with the highest accumulated core usage (16)
+
+            result: DRAM interleaved, 2x8 tiles total (bf16) (spill to DRAM: chain output spills to DRAM)
+
+            legal layouts: 2 interleaved, 17 sharded
+        "#]],
     );
 }
 
@@ -205,19 +227,25 @@ fn hover_shows_an_applied_override() {
     check_hover(
         &with_cursor(&text, "\"ttnn.relu\"", 0),
         expect![[r#"
-        731..742 "\"ttnn.relu\""
-        **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
+            731..742 "\"ttnn.relu\""
+            **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
 
-        result: `tensor<64x256xbf16>`
+            result: `tensor<64x256xbf16>`
 
-        layout: DRAM interleaved, 2x8 tiles total (bf16)
+            layout: DRAM interleaved, 2x8 tiles total (bf16)
 
-        L1 per core: none (DRAM il)
+            L1 per core: none (DRAM il)
 
-        legal layouts: 1 interleaved, 0 sharded
+            planned layout (df-sharding-merge): unchanged, DRAM interleaved, 2x8 tiles total (bf16)
 
-        override applied: `override-output-layout=act=1x1:dram:interleaved:tile:bf16`
-    "#]],
+            L1 per core: cb 8192 B, tensor 0 B, output 0 B; live L1 before it: 0 B
+
+            why: not in an L1 chain: DRAM interleaved
+
+            legal layouts: 1 interleaved, 0 sharded
+
+            override applied: `override-output-layout=act=1x1:dram:interleaved:tile:bf16`
+        "#]],
     );
 }
 
@@ -446,10 +474,10 @@ fn inlay_hints_show_each_result_layout_in_short_form() {
         let _ = writeln!(out, "{}<{}>", text[line_start..h.offset as usize].trim_start(), h.label);
     }
     expect![[r#"
-          %0<L1 bs 2x8>
-          %1<DRAM il>
-          %2<DRAM il>
-          %0<DRAM il>
+        %0<→ L1 bs 2x8>
+        %1<→ L1 bs 2x8>
+        %2<→ DRAM il>
+        %0<DRAM il>
     "#]]
     .assert_eq(&out);
 }
@@ -548,6 +576,9 @@ fn pinning_the_current_layout_appends_an_override_entry() {
             Refactor: Pin the current layout (L1 bs 2x8) of `mm` as an override
               /m.overrides create=false
                 19..19 -> "\noverride-output-layout=mm=2x8:l1:block_sharded:tile:bf16\n"
+            Refactor: Insert a reshard in front of operand 0 of `mm`
+              /m.overrides create=false
+                19..19 -> "\ninsert-memreconfig=mm=0\n"
         "#]],
     );
 }
@@ -562,6 +593,12 @@ fn pinning_without_an_overrides_file_creates_one() {
             Refactor: Pin the current layout (DRAM il) of `act` as an override
               /m.overrides create=true
                 0..0 -> "override-output-layout=act=1x1:dram:interleaved:tile:bf16\n"
+            Refactor: Pin the planned layout (L1 bs 2x8) of `act` as an override
+              /m.overrides create=true
+                0..0 -> "override-output-layout=act=2x8:l1:block_sharded:tile:bf16\n"
+            Refactor: Insert a reshard in front of operand 0 of `act`
+              /m.overrides create=true
+                0..0 -> "insert-memreconfig=act=0\n"
         "#]],
     );
 }
@@ -577,6 +614,9 @@ fn pinning_replaces_an_existing_entry_and_offers_its_removal() {
             Refactor: Pin the current layout (L1 bs 2x8) of `mm` as an override
               /m.overrides create=false
                 23..28 -> "mm=2x8:l1:block_sharded:tile:bf16"
+            Refactor: Insert a reshard in front of operand 0 of `mm`
+              /m.overrides create=false
+                0..0 -> "insert-memreconfig=mm=0\n"
             QuickFix: Remove the override `override-output-layout=mm=l1`
               /m.overrides create=false
                 23..29 -> ""

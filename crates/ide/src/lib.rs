@@ -14,6 +14,7 @@ mod diagnostics;
 #[cfg(test)]
 mod feature_tests;
 mod file_index;
+mod findings;
 #[cfg(test)]
 mod fixture;
 mod hover;

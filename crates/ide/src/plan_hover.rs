@@ -1,10 +1,10 @@
 //! The hook where the optimizer's per-op results meet hover and inlay hints.
 //!
 //! Hover calls [`extra_lines`] for every op it describes, and inlay hints call
-//! [`inlay_label`] for every op result. Today they report what layout generation knows (legal
-//! candidates and the overrides in force) and the layout written in the IR; once the planner
-//! exists they will report the planned layout, its chain, spills and reshards instead. Keeping
-//! both behind these two functions means that switch touches nothing else.
+//! [`inlay_label`] for every op result: the planned layout against the written one, the op
+//! config, per-core L1 and the live L1 at the op, its chain and the chain's state, why it
+//! spilled or why a reshard was inserted, plus what layout generation knows (legal
+//! candidates, overrides in force).
 
 use std::fmt::Write as _;
 
@@ -13,9 +13,140 @@ use layout::OverrideUse;
 
 use crate::{RootDatabase, sites};
 
-/// Extra hover lines for an op: its legal layouts and the overrides that apply to it.
+/// The function's plan, if the optimizer rewrites that function.
+fn plan_of(db: &RootDatabase, op: OpId) -> Option<(std::sync::Arc<plan::Plan>, usize)> {
+    let func = op.func(db);
+    let (body, idx) = ir::op_in_body(db, op)?;
+    rewrite::optimizable(&body).ok()?;
+    Some((plan::plan(db, func), idx))
+}
+
+/// The layout the optimizer plans for the op's result.
+pub(crate) fn planned_layout(db: &RootDatabase, op: OpId) -> Option<ttnn_types::TtnnLayout> {
+    let (plan, idx) = plan_of(db, op)?;
+    plan.ops.get(idx)?.layout.clone()
+}
+
+/// Per-core L1 of the op with its planned layouts (cb, tensor, output), and the live L1 of
+/// other values in L1 just before it runs, along the schedule.
+fn planned_l1(
+    db: &RootDatabase,
+    op: OpId,
+    plan: &plan::Plan,
+    idx: usize,
+) -> Option<(u64, u64, u64, u64)> {
+    let (body, _) = ir::op_in_body(db, op)?;
+    let sig = layout::op_signature(db, op)?;
+    let p = plan.ops.get(idx)?;
+    let mut inputs = Vec::new();
+    for (k, v) in body.ops[idx].operands.iter().enumerate() {
+        let Some(t) = body.ops[idx].operand_types.get(k).and_then(ir::Ty::as_tensor) else {
+            continue;
+        };
+        let arriving = match v {
+            ir::ValueRef::Result { op: o, .. } => plan.ops.get(*o as usize).and_then(|q| {
+                q.spill.as_ref().map(|s| s.layout.clone()).or_else(|| q.layout.clone())
+            }),
+            _ => t.layout.clone(),
+        };
+        let used = p.expected_operands.get(k).cloned().flatten().map(|c| c.layout).or(arriving)?;
+        inputs.push(opmodel::TensorDesc::new(&t.static_shape()?, used));
+    }
+    let out = p.layout.clone()?;
+    let q = layout::query_for(&sig, inputs, opmodel::OutputHint::Layout(out), p.config.clone(), 0)?;
+    let target = base_db::TargetInput::get(db).target(db);
+    let r = db.op_model_query(target, &q).ok()?;
+    // Live L1 before the op: values in L1 produced earlier in the schedule and used at or
+    // after this op.
+    let pos = *plan.schedule.position.get(idx)?;
+    let topo = plan::func_topology(db, op.func(db));
+    let mut live = 0u64;
+    for (j, t) in topo.ops.iter().enumerate() {
+        let pj = plan.schedule.position[j];
+        if pj == u32::MAX || pj >= pos {
+            continue;
+        }
+        let last = t
+            .users
+            .iter()
+            .map(|u| plan.schedule.position[u.user as usize])
+            .filter(|&x| x != u32::MAX)
+            .max()
+            .unwrap_or(pj);
+        if last >= pos || t.returned {
+            let q = &plan.ops[j];
+            live += q
+                .spill
+                .as_ref()
+                .map(|s| s.layout.clone())
+                .or_else(|| q.layout.clone())
+                .map_or(0, |l| l.l1_bytes_per_core());
+        }
+    }
+    Some((r.cb_peak, r.tensor_peak, r.output_bytes, live))
+}
+
+/// Extra hover lines for an op: the plan's decision and its reasons, then its legal layouts
+/// and the overrides that apply to it.
 pub(crate) fn extra_lines(db: &RootDatabase, op: OpId) -> Vec<String> {
     let mut lines = Vec::new();
+    if let Some((plan, idx)) = plan_of(db, op)
+        && let Some(p) = plan.ops.get(idx)
+    {
+        let written = ir::op_in_body(db, op)
+            .and_then(|(b, i)| b.ops[i].results.first().and_then(|t| t.layout().cloned()));
+        match (&p.layout, &written) {
+            (Some(l), Some(w)) if l == w => lines.push(format!(
+                "planned layout ({}): unchanged, {}",
+                plan.policy.name(),
+                l.describe()
+            )),
+            (Some(l), Some(w)) => {
+                lines.push(format!("planned layout ({}): {}", plan.policy.name(), l.describe()));
+                lines.push(format!("written layout: {}", w.describe()));
+            }
+            (Some(l), None) => {
+                lines.push(format!("planned layout ({}): {}", plan.policy.name(), l.describe()))
+            }
+            _ => {}
+        }
+        if let Some(c) = crate::plan_report::config_text(&p.config) {
+            lines.push(format!("op config: {c}"));
+        }
+        if let Some((cb, tensor, output, live)) = planned_l1(db, op, &plan, idx) {
+            lines.push(format!("L1 per core: cb {cb} B, tensor {tensor} B, output {output} B; live L1 before it: {live} B"));
+        }
+        if let Some((c, pos)) = p.chain
+            && let Some(chain) = plan.chains.get(c as usize)
+        {
+            let mut line = format!(
+                "chain #{c}: op {} of {}, {}",
+                pos + 1,
+                chain.ops.len(),
+                chain.state.name()
+            );
+            if chain.ops.last() == Some(&(idx as u32)) && chain.state == plan::ChainState::Completed
+            {
+                let _ = write!(line, "; output: {}", chain.spill.name());
+                if !chain.spill_reason.is_empty() {
+                    let _ = write!(line, " ({})", chain.spill_reason);
+                }
+            }
+            lines.push(line);
+            if let Some(f) = &chain.failure {
+                lines.push(format!("chain failed: {f}"));
+            }
+        }
+        lines.push(format!("why: {}", p.reason));
+        for (k, c) in p.expected_operands.iter().enumerate() {
+            if let Some(c) = c {
+                lines.push(format!("operand {k}: {} ({})", c.layout.describe(), c.reason));
+            }
+        }
+        if let Some(s) = &p.spill {
+            lines.push(format!("result: {} ({})", s.layout.describe(), s.reason));
+        }
+    }
     let legal = layout::legal_op_layouts(db, op);
     if let Some(name) = &legal.unknown_op {
         lines.push(format!(
@@ -66,9 +197,12 @@ pub(crate) fn extra_lines(db: &RootDatabase, op: OpId) -> Vec<String> {
     lines
 }
 
-/// The inlay label after an op's results: the current layout of each tensor result, in short
-/// form (`DRAM il`, `L1 bs 2x8`). `None` when no result has a layout.
+/// The inlay label after an op's results: the planned layout in short form (`→ L1 bs 2x8`)
+/// when the optimizer rewrites the function, else the layout as written (`DRAM il`).
 pub(crate) fn inlay_label(db: &RootDatabase, op: OpId) -> Option<String> {
+    if let Some(l) = planned_layout(db, op) {
+        return Some(format!("→ {}", sites::layout_short(&l)));
+    }
     let (body, idx) = ir::op_in_body(db, op)?;
     let labels: Vec<String> =
         body.ops[idx].results.iter().filter_map(|t| t.layout().map(sites::layout_short)).collect();

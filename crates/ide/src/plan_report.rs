@@ -81,7 +81,11 @@ pub(crate) fn config_text(c: &opmodel::OpConfig) -> Option<String> {
         )),
         opmodel::OpConfig::Matmul { program: Some(p), .. } => {
             let (m, n) = p.per_core();
-            Some(format!("matmul {} per_core {m}x{n} in0_block_w {}", p.kind_name(), p.in0_block_w()))
+            Some(format!(
+                "matmul {} per_core {m}x{n} in0_block_w {}",
+                p.kind_name(),
+                p.in0_block_w()
+            ))
         }
         opmodel::OpConfig::Matmul { program: None, .. } => None,
     }
@@ -98,7 +102,9 @@ pub(crate) fn plan_report(db: &RootDatabase, file: SourceFile) -> PlanReport {
         let plan: Arc<plan::Plan> = plan::plan(db, func);
         report.policy = plan.policy.name().to_owned();
         let names = ir::func_loc_names(db, func);
-        let op_name = |i: usize| names.names.get(i).cloned().flatten().unwrap_or_else(|| body.ops[i].key.clone());
+        let op_name = |i: usize| {
+            names.names.get(i).cloned().flatten().unwrap_or_else(|| body.ops[i].key.clone())
+        };
         for (ci, c) in plan.chains.iter().enumerate() {
             report.chains.push(ChainSummary {
                 func: func.name(db).clone(),
@@ -135,7 +141,9 @@ pub(crate) fn plan_report(db: &RootDatabase, file: SourceFile) -> PlanReport {
                     .expected_operands
                     .iter()
                     .enumerate()
-                    .filter_map(|(k, c)| c.as_ref().map(|c| (k as u32, c.layout.clone(), c.reason.clone())))
+                    .filter_map(|(k, c)| {
+                        c.as_ref().map(|c| (k as u32, c.layout.clone(), c.reason.clone()))
+                    })
                     .collect(),
                 spill: p.spill.as_ref().map(|s| (s.layout.clone(), s.reason.clone())),
                 position: plan.schedule.position.get(i).copied().filter(|&p| p != u32::MAX),

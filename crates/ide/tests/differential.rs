@@ -6,7 +6,10 @@
 //! `DIFF_EDITS=N` runs N edits (default 200, to keep `cargo test` quick); `DIFF_SEED` picks
 //! the seed.
 
-#![expect(clippy::disallowed_methods, reason = "the test reads its edit count and seed from the environment")]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the test reads its edit count and seed from the environment"
+)]
 
 use ide::{AnalysisHost, Change, Options, Policy, TextEdit};
 use syntax::TextRange;

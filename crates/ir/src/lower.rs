@@ -535,6 +535,7 @@ impl<'a> Lower<'a> {
             ops: Vec::new(),
             returns: Vec::new(),
             has_body: f.body.is_some(),
+            key_index: Vec::new(),
         };
         let mut sm = FuncSourceMap {
             range: op.range,

@@ -265,6 +265,9 @@ pub struct FuncBody {
     /// The terminator's operands.
     pub returns: Vec<ValueRef>,
     pub has_body: bool,
+    /// Op keys sorted, with their indices: per-op queries look their op up by key, and a
+    /// linear search would make analyzing a function quadratic in its size.
+    pub key_index: Vec<(String, u32)>,
 }
 
 impl FuncBody {
@@ -283,7 +286,19 @@ impl FuncBody {
     /// The index of the op with `key`.
     #[must_use]
     pub fn op_index(&self, key: &str) -> Option<usize> {
+        if self.key_index.len() == self.ops.len() {
+            let i = self.key_index.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+            return Some(self.key_index[i].1 as usize);
+        }
         self.ops.iter().position(|o| o.key == key)
+    }
+
+    /// Builds `key_index` from the ops.
+    pub fn index_keys(&mut self) {
+        let mut idx: Vec<(String, u32)> =
+            self.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
+        idx.sort();
+        self.key_index = idx;
     }
 }
 

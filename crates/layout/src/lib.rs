@@ -24,8 +24,8 @@ use ttnn_types::DataType;
 
 pub use crate::{
     op_layouts::{
-        ConfigCandidate, LegalOpConfigs, LegalOpLayouts, OverrideUse, full_override_layout,
-        legal_op_configs, legal_op_layouts, query_for,
+        ConfigCandidate, LegalOpConfigs, LegalOpLayouts, OverrideUse, WrittenCheck,
+        full_override_layout, legal_op_configs, legal_op_layouts, query_for, written_check,
     },
     overrides::{
         OpOverrides, OverrideTable, effective_options, op_overrides, override_file, override_table,

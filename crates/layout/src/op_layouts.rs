@@ -476,3 +476,45 @@ fn conv_search(base: &Conv2dConfig) -> Vec<Conv2dConfig> {
     }
     out
 }
+
+/// What the op model says about an op with the layouts written in the IR.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WrittenCheck {
+    /// The op model's objection, if it rejects the op as written.
+    pub error: Option<String>,
+    /// Per-core peak (cb + tensors) when it accepts it, for live-L1 accounting.
+    pub peak: u64,
+    /// Per-core L1 of the op's result as written.
+    pub output_l1: u64,
+}
+
+/// The op model's verdict on an op as written (no resident L1 counted; the caller adds the
+/// live L1 of the function). `None` for ops it does not evaluate: unknown kinds, ops
+/// without a single tensor result, tensors without layouts.
+#[salsa::tracked(returns(clone))]
+pub fn written_check(db: &dyn Db, op: OpId) -> Option<WrittenCheck> {
+    let sig = op_signature(db, op)?;
+    if !sig.kind.is_known() {
+        return None;
+    }
+    let result = sig.tensor_result()?;
+    let out = result.layout.clone()?;
+    let _p = tracing::trace_span!("written_check", op = %op.key(db)).entered();
+    let mut inputs = Vec::new();
+    for (_, t) in sig.tensor_operands() {
+        inputs.push(TensorDesc::new(&t.static_shape()?, t.layout.clone()?));
+    }
+    let hint = if out.ignore_physical_layout {
+        OutputHint::Partial(out.clone())
+    } else {
+        OutputHint::Layout(out.clone())
+    };
+    let q = query_for(&sig, inputs, hint, sig.config.clone(), 0)?;
+    let target = TargetInput::get(db).target(db);
+    Some(match db.op_model().query(target, &q) {
+        Ok(r) => WrittenCheck { error: None, peak: r.peak, output_l1: out.l1_bytes_per_core() },
+        Err(e) => {
+            WrittenCheck { error: Some(e.to_string()), peak: 0, output_l1: out.l1_bytes_per_core() }
+        }
+    })
+}

@@ -388,6 +388,7 @@ pub(crate) fn all_diagnostics(
             .analysis
             .diagnostics(f.file)?
             .iter()
+            .chain(snap.analysis.findings(f.file)?.iter())
             .map(|d| convert::diagnostic(&lines, d))
             .collect();
         diags.extend(

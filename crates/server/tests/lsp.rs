@@ -110,7 +110,9 @@ fn opening_a_broken_file_publishes_diagnostics_and_an_incremental_fix_clears_the
         }),
     );
     let d = c.diagnostics_at(URI, 2);
-    expect![[r#""#]].assert_eq(&summary(&d));
+    expect![[r#"
+        7:2-7:4 [spill] output goes to DRAM interleaved, 2x8 tiles total (bf16): spill to DRAM: the chain's output is returned
+    "#]].assert_eq(&summary(&d));
 }
 
 #[test]
@@ -122,7 +124,7 @@ fn hover_describes_the_op_under_the_cursor() {
         {
           "contents": {
             "kind": "markdown",
-            "value": "**`ttnn.matmul`** `%0` in `@main`, loc `\"mm\"` (line 7)\n\nresult: `tensor<64x256xbf16>`\n\nlayout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nL1 per core: 2048 B on 16 core(s)\n\nlegal layouts: 1 interleaved, 17 sharded"
+            "value": "**`ttnn.matmul`** `%0` in `@main`, loc `\"mm\"` (line 7)\n\nresult: `tensor<64x256xbf16>`\n\nlayout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nL1 per core: 2048 B on 16 core(s)\n\nplanned layout (df-sharding-merge): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nop config: matmul 2D mcast per_core 1x1 in0_block_w 2\n\nL1 per core: cb 16384 B, tensor 2048 B, output 2048 B; live L1 before it: 0 B\n\nchain #0: op 1 of 2, completed\n\nwhy: L1 chain #0, op 1 of 2: the config with the highest accumulated core usage (32)\n\nlegal layouts: 1 interleaved, 17 sharded"
           },
           "range": {
             "end": {
@@ -208,7 +210,7 @@ fn document_symbols_inlay_hints_and_semantic_tokens() {
         [
           {
             "kind": 1,
-            "label": "L1 bs 2x8",
+            "label": "→ L1 bs 2x8",
             "paddingLeft": true,
             "position": {
               "character": 4,
@@ -217,7 +219,7 @@ fn document_symbols_inlay_hints_and_semantic_tokens() {
           },
           {
             "kind": 1,
-            "label": "DRAM il",
+            "label": "→ L1 bs 2x8",
             "paddingLeft": true,
             "position": {
               "character": 4,
@@ -284,6 +286,80 @@ fn the_pin_code_action_edits_the_sidecar_and_formatting_rewrites_the_document() 
             },
             "kind": "refactor",
             "title": "Pin the current layout (DRAM il) of `act` as an override"
+          },
+          {
+            "edit": {
+              "documentChanges": [
+                {
+                  "kind": "create",
+                  "options": {
+                    "ignoreIfExists": true,
+                    "overwrite": false
+                  },
+                  "uri": "file:///work/m.overrides"
+                },
+                {
+                  "edits": [
+                    {
+                      "newText": "override-output-layout=act=2x8:l1:block_sharded:tile:bf16\n",
+                      "range": {
+                        "end": {
+                          "character": 0,
+                          "line": 0
+                        },
+                        "start": {
+                          "character": 0,
+                          "line": 0
+                        }
+                      }
+                    }
+                  ],
+                  "textDocument": {
+                    "uri": "file:///work/m.overrides",
+                    "version": null
+                  }
+                }
+              ]
+            },
+            "kind": "refactor",
+            "title": "Pin the planned layout (L1 bs 2x8) of `act` as an override"
+          },
+          {
+            "edit": {
+              "documentChanges": [
+                {
+                  "kind": "create",
+                  "options": {
+                    "ignoreIfExists": true,
+                    "overwrite": false
+                  },
+                  "uri": "file:///work/m.overrides"
+                },
+                {
+                  "edits": [
+                    {
+                      "newText": "insert-memreconfig=act=0\n",
+                      "range": {
+                        "end": {
+                          "character": 0,
+                          "line": 0
+                        },
+                        "start": {
+                          "character": 0,
+                          "line": 0
+                        }
+                      }
+                    }
+                  ],
+                  "textDocument": {
+                    "uri": "file:///work/m.overrides",
+                    "version": null
+                  }
+                }
+              ]
+            },
+            "kind": "refactor",
+            "title": "Insert a reshard in front of operand 0 of `act`"
           }
         ]"#]]
     .assert_eq(&show(&actions));
@@ -318,6 +394,7 @@ fn editing_the_overrides_document_reanalyzes_the_ir_file() {
     let ir =
         c.wait_diagnostics(URI, |p| p["diagnostics"].as_array().is_some_and(|d| !d.is_empty()));
     expect![[r#"
+        7:2-7:4 [spill] output goes to DRAM interleaved, 2x8 tiles total (bf16): spill to DRAM: the chain's output is returned
         6:7-6:20 [override-applied] override `override-output-layout=mm=9x9:l1:block_sharded:tile` applies (m.overrides:1)
     "#]].assert_eq(&summary(&ir));
     let ov = c.wait_diagnostics(OVERRIDES_URI, |p| p["version"] == 1);
@@ -336,8 +413,16 @@ fn editing_the_overrides_document_reanalyzes_the_ir_file() {
     expect![[r#"
         0:23-0:31 [unknown-override-target] no op in the open files has `loc("nosuchop")`; the override applies to nothing
     "#]].assert_eq(&summary(&ov));
-    let ir = c.wait_diagnostics(URI, |p| p["diagnostics"].as_array().is_some_and(Vec::is_empty));
-    assert_eq!(summary(&ir), "");
+    // The override note goes away; the plan's own findings stay.
+    let ir = c.wait_diagnostics(URI, |p| {
+        p["diagnostics"]
+            .as_array()
+            .is_some_and(|d| !d.iter().any(|x| x["code"] == "override-applied"))
+    });
+    expect![[r#"
+        7:2-7:4 [spill] output goes to DRAM interleaved, 2x8 tiles total (bf16): spill to DRAM: the chain's output is returned
+    "#]]
+    .assert_eq(&summary(&ir));
 }
 
 #[test]

@@ -1,0 +1,141 @@
+//! Analysis findings for the editor, beyond syntax and semantics:
+//!
+//! - op-model errors on the IR as written (`op-model-rejects`), and the points where the live
+//!   L1 of the IR as written exceeds the budget (`l1-out-of-memory`);
+//! - the optimizer's findings with their reasons: a chain that failed on an edge
+//!   (`chain-failed`, warning), an op whose output spills (`spill`, information), a reshard
+//!   inserted in front of an operand (`reshard`, information).
+//!
+//! Per-op verdicts come from memoized per-op queries (`layout::written_check`, the plan), so
+//! after an edit only the changed ops are re-evaluated; this pass only maps them to ranges.
+
+use base_db::{SourceFile, TargetInput};
+use ir::ValueRef;
+
+use crate::{Analysis, Cancellable, Diagnostic, RootDatabase, Severity};
+
+pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let lowered = ir::lower_file(db, file);
+    if lowered.diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        // Findings on a broken file would describe a program that does not exist.
+        return out;
+    }
+    let budget = TargetInput::get(db).target(db).usable_l1_per_core();
+    for &func in ir::file_funcs(db, file).iter() {
+        let (Some(body), Some(sm)) = (ir::func_body(db, func), ir::func_source_map(db, func))
+        else {
+            continue;
+        };
+        let ops = ir::func_ops(db, func);
+        // The IR as written, in program order: each op alone, then with the live L1 of values
+        // still to be used.
+        let mut last_use = vec![0usize; body.ops.len()];
+        for (i, o) in body.ops.iter().enumerate() {
+            for v in &o.operands {
+                if let ValueRef::Result { op, .. } = *v {
+                    last_use[op as usize] = last_use[op as usize].max(i);
+                }
+            }
+        }
+        for v in &body.returns {
+            if let ValueRef::Result { op, .. } = *v {
+                last_use[op as usize] = usize::MAX;
+            }
+        }
+        let mut live: u64 = body
+            .args
+            .iter()
+            .map(|t| t.layout().map_or(0, ttnn_types::TtnnLayout::l1_bytes_per_core))
+            .sum();
+        let mut outputs = vec![0u64; body.ops.len()];
+        for (i, &op) in ops.iter().enumerate() {
+            let range = sm.op_name_ranges.get(i).copied().unwrap_or_default();
+            if let Some(check) = layout::written_check(db, op) {
+                match &check.error {
+                    Some(e) => out.push(Diagnostic {
+                        range,
+                        severity: Severity::Warning,
+                        code: "op-model-rejects",
+                        message: format!("the op model rejects `{}` as written: {e}", body.ops[i].name),
+                    }),
+                    None if live.saturating_add(check.peak) > budget => out.push(Diagnostic {
+                        range,
+                        severity: Severity::Warning,
+                        code: "l1-out-of-memory",
+                        message: format!(
+                            "out of L1 as written: {} B live + {} B for the op exceed the {budget} B usable per core",
+                            live, check.peak
+                        ),
+                    }),
+                    None => {}
+                }
+                outputs[i] = check.output_l1;
+                live = live.saturating_add(check.output_l1);
+            }
+            // Values whose last use was this op die here.
+            for (j, &lu) in last_use.iter().enumerate().take(i + 1) {
+                if lu == i {
+                    live = live.saturating_sub(outputs[j]);
+                }
+            }
+        }
+        // The optimizer's findings, for functions it rewrites.
+        if rewrite::optimizable(&body).is_err() {
+            continue;
+        }
+        let plan = plan::plan(db, func);
+        for c in &plan.chains {
+            if let (Some(f), Some(&first)) = (&c.failure, c.ops.first()) {
+                out.push(Diagnostic {
+                    range: sm.op_name_ranges.get(first as usize).copied().unwrap_or_default(),
+                    severity: Severity::Warning,
+                    code: "chain-failed",
+                    message: format!(
+                        "this L1 chain of {} ops failed and falls back to DRAM: {f}",
+                        c.ops.len()
+                    ),
+                });
+            }
+        }
+        for (i, p) in plan.ops.iter().enumerate() {
+            if let Some(s) = &p.spill {
+                let range =
+                    sm.result_ranges.get(i).and_then(|r| r.first().copied()).unwrap_or_default();
+                out.push(Diagnostic {
+                    range,
+                    severity: Severity::Info,
+                    code: "spill",
+                    message: format!("output goes to {}: {}", s.layout.describe(), s.reason),
+                });
+            }
+            for (k, c) in p.expected_operands.iter().enumerate() {
+                if let Some(c) = c {
+                    let range = sm
+                        .operand_ranges
+                        .get(i)
+                        .and_then(|r| r.get(k).copied())
+                        .unwrap_or_default();
+                    out.push(Diagnostic {
+                        range,
+                        severity: Severity::Info,
+                        code: "reshard",
+                        message: format!("reshard to {}: {}", c.layout.describe(), c.reason),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+    });
+    out
+}
+
+impl Analysis {
+    /// Op-model errors on the IR as written and the optimizer's findings (failed chains,
+    /// spills, reshards). Empty for files with errors.
+    pub fn findings(&self, file: SourceFile) -> Cancellable<Vec<Diagnostic>> {
+        self.with_db(|db| findings(db, file))
+    }
+}
