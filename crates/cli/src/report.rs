@@ -1,5 +1,9 @@
 //! `report`: evaluates a TTNN file as written against the op model, op by op, with the live
 //! L1 before each op (the engine is `crates/verify`; see `docs/cli/report.md`).
+//! `report --compare` sets the IR as written next to every optimizer policy instead.
+
+mod compare;
+mod svg;
 
 use std::{io::Write as _, process::ExitCode};
 
@@ -18,13 +22,28 @@ pub(crate) struct ReportArgs {
     /// The device: a builtin name (n150, n300, p150) or a TOML or JSON target file.
     #[arg(long, default_value = "n150")]
     target: String,
-    /// Output format: a table for people, or one JSON object per op per line.
+    /// Output format: a table for people, or one JSON object per op per line (with
+    /// `--compare`: per configuration).
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
+    /// Compare the IR as written with every optimizer policy, one row per configuration;
+    /// a TTIR file is imported first, in memory.
+    #[arg(long)]
+    compare: bool,
+    /// With `--compare`: also write a chart of live L1 per core over the schedule as SVG.
+    #[arg(long, value_name = "OUT", requires = "compare")]
+    svg: Option<Utf8PathBuf>,
+    /// With `--compare`: leave out the optimize wall time, the one column that changes from
+    /// run to run, so the output can be pinned by snapshots.
+    #[arg(long, requires = "compare")]
+    no_timing: bool,
 }
 
 pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let target = load_target(&args.target)?;
+    if args.compare {
+        return compare_report(args, &target);
+    }
     let input = input::read(&args.file)?;
     let report = verify::evaluate(&input.text, &target, &opmodel::AnalyticalModel);
     let mut diags: Vec<Diagnostic> = input.encoding_error.iter().cloned().collect();
@@ -65,6 +84,77 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     let errors = diags.iter().any(|d| d.severity == Severity::Error);
     Ok(if report.has_errors() || errors { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `report --compare`: imports TTIR if needed, refuses input with errors (the optimizer
+/// would drop what it cannot read), then prints one row per configuration.
+fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<ExitCode> {
+    if let Some(svg) = &args.svg
+        && svg == &args.file
+    {
+        anyhow::bail!("refusing to overwrite the input file `{}` with the chart", args.file);
+    }
+    let input = input::read(&args.file)?;
+    let mut err = std::io::stderr().lock();
+    if let Some(d) = &input.encoding_error {
+        render::human(&input.path, &input.text, std::slice::from_ref(d), &mut err);
+        let _ = writeln!(err, "not comparing `{}`: it is not valid UTF-8", input.path);
+        return Ok(ExitCode::from(1));
+    }
+    let imported = compare::is_ttir(&input.text);
+    let text = if imported {
+        let result = crate::import::import_text(&input.text, &args.file);
+        let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
+        render::human(&input.path, &input.text, &diags, &mut err);
+        if result.has_errors() {
+            let _ = writeln!(err, "not comparing `{}`: the import has errors", input.path);
+            return Ok(ExitCode::from(1));
+        }
+        result.ttnn
+    } else {
+        input.text.clone()
+    };
+    let parse = syntax::parse(&text);
+    let errors: Vec<Diagnostic> = ir::lower_parse(&text, &parse)
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| Diagnostic {
+            range: d.range,
+            severity: d.severity,
+            code: d.code,
+            message: d.message,
+        })
+        .collect();
+    if !errors.is_empty() {
+        // Imported text is reported against itself: its ranges are not the input's.
+        let label =
+            if imported { format!("{} (imported)", input.path) } else { input.path.clone() };
+        render::human(&label, &text, &errors, &mut err);
+        let _ = writeln!(err, "not comparing `{}`: it has errors", input.path);
+        return Ok(ExitCode::from(1));
+    }
+
+    let model = args.file.file_stem().unwrap_or(args.file.as_str());
+    let comparison = compare::compare(model, &input.path, &text, target, imported)?;
+    let timing = !args.no_timing;
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Human => {
+            let _ = write!(out, "{}", compare::render_human(&comparison, timing));
+        }
+        Format::Json => {
+            for row in compare::render_json(&comparison, timing) {
+                let _ = writeln!(out, "{row}");
+            }
+        }
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, svg::render(&comparison))
+            .map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?;
+    }
+    let introduced = comparison.rows.iter().any(|r| !r.new_violations.is_empty());
+    Ok(if introduced { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// `--target`: a builtin device name, else a target file (`.json` is JSON, anything else

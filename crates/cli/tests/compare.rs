@@ -1,0 +1,243 @@
+//! Snapshot tests of `ttnn-analyzer report --compare` on the hand-written model graphs in
+//! `test-data/models`: the table for each (without the wall-time column, the only part that
+//! changes from run to run), the JSON rows, the SVG chart, TTIR input, and refusals.
+//!
+//! The numbers are the cost model's and the verifier's; a change in the planner, the cost
+//! model or the op model shows up here as a snapshot diff to review, `UPDATE_EXPECT=1` to
+//! accept.
+
+#![expect(clippy::disallowed_methods, reason = "CLI tests write temporary files")]
+
+use std::{path::PathBuf, process::Command};
+
+use expect_test::{expect, expect_file};
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ttnn-analyzer"))
+        .args(args)
+        .current_dir(workspace_root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the CLI binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The human table of a model graph, which must compare cleanly (exit 0, nothing on stderr).
+fn table(model: &str) -> String {
+    let path = format!("test-data/models/{model}.mlir");
+    let (code, stdout, stderr) = run(&["report", "--compare", "--no-timing", &path]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(stderr, "");
+    stdout
+}
+
+/// A path in the temp directory, removed when dropped.
+struct TempPath(PathBuf);
+
+impl TempPath {
+    fn new(name: &str) -> TempPath {
+        TempPath(std::env::temp_dir().join(format!("ttnn-compare-{}-{name}", std::process::id())))
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("utf-8 temp path")
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn the_mlp_block_compares_written_ir_with_both_policies() {
+    expect![[r#"
+        mlp_block: 7 ops, target n150, usable L1 1325652 B per core
+        lower bound: 126.0 µs
+
+        configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
+        as-written           150.9    1.20x        0/7         0       0          290816      21.9%               0             0
+        df-sharding          161.9    1.28x        6/7         0       3          290816      21.9%               0             0
+        df-sharding-merge    161.9    1.28x        6/7         0       3          290816      21.9%               0             0
+    "#]]
+    .assert_eq(&table("mlp_block"));
+}
+
+#[test]
+fn the_attention_block_with_a_fork_and_a_concat_compares_cleanly() {
+    expect![[r#"
+        attention_block: 19 ops, target n150, usable L1 1325652 B per core
+        lower bound: 88.7 µs
+
+        configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
+        as-written           104.8    1.18x       0/19         0       0          262144      19.8%               0             0
+        df-sharding          157.6    1.78x       9/19         0       9         1146880      86.5%               0             0
+        df-sharding-merge    152.2    1.72x      10/19         0       5         1146880      86.5%               0             0
+    "#]]
+    .assert_eq(&table("attention_block"));
+}
+
+#[test]
+fn the_residual_conv_block_compares_cleanly() {
+    expect![[r#"
+        residual_conv_block: 6 ops, target n150, usable L1 1325652 B per core
+        lower bound: 412.1 µs
+
+        configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
+        as-written           808.2    1.96x        0/6         0       0           99200       7.5%               0             0
+        df-sharding          856.8    2.08x        5/6         1       1          103296       7.8%               0             0
+        df-sharding-merge    856.8    2.08x        5/6         1       1          103296       7.8%               0             0
+    "#]]
+    .assert_eq(&table("residual_conv_block"));
+}
+
+#[test]
+fn json_output_is_one_object_per_configuration() {
+    let (code, stdout, stderr) =
+        run(&["report", "--compare", "--format", "json", "test-data/models/mlp_block.mlir"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Vec<serde_json::Value> =
+        stdout.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
+    let names: Vec<&str> =
+        rows.iter().map(|r| r["configuration"].as_str().expect("a name")).collect();
+    assert_eq!(names, ["as-written", "df-sharding", "df-sharding-merge"]);
+    for r in &rows {
+        let keys: Vec<&str> =
+            r.as_object().expect("an object").keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "model",
+                "configuration",
+                "time_ns",
+                "lower_bound_ns",
+                "ops",
+                "ops_in_l1",
+                "reshards",
+                "spills",
+                "peak_l1",
+                "budget",
+                "new_violations",
+                "preexisting_violations",
+                "optimize_ms",
+            ]
+        );
+        assert!(
+            r["time_ns"].as_u64().expect("an integer")
+                >= r["lower_bound_ns"].as_u64().expect("an integer")
+        );
+    }
+    // The baseline is not optimized; every policy is, and its wall time is reported.
+    assert!(rows[0]["optimize_ms"].is_null());
+    assert!(rows[1..].iter().all(|r| r["optimize_ms"].as_f64().is_some_and(|ms| ms > 0.0)));
+}
+
+#[test]
+fn the_human_table_has_a_wall_time_column_unless_told_otherwise() {
+    let (code, stdout, stderr) = run(&["report", "--compare", "test-data/models/mlp_block.mlir"]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[3].ends_with("optimize ms"), "{stdout}");
+    assert!(lines[4].ends_with(" -"), "the baseline is not optimized: {stdout}");
+    for policy_row in &lines[5..7] {
+        let ms = policy_row.rsplit(' ').next().expect("a last cell");
+        assert!(ms.parse::<f64>().is_ok_and(|ms| ms > 0.0), "{policy_row}");
+    }
+}
+
+#[test]
+fn the_svg_chart_of_the_mlp_block_matches_its_golden() {
+    let svg = TempPath::new("mlp_block.svg");
+    let (code, _, stderr) = run(&[
+        "report",
+        "--compare",
+        "--no-timing",
+        "--svg",
+        svg.path(),
+        "test-data/models/mlp_block.mlir",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&svg.0).expect("the chart was written");
+    expect_file!["../../../test-data/models/mlp_block.svg"].assert_eq(&text);
+}
+
+/// TTIR input is imported in memory first; the mixed-op fixture exercises most lowerings.
+///
+/// FIXME: both policies give the 3x3 `conv` a block-sharded input and a height-sharded
+/// output, which the op model rejects; the verifier catches it as a new violation and the
+/// exit status is 1. The fix belongs to the planner; this snapshot pins the symptom.
+#[test]
+fn a_ttir_file_is_imported_before_it_is_compared() {
+    let (code, stdout, stderr) =
+        run(&["report", "--compare", "--no-timing", "test-data/import/mixed_ops.mlir"]);
+    assert_eq!(stderr, "");
+    assert_eq!(code, 1, "a new violation makes the exit status 1");
+    expect![[r#"
+        mixed_ops: 39 ops (imported from TTIR), target n150, usable L1 1325652 B per core
+        lower bound: 116.8 µs
+
+        configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
+        as-written           124.0    1.06x       0/39         0       0           51200       3.9%               0             1
+        df-sharding          136.2    1.17x       4/39         1       4           51200       3.9%               1             1
+        df-sharding-merge    145.9    1.25x      10/39         2       2           51200       3.9%               1             1
+
+        new violations under df-sharding:
+          @main op 5 `conv` (ttnn.conv2d): unsupported: ttnn.conv2d: input and output must use the same sharding type, not block_sharded and height_sharded
+
+        new violations under df-sharding-merge:
+          @main op 5 `conv` (ttnn.conv2d): unsupported: ttnn.conv2d: input and output must use the same sharding type, not block_sharded and height_sharded
+    "#]]
+    .assert_eq(&stdout);
+}
+
+#[test]
+fn a_ttir_file_that_does_not_import_cleanly_is_not_compared() {
+    let input = TempPath::new("unsupported.mlir");
+    std::fs::write(
+        &input.0,
+        r#"module {
+  func.func @main(%x: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+    %0 = "ttir.mystery"(%x) : (tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("m")
+    return %0 : tensor<64x64xbf16>
+  }
+}
+"#,
+    )
+    .expect("temp file is writable");
+    let (code, stdout, stderr) = run(&["report", "--compare", input.path()]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("error[unsupported-op]"), "{stderr}");
+    assert!(stderr.contains("the import has errors"), "{stderr}");
+}
+
+#[test]
+fn svg_and_no_timing_need_compare() {
+    let (code, _, stderr) =
+        run(&["report", "--svg", "/dev/null", "test-data/models/mlp_block.mlir"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = run(&["report", "--no-timing", "test-data/models/mlp_block.mlir"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn the_chart_never_overwrites_the_input() {
+    let (code, _, stderr) = run(&[
+        "report",
+        "--compare",
+        "--svg",
+        "test-data/models/mlp_block.mlir",
+        "test-data/models/mlp_block.mlir",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("refusing to overwrite"), "{stderr}");
+}
