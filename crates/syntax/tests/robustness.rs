@@ -217,6 +217,27 @@ fn deeply_nested_brackets_are_rejected_without_overflowing_the_stack() {
 }
 
 #[test]
+fn stray_words_and_locations_are_not_taken_for_ops() {
+    // Found by `mlir_like_input_prints_without_panicking_and_reparses`: these parsed without
+    // errors (a bare word or `loc(...)` became an opaque custom op), and their printed text,
+    // which puts each op on its own line, did not parse.
+    for text in [
+        "loc(\"op_1\")\n#a = #ttnn.buffer_type<dram> loc(\"op_1\")\n( ",
+        "func.func @f(%arg0: tensor<4x4xbf16>) -> tensor<4x4xbf16> #a = #ttnn.buffer_type<dram> attributes ",
+        "foo\n",
+        "%0 = loc(\"x\")\n",
+    ] {
+        let p = check_invariants(text);
+        assert!(p.errors.iter().any(|e| e.code == "expected-token"), "{text:?}: {:?}", p.errors);
+    }
+    // Dotted names of other dialects are still skipped as opaque custom ops.
+    let text = "func.func @f() {\n  llvm.foo %x [1] : i32\n  return\n}\n";
+    let p = parse(text);
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    assert!(parse(&print(text, &p)).errors.is_empty());
+}
+
+#[test]
 fn unclosed_nested_regions_recover_in_linear_time() {
     // Every op opens a region that is never closed, and no line is indented, so each failed
     // op's recovery stops at the next line, which its enclosing region then parses again.

@@ -56,7 +56,24 @@ impl Parser<'_> {
     }
 
     fn at_op_name(&self) -> bool {
-        matches!(self.nth(0), Some(TokenKind::String | TokenKind::BareId))
+        self.at(TokenKind::String) || self.at_custom_op_name()
+    }
+
+    /// A custom-form op name: `dialect.op`, or one of the short names MLIR resolves through a
+    /// default dialect (`return` and `call` inside functions, `module`). The same rule decides
+    /// where recovery restarts (`at_statement_start`).
+    ///
+    /// Any other bare word used to be taken for another dialect's custom op and skipped
+    /// opaquely, so stray words parsed without errors: `func.func @f() -> T attributes` put
+    /// `attributes` on its own line as an "op", and a stray `loc("x")` became an op named `loc`.
+    /// The printer then gave such words their own lines, where they parse differently (as the
+    /// previous function's `attributes` clause, or the previous op's location), so the printed
+    /// text no longer parsed.
+    fn at_custom_op_name(&self) -> bool {
+        self.at(TokenKind::BareId) && {
+            let t = self.nth_text(0);
+            t.contains('.') || matches!(t, "module" | "return" | "call")
+        }
     }
 
     /// `%a, %b:2 =`; empty when the op has no results.
@@ -90,7 +107,7 @@ impl Parser<'_> {
             let t = self.bump();
             let text = crate::lexer::unescape_string(t.range.slice(self.text)).unwrap_or_default();
             (Ident { text, range: t.range }, OpBody::Generic(self.generic_op()?))
-        } else if self.at(TokenKind::BareId) {
+        } else if self.at_custom_op_name() {
             let name = self.ident();
             let body = match name.text.as_str() {
                 "module" | "builtin.module" => OpBody::Module(self.module_op()?),
