@@ -328,7 +328,7 @@ fn body_difference(a: &ir::FuncBody, b: &ir::FuncBody) -> String {
 }
 
 /// `mlir-opt` from LLVM 19, where the CI image and developer machines install it.
-fn find_mlir_opt() -> Option<PathBuf> {
+pub(crate) fn find_mlir_opt() -> Option<PathBuf> {
     let fixed = Path::new("/usr/lib/llvm-19/bin/mlir-opt");
     if fixed.is_file() {
         return Some(fixed.to_path_buf());
@@ -399,7 +399,7 @@ impl Drop for TempFile {
     }
 }
 
-fn collect_mlir_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+pub(crate) fn collect_mlir_files(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| anyhow::format_err!("cannot list {}: {e}", dir.display()))?;
     for entry in entries {

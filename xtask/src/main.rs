@@ -7,11 +7,12 @@ mod bench_parse;
 mod calibrate;
 mod corpus;
 mod fuzz;
+mod models;
 // `gen` is a reserved keyword in edition 2024, hence the raw identifier.
 mod r#gen;
 mod util;
 
-const TASKS: &str = "calibrate, bench-opmodel, bench-parse, corpus, fuzz, gen";
+const TASKS: &str = "calibrate, bench-opmodel, bench-parse, corpus, fuzz, gen, models";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,6 +23,7 @@ fn main() -> anyhow::Result<()> {
         Some("corpus") => corpus::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("gen") => r#gen::run(&args[1..]),
+        Some("models") => models::run(&args[1..]),
         Some(other) => Err(anyhow::format_err!("unknown task `{other}`, expected one of: {TASKS}")),
         None => {
             Err(anyhow::format_err!("usage: cargo xtask <task>, where task is one of: {TASKS}"))
