@@ -4,9 +4,10 @@
 //! The verifier re-reads each optimized text on its own (see `docs/verify.md`), so a row's
 //! violations are what an independent check finds in the rewrite, not what the planner
 //! believes. Only violations the rewrite introduced are blamed on a policy: the input is
-//! evaluated too and an op that was already invalid as written is counted as pre-existing.
+//! evaluated too, and an op that was already invalid as written, with the same error, is
+//! counted as pre-existing.
 
-use std::{collections::BTreeSet, fmt::Write as _, time::Instant};
+use std::{collections::BTreeMap, fmt::Write as _, time::Instant};
 
 use ide::{AnalysisHost, Change, Options, PlanReport, Policy};
 use ttnn_types::BufferType;
@@ -48,13 +49,16 @@ pub(crate) struct Row {
     pub(crate) optimize_ms: Option<f64>,
 }
 
-/// An op of an optimized text that the verifier rejects and that was valid as written.
+/// An op of an optimized text that the verifier rejects, and that was valid as written or
+/// invalid for another reason.
 pub(crate) struct Violation {
     pub(crate) func: String,
     pub(crate) op_index: usize,
     pub(crate) op: String,
     pub(crate) kind: String,
     pub(crate) error: String,
+    /// The op's error as written, when it already had a different one.
+    pub(crate) as_written: Option<String>,
 }
 
 /// True for TTIR input: TTIR ops and no TTNN layout anywhere. Imported files and tt-mlir's
@@ -77,11 +81,11 @@ pub(crate) fn compare(
     let cancelled = |_| anyhow::format_err!("analysis was cancelled");
     let op_model = opmodel::AnalyticalModel;
     let input_report = verify::evaluate(text, target, &op_model);
-    let invalid_in_input: BTreeSet<(&str, &str)> = input_report
+    let invalid_in_input: BTreeMap<(&str, &str), &str> = input_report
         .ops
         .iter()
         .filter(|op| !op.valid)
-        .map(|op| (op.func.as_str(), op.op.as_str()))
+        .map(|op| ((op.func.as_str(), op.op.as_str()), op.error.as_deref().unwrap_or("")))
         .collect();
 
     let mut rows = Vec::new();
@@ -155,14 +159,21 @@ pub(crate) fn compare(
 /// Splits an output's invalid ops into new ones and pre-existing ones. Ops are matched by
 /// function and op name (the `loc` name): the rewrite keeps names, and conversions it inserts
 /// get names of their own, which the input never has, so their violations are always new.
+///
+/// An op invalid on both sides is pre-existing only when its error text is the same: a rewrite
+/// that swaps one violation for another (an op the op model could not split as written, given
+/// shardings it rejects) has introduced the second one, and matching by name alone would hide
+/// it.
 fn blame(
     output: &verify::Report,
-    invalid_in_input: &BTreeSet<(&str, &str)>,
+    invalid_in_input: &BTreeMap<(&str, &str), &str>,
 ) -> (Vec<Violation>, usize) {
     let mut new = Vec::new();
     let mut preexisting = 0;
     for op in output.ops.iter().filter(|op| !op.valid) {
-        if invalid_in_input.contains(&(op.func.as_str(), op.op.as_str())) {
+        let error = op.error.as_deref().unwrap_or("");
+        let before = invalid_in_input.get(&(op.func.as_str(), op.op.as_str())).copied();
+        if before == Some(error) {
             preexisting += 1;
         } else {
             new.push(Violation {
@@ -170,7 +181,8 @@ fn blame(
                 op_index: op.op_index,
                 op: op.op.clone(),
                 kind: op.kind.clone(),
-                error: op.error.clone().unwrap_or_else(|| "invalid".to_owned()),
+                error: if error.is_empty() { "invalid".to_owned() } else { error.to_owned() },
+                as_written: before.map(str::to_owned),
             });
         }
     }
@@ -294,6 +306,9 @@ pub(crate) fn render_human(c: &Comparison, timing: bool) -> String {
                 "  @{} op {} `{}` ({}): {}",
                 v.func, v.op_index, v.op, v.kind, v.error
             );
+            if let Some(before) = &v.as_written {
+                let _ = writeln!(out, "    as written it had another violation: {before}");
+            }
         }
     }
     out
@@ -316,7 +331,7 @@ pub(crate) fn render_json(c: &Comparison, timing: bool) -> Vec<serde_json::Value
                 "peak_l1": r.verified.peak_live_l1,
                 "budget": r.verified.budget,
                 "new_violations": r.new_violations.iter().map(|v| serde_json::json!({
-                    "func": v.func, "op_index": v.op_index, "op": v.op, "kind": v.kind, "error": v.error,
+                    "func": v.func, "op_index": v.op_index, "op": v.op, "kind": v.kind, "error": v.error, "as_written": v.as_written,
                 })).collect::<Vec<_>>(),
                 "preexisting_violations": r.preexisting,
                 "optimize_ms": if timing { r.optimize_ms } else { None },
@@ -341,6 +356,64 @@ mod tests {
         assert_eq!(ratio(5, 0), "-");
         assert_eq!(percent(688_128, 1_325_652), "51.9%");
         assert_eq!(percent(1, 0), "-");
+    }
+
+    #[test]
+    fn only_violations_the_rewrite_introduced_or_changed_are_new() {
+        let op = |name: &str, error: Option<&str>| verify::OpReport {
+            func: "main".to_owned(),
+            op_index: 0,
+            op: name.to_owned(),
+            kind: "ttnn.conv2d".to_owned(),
+            range: syntax::TextRange::new(0, 0),
+            result_layout: None,
+            valid: error.is_none(),
+            error: error.map(str::to_owned),
+            l1: None,
+            live_l1_before: 0,
+            live_l1_after: 0,
+            known_op: true,
+        };
+        let report = |ops: Vec<verify::OpReport>| verify::Report {
+            violations: ops.iter().filter(|o| !o.valid).count(),
+            ops,
+            diagnostics: Vec::new(),
+            peak_live_l1: 0,
+            budget: 0,
+        };
+        let input = report(vec![
+            op("same", Some("invalid: a")),
+            op("changed", Some("invalid: a")),
+            op("fixed", Some("invalid: a")),
+            op("broken", None),
+        ]);
+        let output = report(vec![
+            op("same", Some("invalid: a")),
+            op("changed", Some("unsupported: b")),
+            op("fixed", None),
+            op("broken", Some("out of L1: c")),
+            op("x_spill", Some("out of L1: d")),
+        ]);
+        let invalid_in_input = input
+            .ops
+            .iter()
+            .filter(|o| !o.valid)
+            .map(|o| ((o.func.as_str(), o.op.as_str()), o.error.as_deref().unwrap_or("")))
+            .collect();
+        let (new, preexisting) = blame(&output, &invalid_in_input);
+        let new: Vec<(&str, &str, Option<&str>)> = new
+            .iter()
+            .map(|v| (v.op.as_str(), v.error.as_str(), v.as_written.as_deref()))
+            .collect();
+        assert_eq!(
+            new,
+            [
+                ("changed", "unsupported: b", Some("invalid: a")),
+                ("broken", "out of L1: c", None),
+                ("x_spill", "out of L1: d", None),
+            ]
+        );
+        assert_eq!(preexisting, 1);
     }
 
     #[test]
