@@ -289,7 +289,7 @@ fn violations_under(table: &str, config: &str) -> String {
         .skip_while(|l| *l != header)
         .skip(1)
         .take_while(|l| l.starts_with("  "))
-        .map(|l| format!("    {}", l.trim_start()))
+        .map(|l| format!("  {l}"))
         .collect::<Vec<_>>()
         .join("\n")
 }
