@@ -640,10 +640,14 @@ impl<'a> Lower<'a> {
         &mut self,
         name: String,
         dup: u32,
-        body: FuncBody,
+        mut body: FuncBody,
         sm: FuncSourceMap,
         loc_names: LocNames,
     ) {
+        // Without the index `FuncBody::op_index` falls back to a linear search, and every
+        // per-op query (`op_signature`, `op_overrides`, ...) looks its op up by key: a 10k-op
+        // function then spends most of an override edit comparing keys.
+        body.index_keys();
         self.funcs.push(LoweredFunc {
             chunk: self.chunk,
             name,

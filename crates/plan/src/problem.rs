@@ -77,7 +77,7 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
         for (k, operand) in sig.operands.iter().enumerate() {
             let Some(t) = operand.ty.as_tensor() else {
                 operands.push(None);
-                reshard_targets.push(Vec::new());
+                reshard_targets.push(Arc::default());
                 continue;
             };
             let shape = t.static_shape().unwrap_or_default();
@@ -98,9 +98,9 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
             reshard_targets.push(if needs_targets {
                 let pool =
                     layout::legal_tensor_layouts(db, TensorKey::new(db, shape.clone(), dtype));
-                pool.sharded_tile.iter().chain(&pool.sharded_row_major).cloned().collect()
+                Arc::clone(&pool.reshard_targets)
             } else {
-                Vec::new()
+                Arc::default()
             });
         }
         if let Some(o) = layout::op_overrides(db, op) {

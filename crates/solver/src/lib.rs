@@ -27,6 +27,8 @@
 mod bitset;
 mod solve;
 
+use std::sync::Arc;
+
 use opmodel::{OpConfig, OpKind, TensorDesc};
 use ttnn_types::{DataType, TtnnLayout};
 
@@ -54,7 +56,8 @@ pub struct ProblemOp {
     pub candidates: Vec<Candidate>,
     /// Per operand: every L1-sharded layout of that operand's tensor type, tile and
     /// row-major, uncapped: the reshard targets. Empty for operands that never need one.
-    pub reshard_targets: Vec<Vec<TtnnLayout>>,
+    /// Shared with every other problem over the same tensor type (the lists are long).
+    pub reshard_targets: Vec<Arc<[TtnnLayout]>>,
     /// True if the op's operand 0 comes from a `ttnn.d2m_subgraph` (only meaningful for the
     /// first op): solve for the best input layout instead of assuming DRAM interleaved.
     pub input_from_d2m: bool,

@@ -265,7 +265,7 @@ impl Solver<'_> {
         let first = self.p.ops[0].clone();
         let targets = first.reshard_targets.first().cloned().unwrap_or_default();
         let mut best: Option<(u64, u64, TtnnLayout, usize)> = None;
-        for cand_in in &targets {
+        for cand_in in targets.iter() {
             if cand_in.page_layout() != input.layout.page_layout() {
                 continue;
             }
@@ -307,7 +307,7 @@ impl Solver<'_> {
             self.p.ops[c].reshard_targets.get(operand as usize).cloned().unwrap_or_default();
         let tests = self.test_configs(c);
         let mut enabled: BTreeMap<usize, Vec<TtnnLayout>> = BTreeMap::new();
-        for target in &targets {
+        for target in targets.iter() {
             let operands = self.with_operand(c, operand, target);
             for t in &tests {
                 if let Ok(r) = self.validate(c, &operands, t)
