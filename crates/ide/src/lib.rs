@@ -48,7 +48,10 @@ pub use crate::{
     plan_report::{ChainSummary, OpDecision, PlanReport},
     semantic_tokens::TokenType,
     symbols::{Symbol, SymbolKind},
-    tuning::{CostSummary, OpLayouts, OpRef, OverrideOption, overrides_with, overrides_without},
+    tuning::{
+        CostSummary, OpLayouts, OpRef, OverrideOption, full_layout_params, overrides_with,
+        overrides_without, partial_layout_params,
+    },
 };
 pub use base_db::{Options, Policy};
 pub use salsa::Cancelled;

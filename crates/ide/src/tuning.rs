@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use base_db::{Policy, SourceFile};
+use base_db::{OutputLayoutOverride, Policy, SourceFile};
 use ir::{FuncId, OpId};
 use ttnn_types::TtnnLayout;
 
@@ -146,6 +146,35 @@ impl Analysis {
     }
 }
 
+/// The `override-output-layout` parameters that pin `layout` exactly, in tt-mlir syntax
+/// (`8x8:l1:block_sharded:tile:bf16`): grid, buffer type, memory layout, page layout and data
+/// type. `None` for a layout without a memory layout (a host tensor), which the syntax cannot
+/// name.
+#[must_use]
+pub fn full_layout_params(layout: &TtnnLayout) -> Option<String> {
+    let o = OutputLayoutOverride {
+        grid: Some(layout.grid2d()),
+        buffer: Some(layout.buffer),
+        memory_layout: Some(layout.memory_layout?),
+        page: Some(layout.page_layout()),
+        dtype: layout.data_type(),
+    };
+    Some(o.to_params())
+}
+
+/// Partial `override-output-layout` parameters that keep only where the layout lives
+/// (`l1:height_sharded`): the optimizer still searches the grid and shard shape among the
+/// op's legal layouts of that kind.
+#[must_use]
+pub fn partial_layout_params(layout: &TtnnLayout) -> Option<String> {
+    let o = OutputLayoutOverride {
+        buffer: Some(layout.buffer),
+        memory_layout: Some(layout.memory_layout?),
+        ..OutputLayoutOverride::default()
+    };
+    Some(o.to_params())
+}
+
 /// Which override option an entry belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OverrideOption {
@@ -268,5 +297,37 @@ mod tests {
             overrides_without(&with, "a", None),
             "# pins\noverride-output-layout=b=dram max-legal-layouts=8\n"
         );
+    }
+
+    #[test]
+    fn layout_params_name_a_layout_fully_or_by_kind() {
+        let l = TtnnLayout::sharded(
+            &[256, 1024],
+            ttnn_types::DataType::BF16,
+            ttnn_types::PageLayout::Tile,
+            ttnn_types::TensorMemoryLayout::BlockSharded,
+            ttnn_types::Grid::new(8, 8),
+            ttnn_types::Grid::new(8, 8),
+        )
+        .expect("an 8x32-tile tensor shards on 8x8");
+        assert_eq!(full_layout_params(&l).as_deref(), Some("8x8:l1:block_sharded:tile:bf16"));
+        assert_eq!(partial_layout_params(&l).as_deref(), Some("l1:block_sharded"));
+        // The full parameters rebuild exactly the same layout, so pinning a legal layout
+        // pins that layout and not a neighbour.
+        let parsed = base_db::parse_overrides(&format!(
+            "override-output-layout=x={}",
+            full_layout_params(&l).unwrap_or_default()
+        ));
+        let Some(base_db::OverrideKind::OutputLayout(o)) = parsed.entries.first().map(|e| &e.kind)
+        else {
+            panic!("the parameters did not parse: {:?}", parsed.errors);
+        };
+        let rebuilt = layout::full_override_layout(
+            o,
+            &[256, 1024],
+            ttnn_types::DataType::BF16,
+            ttnn_types::Grid::new(8, 8),
+        );
+        assert_eq!(rebuilt, Ok(l));
     }
 }
