@@ -16,6 +16,7 @@ mod optimize;
 mod render;
 mod report;
 mod session;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,8 @@ enum Command {
     Report(report::ReportArgs),
     /// A JSON-lines session over one analysis database, for tools and tuning loops.
     Session(session::SessionArgs),
+    /// Search per-op overrides that lower the plan's estimated cost; write the best found.
+    Tune(tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Optimize(args) => optimize::optimize(&args),
         Command::Report(args) => report::report(&args),
         Command::Session(args) => session::session(&args),
+        Command::Tune(args) => tune::tune(&args),
     };
     match result {
         Ok(code) => code,
