@@ -71,6 +71,7 @@ const FUNC_QUERIES: &[&str] = &[
     "func_loc_names",
     "func_ops",
     "scalar_types",
+    "pinned_outputs",
     "func_topology",
     "schedule",
     "chains",

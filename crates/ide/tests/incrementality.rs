@@ -125,6 +125,7 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
             op_signature(@main:%2)
             op_signature(@main:%3)
             parse_file
+            pinned_outputs(@main)
             scalar_types(@main)
         "#]],
     );
@@ -154,6 +155,7 @@ fn editing_one_result_type_reruns_only_that_op() {
             op_signature(@main:%2)
             op_signature(@main:%3)
             parse_file
+            pinned_outputs(@main)
             scalar_types(@main)
         "#]],
     );
@@ -207,6 +209,7 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             op_signature(@main:%3)
             op_signature(@main:%new)
             parse_file
+            pinned_outputs(@main)
             scalar_types(@main)
         "#]],
     );

@@ -72,3 +72,40 @@ pub fn scalar_types(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<DataType>> {
     }
     Arc::new(set)
 }
+
+/// The ops whose result a pinned consumer declares with a layout the optimizer cannot
+/// produce, by op key. Such ops keep the layout they are written with.
+///
+/// A consumer is pinned when its operand types are fixed by another function's signature (a
+/// `d2m_subgraph`, a call), or when it is itself kept as written by this rule. A declared
+/// layout the optimizer cannot produce is not the canonical one for its tensor (its memref
+/// does not match the shape, grid and memory layout), so a conversion to it would itself be
+/// invalid. One query per function, so the per-op layout queries read a small set that
+/// backdates on nearly every edit rather than the whole body.
+#[salsa::tracked(returns(clone))]
+pub fn pinned_outputs(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<String>> {
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let _p = tracing::debug_span!("pinned_outputs", func = %func.name(db)).entered();
+    let worker = base_db::TargetInput::get(db).target(db).worker_grid();
+    let mut pinned = vec![false; body.ops.len()];
+    // Consumers come after their producers, so one backward pass reaches the fixpoint.
+    for i in (0..body.ops.len()).rev() {
+        let user = &body.ops[i];
+        if user.form == ir::OpForm::Generic && !pinned[i] {
+            continue;
+        }
+        for (v, ty) in user.operands.iter().zip(&user.operand_types) {
+            let ir::ValueRef::Result { op, .. } = *v else { continue };
+            let Some(t) = ty.as_tensor() else { continue };
+            let (Some(layout), Some(shape)) = (&t.layout, t.static_shape()) else { continue };
+            let reproducible = layout.expected_memref_shape(&shape, worker).is_none_or(|m| {
+                ttnn_types::collapse_2d(&m) == ttnn_types::collapse_2d(&layout.memref_shape)
+            });
+            if !reproducible && let Some(p) = pinned.get_mut(op as usize) {
+                *p = true;
+            }
+        }
+    }
+    let set = body.ops.iter().zip(&pinned).filter(|(_, p)| **p).map(|(o, _)| o.key.clone());
+    Arc::new(set.collect())
+}

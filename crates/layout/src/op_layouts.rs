@@ -137,7 +137,9 @@ pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
     else {
         return Arc::new(fixed(&sig, layout_override));
     };
-    if sig.kind.has_fixed_output_layout() {
+    if sig.kind.has_fixed_output_layout()
+        || crate::pinned_outputs(db, op.func(db)).contains(op.key(db))
+    {
         return Arc::new(fixed(&sig, layout_override));
     }
     let target = TargetInput::get(db).target(db);
@@ -237,8 +239,16 @@ pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
         out.override_use = Some(OverrideUse::Partial { remaining: out.layouts.len() });
     }
     if out.layouts.is_empty() {
-        // Never leave an op without a layout: DRAM interleaved is the universal fallback.
-        out.layouts.push(TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
+        if out.rejected > 0 && partial.is_none() {
+            // The op model rejects the op whatever its output (an operand in host memory, an
+            // unsupported attribute): no layout is better than another, so the op keeps the
+            // one it is written with rather than a guess, and its diagnostic stays the same.
+            out.layouts.extend(result.layout.clone());
+            out.fixed = true;
+        } else {
+            // Never leave an op without a layout: DRAM interleaved is the universal fallback.
+            out.layouts.push(TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
+        }
     }
     Arc::new(out)
 }

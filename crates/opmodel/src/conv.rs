@@ -84,7 +84,10 @@ fn parallel(
             ctx.name()
         )));
     }
-    if let (Some(i), Some(h)) = (input_ml, hint_ml)
+    // The config's shard layout decides the output as much as a hint does, so a null-hint
+    // probe must refuse the same pairs the exact query refuses; otherwise the solver would
+    // accept a reshard target that the final validation rejects.
+    if let (Some(i), Some(h)) = (input_ml, hint_ml.or(cfg_ml))
         && i != h
     {
         return Err(unsupported(format!(

@@ -888,6 +888,24 @@ fn conv2d_input_and_output_must_use_the_same_sharding_type() {
 }
 
 #[test]
+fn conv2d_without_a_hint_refuses_a_config_shard_layout_unlike_its_sharded_input() {
+    // The solver probes with a null hint; it must get the answer the exact query gives.
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    let cfg =
+        Conv2dConfig { shard_layout: Some(TensorMemoryLayout::WidthSharded), ..Default::default() };
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+            .input(&i, hs(&i, 49))
+            .input(&w, rm(&w))
+            .out(&o)
+            .config(OpConfig::Conv2d { conv: cfg, compute: None }),
+        expect![
+            "error: unsupported: ttnn.conv2d: input and output must use the same sharding type, not height_sharded and width_sharded"
+        ],
+    );
+}
+
+#[test]
 fn conv2d_keeps_a_sharded_input_parallel_config() {
     let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
     check(

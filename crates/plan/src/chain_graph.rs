@@ -31,6 +31,9 @@ pub struct ChainId {
     /// The first op's operand 0 comes from a `ttnn.d2m_subgraph`.
     #[returns(copy)]
     pub from_d2m: bool,
+    /// The last op's result feeds a `ttnn.d2m_subgraph`: it stays in L1, no spill follows.
+    #[returns(copy)]
+    pub to_d2m: bool,
 }
 
 /// A `d2m_subgraph` op and the chains on each side of it (seed 003).
@@ -63,6 +66,10 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
         return false;
     }
     let _p = tracing::trace_span!("op_chainable", op = %op.key(db)).entered();
+    // An op whose layout is fixed keeps it: a chain could only fail on it or move it.
+    if layout::legal_op_layouts(db, op).fixed {
+        return false;
+    }
     layout::legal_op_configs(db, op)
         .configs
         .iter()
@@ -175,13 +182,21 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
     }
     let from_d2m: Vec<bool> =
         (0..raw.len()).map(|c| d2m.iter().any(|r| r.consumer == Some(c))).collect();
+    let to_d2m: Vec<bool> = raw
+        .iter()
+        .map(|(members, _)| {
+            members.last().is_some_and(|&l| {
+                topo.ops[l as usize].users.iter().any(|u| is_d2m(u.user as usize))
+            })
+        })
+        .collect();
     let solve_order = solving_order(raw.len(), &d2m);
     let chains = raw
         .iter()
         .enumerate()
         .map(|(c, (members, concat))| {
             let ids: Vec<OpId> = members.iter().map(|&i| ops[i as usize]).collect();
-            ChainId::new(db, func, ids, *concat, preferred[c], from_d2m[c])
+            ChainId::new(db, func, ids, *concat, preferred[c], from_d2m[c], to_d2m[c])
         })
         .collect();
     Arc::new(ChainGraph { chains, op_chain, d2m, solve_order })

@@ -268,10 +268,14 @@ impl Merger<'_> {
         }
     }
 
-    /// Every scheduled op in positions `[from, to]` still fits with `extra` more L1.
+    /// Every scheduled op in positions `[from, to]`, and every spill right after one, still
+    /// fits with `extra` more L1.
     fn window_fits(&self, from: u32, to: u32, extra: u64, skip: &[u32]) -> Result<(), String> {
         for p in from..=to.min(self.sched.len().saturating_sub(1) as u32) {
             let Some(&i) = self.sched.get(p as usize) else { break };
+            if let Some(spill) = self.pending_spill(i) {
+                self.spill_fits(i, &spill, extra)?;
+            }
             if skip.contains(&i) {
                 continue;
             }
@@ -283,6 +287,50 @@ impl Merger<'_> {
             })?;
         }
         Ok(())
+    }
+
+    /// The conversion that will run right after op `i` as the plan stands: its own spill, or
+    /// the DRAM spill of the completed chain it ends.
+    fn pending_spill(&self, i: u32) -> Option<TtnnLayout> {
+        if let Some(s) = &self.plans[i as usize].spill {
+            return Some(s.layout.clone());
+        }
+        let c = self.chain_of_last(i)?;
+        if !self.completed_dram_chain(c) {
+            return None;
+        }
+        let layout = self.plans[i as usize].layout.as_ref().filter(|l| l.is_l1())?;
+        let shape = self.shape(i)?;
+        Some(TtnnLayout::dram_interleaved(
+            &shape,
+            layout.data_type().unwrap_or(DataType::BF16),
+            layout.page_layout(),
+        ))
+    }
+
+    /// The `to_memory_config` from op `i`'s planned output to `to` fits next to what is
+    /// resident at that point (the source itself, reservations, and `extra`).
+    fn spill_fits(&self, i: u32, to: &TtnnLayout, extra: u64) -> Result<(), String> {
+        let Some(from) = self.plans[i as usize].layout.clone() else { return Ok(()) };
+        let Some(shape) = self.shape(i) else { return Ok(()) };
+        let q = OpQuery {
+            kind: OpKind::ToMemoryConfig,
+            inputs: vec![TensorDesc::new(&shape, from.clone())],
+            output_shape: shape.clone(),
+            output_dtype: to.data_type().unwrap_or(DataType::BF16),
+            output: OutputHint::Layout(to.clone()),
+            config: OpConfig::None,
+            l1_in_use: from
+                .l1_bytes_per_core()
+                .saturating_add(extra)
+                .saturating_add(self.active(self.pos[i as usize])),
+        };
+        self.model.query(self.target, &q).map(|_| ()).map_err(|e| {
+            format!(
+                "the copy of `{}` out of its shard would not fit: {e}",
+                self.body.ops[i as usize].key
+            )
+        })
     }
 
     fn last_use_pos(&self, i: u32) -> u32 {
@@ -461,7 +509,9 @@ impl Merger<'_> {
                     layout.page_layout(),
                     self.target.worker_grid(),
                 );
-                if self.validate(x, &[(0, l1.clone())], None, None, self.active(p as u32)).is_ok() {
+                if self.validate(x, &[(0, l1.clone())], None, None, self.active(p as u32)).is_ok()
+                    && self.spill_fits(src, &l1, 0).is_ok()
+                {
                     self.keep(
                         sc,
                         SpillLocation::L1Interleaved,
@@ -579,7 +629,10 @@ impl Merger<'_> {
                     false
                 });
                 let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
+                let copy_fits =
+                    spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
                 if users_ok
+                    && copy_fits
                     && self
                         .window_fits(fork_pos + 1, end, layout.l1_bytes_per_core(), &skip)
                         .is_ok()

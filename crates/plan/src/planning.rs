@@ -168,12 +168,24 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
     let _p =
         tracing::debug_span!("plan_for", func = %func.name(db), policy = policy.name()).entered();
     let n = body.ops.len();
+    let pinned = layout::pinned_outputs(db, func);
     let mut op_plans: Vec<OpPlan> = (0..n)
         .map(|i| {
             let op = ops[i];
             let layout = fallback_layout(db, op);
             let config = config_for(db, op, layout.as_ref());
+            let legal = layout::legal_op_layouts(db, op);
             let reason = match &layout {
+                _ if legal.fixed && pinned.contains(op.key(db)) => {
+                    "kept as written: a consumer with fixed operand types (a d2m subgraph, a \
+                     call, or an op kept as written) declares this layout, which no op \
+                     produces, so a conversion to it would be invalid too"
+                        .to_owned()
+                }
+                _ if legal.fixed && legal.rejected > 0 => format!(
+                    "kept as written: the op model rejects every output layout ({})",
+                    legal.first_rejection.as_deref().unwrap_or("no reason given")
+                ),
                 Some(l) if l.is_l1() => "its layout is fixed (as written)".to_owned(),
                 Some(_) => "not in an L1 chain: DRAM interleaved".to_owned(),
                 None => String::new(),
@@ -287,10 +299,7 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
                     });
                 }
                 let last = *members.last().unwrap_or(&0) as usize;
-                let feeds_d2m = topo.ops[last]
-                    .users
-                    .iter()
-                    .any(|u| body.ops[u.user as usize].name == "ttnn.d2m_subgraph");
+                let feeds_d2m = chain.to_d2m(db);
                 let out_l1 = op_plans[last].layout.as_ref().is_some_and(TtnnLayout::is_l1);
                 let (spill, spill_reason) = if feeds_d2m {
                     (SpillLocation::None, "feeds a d2m subgraph: kept in L1".to_owned())

@@ -63,6 +63,7 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
         edges: Vec::new(),
         user_reshards: Vec::new(),
         preferred_output: chain.preferred(db),
+        spills_output: !chain.to_d2m(db),
     };
     for (j, &op) in ops.iter().enumerate() {
         let Some(sig) = layout::op_signature(db, op) else { continue };

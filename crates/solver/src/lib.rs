@@ -81,6 +81,9 @@ pub struct ChainProblem {
     pub user_reshards: Vec<(usize, u32)>,
     /// Set when the chain feeds a concat: the memory layout the concat needs its inputs in.
     pub preferred_output: Option<ttnn_types::TensorMemoryLayout>,
+    /// True when the last op's output is copied out of its shard after the chain (a spill):
+    /// only configs whose output leaves room for that copy are kept.
+    pub spills_output: bool,
 }
 
 /// A reshard to insert in front of operand `operand` of op `consumer`.

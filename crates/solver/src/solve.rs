@@ -19,6 +19,7 @@ pub fn solve(problem: &ChainProblem, model: &dyn OpModel, target: &Target) -> Ch
         path_sets: Vec::new(),
         reshards: BTreeMap::new(),
         first_input: None,
+        spill_mask: None,
         queries: 0,
     };
     let result = s.run();
@@ -74,6 +75,9 @@ struct Solver<'a> {
     /// Keyed by (consumer op, operand).
     reshards: BTreeMap<(usize, u32), ReshardEntry>,
     first_input: Option<TtnnLayout>,
+    /// The last op's configs whose output can still be spilled (see `spill_room`); every
+    /// reset of that op's bitset is intersected with it.
+    spill_mask: Option<(usize, Bitset)>,
     queries: u64,
 }
 
@@ -93,7 +97,9 @@ impl Solver<'_> {
                 format!("`{}` has no L1-sharded candidate", self.p.ops[i].name),
             ));
         }
+        self.spill_room()?;
         self.preprocess_first_op()?;
+        self.apply_spill_mask();
         for c in 0..self.p.ops.len() {
             let edges: Vec<Edge> =
                 self.p.edges.iter().filter(|e| e.consumer == c).copied().collect();
@@ -191,6 +197,60 @@ impl Solver<'_> {
             t.layout = layout.clone();
         }
         ops
+    }
+
+    /// Going past tt-mlir: the spill after a chain is a `to_memory_config` that runs while
+    /// the sharded output is still resident, and needs circular buffers of its own. A config
+    /// whose output leaves no room for that copy would put the spill out of L1, so it is
+    /// dropped up front; if no config is left the chain fails with the reason.
+    fn spill_room(&mut self) -> Result<(), Failure> {
+        if !self.p.spills_output {
+            return Ok(());
+        }
+        let last = self.p.ops.len() - 1;
+        let op = &self.p.ops[last];
+        let mut mask = Bitset::empty(op.candidates.len());
+        let mut first_error = None;
+        for (i, cand) in op.candidates.iter().enumerate() {
+            let dtype = cand.layout.data_type().unwrap_or(ttnn_types::DataType::BF16);
+            let dram =
+                TtnnLayout::dram_interleaved(&op.output_shape, dtype, cand.layout.page_layout());
+            let q = OpQuery {
+                kind: OpKind::ToMemoryConfig,
+                inputs: vec![TensorDesc::new(&op.output_shape, cand.layout.clone())],
+                output_shape: op.output_shape.clone(),
+                output_dtype: dtype,
+                output: OutputHint::Layout(dram),
+                config: OpConfig::None,
+                l1_in_use: cand.layout.l1_bytes_per_core(),
+            };
+            self.queries += 1;
+            match self.model.query(self.target, &q) {
+                Ok(_) => mask.set(i),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if mask.is_empty() {
+            let why = first_error.map_or_else(String::new, |e| format!(": {e}"));
+            return Err(fail(
+                last,
+                None,
+                format!(
+                    "no config of `{}` leaves room in L1 to spill its output to DRAM{why}",
+                    op.name
+                ),
+            ));
+        }
+        self.spill_mask = Some((last, mask));
+        Ok(())
+    }
+
+    fn apply_spill_mask(&mut self) {
+        if let Some((op, mask)) = &self.spill_mask {
+            self.bits[*op].and_with(mask);
+        }
     }
 
     fn preprocess_first_op(&mut self) -> Result<(), Failure> {
@@ -333,6 +393,17 @@ impl Solver<'_> {
         self.bits[c].clear_all();
         for j in enabled.keys() {
             self.bits[c].set(*j);
+        }
+        self.apply_spill_mask();
+        if self.bits[c].is_empty() {
+            let name = &self.p.ops[c].name;
+            return Err(fail(
+                c,
+                edge,
+                format!(
+                    "the configs a reshard of operand {operand} of `{name}` enables leave no room to spill its output ({reason})"
+                ),
+            ));
         }
         self.reshards.insert((c, operand), ReshardEntry { enabled, user, reason });
         Ok(())
