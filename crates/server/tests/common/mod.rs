@@ -166,9 +166,28 @@ pub fn pos(text: &str, needle: &str, nth: usize) -> Value {
     json!({ "line": line, "character": character })
 }
 
-/// Compact JSON for snapshots: one value per line would be too long for ranges.
+/// Pretty JSON for snapshots, object keys sorted. Sorting here rather than relying on
+/// serde_json's default map: a workspace build unifies features, and another crate's
+/// `preserve_order` would otherwise reorder every snapshot.
 pub fn show(v: &Value) -> String {
-    serde_json::to_string_pretty(v).expect("json encodes")
+    serde_json::to_string_pretty(&sorted(v)).expect("json encodes")
+}
+
+/// One-line JSON with object keys sorted, for values inside a line of a snapshot.
+pub fn compact(v: &Value) -> String {
+    serde_json::to_string(&sorted(v)).expect("json encodes")
+}
+
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 pub fn error_code(r: &Response) -> Option<i32> {
