@@ -8,11 +8,13 @@ mod calibrate;
 mod corpus;
 mod fuzz;
 mod models;
+mod optimize_corpus;
 // `gen` is a reserved keyword in edition 2024, hence the raw identifier.
 mod r#gen;
 mod util;
 
-const TASKS: &str = "calibrate, bench-opmodel, bench-parse, corpus, fuzz, gen, models";
+const TASKS: &str =
+    "calibrate, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,6 +23,7 @@ fn main() -> anyhow::Result<()> {
         Some("bench-opmodel") => bench_opmodel::run(),
         Some("bench-parse") => bench_parse::run(&args[1..]),
         Some("corpus") => corpus::run(&args[1..]),
+        Some("optimize-corpus") => optimize_corpus::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("gen") => r#gen::run(&args[1..]),
         Some("models") => models::run(&args[1..]),
