@@ -127,6 +127,17 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
     Arc::new(out)
 }
 
+/// Whether the op's output layout is fixed, as `legal_op_layouts` says.
+///
+/// A firewall for `cost_lower_bound`, which reads this for every op of a function: an
+/// override edit re-runs the op's `legal_op_layouts` (its candidates change) but not this
+/// answer, which depends on the op's signature alone, so the bound is re-validated instead of
+/// recomputed (about 50 ms of an override edit on a 10k-op graph).
+#[salsa::tracked(returns(copy))]
+fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
+    layout::legal_op_layouts(db, op).fixed
+}
+
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
 /// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
 #[salsa::tracked(returns(copy))]
@@ -150,7 +161,7 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
         if matches!(sig.kind, OpKind::Unknown(_)) {
             continue;
         }
-        let fixed_out = layout::legal_op_layouts(db, ops[i]).fixed;
+        let fixed_out = output_fixed(db, ops[i]);
         let inputs: Vec<UnitTensor> = data
             .operands
             .iter()
