@@ -12,7 +12,10 @@ pub(crate) fn load_target(arg: Option<&str>) -> anyhow::Result<target::Target> {
     }
     let path = Utf8Path::new(arg);
     let text = std::fs::read_to_string(path).with_context(|| {
-        format!("`{arg}` is neither a builtin target ({}) nor a readable file", target::BUILTIN_NAMES.join(", "))
+        format!(
+            "`{arg}` is neither a builtin target ({}) nor a readable file",
+            target::BUILTIN_NAMES.join(", ")
+        )
     })?;
     let parsed = if path.extension() == Some("json") {
         target::Target::from_json_str(&text)
@@ -54,7 +57,8 @@ impl OverrideArgs {
         let mut text = String::new();
         let mut origin = "<command line>".to_owned();
         if let Some(path) = &self.overrides {
-            text = std::fs::read_to_string(path).with_context(|| format!("cannot read `{path}`"))?;
+            text =
+                std::fs::read_to_string(path).with_context(|| format!("cannot read `{path}`"))?;
             if !text.ends_with('\n') && !text.is_empty() {
                 text.push('\n');
             }

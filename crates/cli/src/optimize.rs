@@ -36,10 +36,16 @@ pub(crate) struct OptimizeArgs {
 
 pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::from_name(&args.policy).ok_or_else(|| {
-        anyhow::format_err!("unknown policy `{}`: expected `df-sharding` or `df-sharding-merge`", args.policy)
+        anyhow::format_err!(
+            "unknown policy `{}`: expected `df-sharding` or `df-sharding-merge`",
+            args.policy
+        )
     })?;
     if args.output.as_ref().is_some_and(|o| o == &args.file) {
-        anyhow::bail!("refusing to overwrite the input file `{}`; write the result elsewhere", args.file);
+        anyhow::bail!(
+            "refusing to overwrite the input file `{}`; write the result elsewhere",
+            args.file
+        );
     }
     let target = common::load_target(args.target.as_deref())?;
     let (origin, overrides) = args.overrides.text()?;
@@ -47,7 +53,9 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let options = Options { policy, ..Options::tt_mlir_defaults() };
     let mut host = AnalysisHost::new(target, options);
     host.apply_change(
-        Change::new().set_file(input.path.clone(), input.text.clone()).set_overrides(origin.clone(), overrides.clone()),
+        Change::new()
+            .set_file(input.path.clone(), input.text.clone())
+            .set_overrides(origin.clone(), overrides.clone()),
     );
     let file = host.file(&input.path).ok_or_else(|| anyhow::format_err!("file was not loaded"))?;
     let analysis = host.analysis();
@@ -55,7 +63,13 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let mut stderr = std::io::stderr().lock();
     // Refuse to optimize broken input: the rewrite would silently drop what did not parse.
     let mut diags: Vec<Diagnostic> = input.encoding_error.iter().cloned().collect();
-    diags.extend(analysis.diagnostics(file).map_err(cancelled)?.into_iter().filter(|d| d.severity == Severity::Error));
+    diags.extend(
+        analysis
+            .diagnostics(file)
+            .map_err(cancelled)?
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error),
+    );
     if !diags.is_empty() {
         render::human(&input.path, &input.text, &diags, &mut stderr);
         let _ = writeln!(stderr, "not optimizing `{}`: it has errors", input.path);
@@ -84,13 +98,17 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let report = analysis.plan_report(file).map_err(cancelled)?;
     let final_ir = analysis.final_ir(file).map_err(cancelled)?;
     match &args.output {
-        Some(path) => std::fs::write(path, &final_ir.text).map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?,
+        Some(path) => std::fs::write(path, &final_ir.text)
+            .map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?,
         None => {
             let _ = std::io::stdout().lock().write_all(final_ir.text.as_bytes());
         }
     }
-    let mut report_out: Box<dyn std::io::Write> =
-        if args.output.is_some() { Box::new(std::io::stdout().lock()) } else { Box::new(std::io::stderr().lock()) };
+    let mut report_out: Box<dyn std::io::Write> = if args.output.is_some() {
+        Box::new(std::io::stdout().lock())
+    } else {
+        Box::new(std::io::stderr().lock())
+    };
     match args.report {
         Some(ReportFormat::Json) => json_report(&report, &mut report_out),
         Some(ReportFormat::Human) => human_report(&report, &mut report_out),
@@ -126,8 +144,12 @@ pub(crate) fn short_layout(l: Option<&ttnn_types::TtnnLayout>) -> String {
     };
     match l.memory_layout {
         Some(ttnn_types::TensorMemoryLayout::Interleaved) => format!("{buffer} il"),
-        Some(ttnn_types::TensorMemoryLayout::HeightSharded) => format!("{buffer} hs {}", l.grid2d().volume()),
-        Some(ttnn_types::TensorMemoryLayout::WidthSharded) => format!("{buffer} ws {}", l.grid2d().volume()),
+        Some(ttnn_types::TensorMemoryLayout::HeightSharded) => {
+            format!("{buffer} hs {}", l.grid2d().volume())
+        }
+        Some(ttnn_types::TensorMemoryLayout::WidthSharded) => {
+            format!("{buffer} ws {}", l.grid2d().volume())
+        }
         Some(ttnn_types::TensorMemoryLayout::BlockSharded) => format!("{buffer} bs {}", l.grid2d()),
         Some(ttnn_types::TensorMemoryLayout::NdSharded) => format!("{buffer} nd"),
         None => buffer.to_owned(),
@@ -135,7 +157,11 @@ pub(crate) fn short_layout(l: Option<&ttnn_types::TtnnLayout>) -> String {
 }
 
 fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
-    let _ = writeln!(out, "{:<28} {:<22} {:<12} {:<12} {:<10} reason", "op", "kind", "written", "planned", "chain");
+    let _ = writeln!(
+        out,
+        "{:<28} {:<22} {:<12} {:<12} {:<10} reason",
+        "op", "kind", "written", "planned", "chain"
+    );
     for d in &r.ops {
         let chain = d.chain.map_or("-".to_owned(), |(c, p, n, s)| format!("#{c} {p}/{n} {s}"));
         let _ = writeln!(
@@ -157,7 +183,7 @@ fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
     }
     for c in &r.chains {
         if let Some(f) = &c.failure {
-            let _ = writeln!(out, "chain #{} [{}] failed: {f}", c.index, c.ops.join(", "));
+            let _ = writeln!(out, "chain #{} [{}] {}: {f}", c.index, c.ops.join(", "), c.state);
         }
     }
     for m in &r.merges {

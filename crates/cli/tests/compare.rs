@@ -67,7 +67,7 @@ fn the_mlp_block_compares_written_ir_with_both_policies() {
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
         as-written           150.9    1.20x        0/7         0       0          290816      21.9%               0             0
         df-sharding          161.9    1.28x        6/7         0       3          290816      21.9%               0             0
-        df-sharding-merge    161.9    1.28x        6/7         0       3          290816      21.9%               0             0
+        df-sharding-merge    150.9    1.20x        0/7         0       0          290816      21.9%               0             0
     "#]]
     .assert_eq(&table("mlp_block"));
 }
@@ -81,7 +81,7 @@ fn the_attention_block_with_a_fork_and_a_concat_compares_cleanly() {
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
         as-written           104.8    1.18x       0/19         0       0          262144      19.8%               0             0
         df-sharding          157.6    1.78x       9/19         0       9         1146880      86.5%               0             0
-        df-sharding-merge    152.2    1.72x      10/19         0       5         1146880      86.5%               0             0
+        df-sharding-merge    111.6    1.26x       3/19         0       0          262144      19.8%               0             0
     "#]]
     .assert_eq(&table("attention_block"));
 }
@@ -95,7 +95,7 @@ fn the_residual_conv_block_compares_cleanly() {
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
         as-written           808.2    1.96x        0/6         0       0           99200       7.5%               0             0
         df-sharding          856.8    2.08x        5/6         1       1          103296       7.8%               0             0
-        df-sharding-merge    856.8    2.08x        5/6         1       1          103296       7.8%               0             0
+        df-sharding-merge    808.2    1.96x        0/6         0       0           99200       7.5%               0             0
     "#]]
     .assert_eq(&table("residual_conv_block"));
 }
@@ -185,7 +185,7 @@ fn a_ttir_file_is_imported_before_it_is_compared() {
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
         as-written           124.0    1.06x       0/39         0       0           51200       3.9%               0             1
         df-sharding          136.2    1.17x       4/39         1       4           51200       3.9%               0             1
-        df-sharding-merge    145.9    1.25x      10/39         2       2           51200       3.9%               0             1
+        df-sharding-merge    127.1    1.09x       2/39         1       0           51200       3.9%               0             1
     "#]]
     .assert_eq(&stdout);
 }

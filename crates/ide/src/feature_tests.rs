@@ -12,8 +12,10 @@ use crate::{
 };
 
 /// A small graph: a matmul into an L1 block-sharded output, a relu back to DRAM, and a call.
+/// Planned with `df-sharding`: under the merging policy the cost model declines a chain this
+/// small (its spill costs more than L1 saves), and these tests are about showing a plan.
 const GRAPH: &str = r##"
-//- /m.mlir
+//- /m.mlir policy:df-sharding
 #dram = #ttnn.buffer_type<dram>
 #l1 = #ttnn.buffer_type<l1>
 #il = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
@@ -72,7 +74,7 @@ fn hover_on_an_op_name_shows_its_layout_l1_and_legal_layouts() {
 
             L1 per core: 2048 B on 16 core(s)
 
-            planned layout (df-sharding-merge): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+            planned layout (df-sharding): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)
 
             op config: matmul 2D mcast per_core 1x1 in0_block_w 2
 
@@ -83,6 +85,35 @@ fn hover_on_an_op_name_shows_its_layout_l1_and_legal_layouts() {
             why: L1 chain #0, op 1 of 2: the config with the highest accumulated core usage (32)
 
             legal layouts: 1 interleaved, 17 sharded
+        "#]],
+    );
+}
+
+/// Under the merging policy the same chain is declined, and the hover says why in numbers.
+#[test]
+fn hover_explains_a_chain_the_cost_model_declines() {
+    let graph = GRAPH.replace("policy:df-sharding", "policy:df-sharding-merge");
+    check_hover(
+        &with_cursor(&graph, "%1 = ", 0),
+        expect![[r#"
+            726..728 "%1"
+            **`ttnn.relu`** `%1` in `@main`, loc `"act"` (line 8)
+
+            result: `tensor<64x256xbf16>`
+
+            layout: DRAM interleaved, 2x8 tiles total (bf16)
+
+            L1 per core: none (DRAM il)
+
+            planned layout (df-sharding-merge): unchanged, DRAM interleaved, 2x8 tiles total (bf16)
+
+            L1 per core: cb 8192 B, tensor 0 B, output 0 B; live L1 before it: 0 B
+
+            chain #0: op 2 of 2, declined
+
+            why: its chain #0 was declined: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
+
+            legal layouts: 2 interleaved, 17 sharded
         "#]],
     );
 }
@@ -101,7 +132,7 @@ fn hover_on_a_result_definition_describes_the_op() {
 
             L1 per core: none (DRAM il)
 
-            planned layout (df-sharding-merge): L1 block_sharded 2x8, 1x1 tiles per core (bf16)
+            planned layout (df-sharding): L1 block_sharded 2x8, 1x1 tiles per core (bf16)
 
             written layout: DRAM interleaved, 2x8 tiles total (bf16)
 
@@ -236,7 +267,7 @@ fn hover_shows_an_applied_override() {
 
             L1 per core: none (DRAM il)
 
-            planned layout (df-sharding-merge): unchanged, DRAM interleaved, 2x8 tiles total (bf16)
+            planned layout (df-sharding): unchanged, DRAM interleaved, 2x8 tiles total (bf16)
 
             L1 per core: cb 8192 B, tensor 0 B, output 0 B; live L1 before it: 0 B
 
@@ -685,4 +716,22 @@ fn hovering_after_a_whitespace_edit_reruns_only_the_positional_queries() {
         lower_file
         parse_file"#]]
     .assert_eq(&executed.join("\n"));
+}
+
+/// A chain the cost model declines is reported as information at its first op, with the
+/// numbers; a chain that fails is a warning.
+#[test]
+fn a_declined_chain_is_an_information_diagnostic_with_the_estimates() {
+    let f = fixture(&GRAPH.replace("policy:df-sharding", "policy:df-sharding-merge"));
+    let file = f.file("/m.mlir");
+    let diags = f.host.analysis().findings(file).expect("not cancelled");
+    let text = f.host.analysis().file_text(file).expect("not cancelled");
+    let mut out = String::new();
+    for d in diags.iter().filter(|d| d.code.starts_with("chain")) {
+        let _ =
+            writeln!(out, "{:?} {} {:?}: {}", d.severity, d.code, d.range.slice(&text), d.message);
+    }
+    expect![[r#"
+        Info chain-declined "\"ttnn.matmul\"": this L1 chain of 2 ops is declined and stays in DRAM: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
+    "#]].assert_eq(&out);
 }

@@ -3,7 +3,8 @@
 //! - op-model errors on the IR as written (`op-model-rejects`), and the points where the live
 //!   L1 of the IR as written exceeds the budget (`l1-out-of-memory`);
 //! - the optimizer's findings with their reasons: a chain that failed on an edge
-//!   (`chain-failed`, warning), an op whose output spills (`spill`, information), a reshard
+//!   (`chain-failed`, warning), a chain the cost model declined (`chain-declined`,
+//!   information), an op whose output spills (`spill`, information), a reshard
 //!   inserted in front of an operand (`reshard`, information).
 //!
 //! Per-op verdicts come from memoized per-op queries (`layout::written_check`, the plan), so
@@ -87,14 +88,18 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         let plan = plan::plan(db, func);
         for c in &plan.chains {
             if let (Some(f), Some(&first)) = (&c.failure, c.ops.first()) {
+                let range = sm.op_name_ranges.get(first as usize).copied().unwrap_or_default();
+                // A declined chain is a decision, not a problem: information, not a warning.
+                let (severity, code, what) = if c.state == plan::ChainState::Declined {
+                    (Severity::Info, "chain-declined", "is declined and stays in DRAM")
+                } else {
+                    (Severity::Warning, "chain-failed", "failed and falls back to DRAM")
+                };
                 out.push(Diagnostic {
-                    range: sm.op_name_ranges.get(first as usize).copied().unwrap_or_default(),
-                    severity: Severity::Warning,
-                    code: "chain-failed",
-                    message: format!(
-                        "this L1 chain of {} ops failed and falls back to DRAM: {f}",
-                        c.ops.len()
-                    ),
+                    range,
+                    severity,
+                    code,
+                    message: format!("this L1 chain of {} ops {what}: {f}", c.ops.len()),
                 });
             }
         }

@@ -7,7 +7,8 @@
 //! override-output-layout=mm=dram:interleaved
 //! ```
 //!
-//! `//- /path key:value ...` starts a file (`target:` picks a builtin device); a file whose
+//! `//- /path key:value ...` starts a file (`target:` picks a builtin device, `policy:` the
+//! optimizer policy); a file whose
 //! path ends in `.overrides` becomes the overrides text. `<|>` marks the cursor (two mark a
 //! range); `$0` is not used because `$` is legal in MLIR identifiers. Without a `//-` line the
 //! whole text is `/m.mlir`.
@@ -37,6 +38,7 @@ pub(crate) fn fixture(text: &str) -> Fixture {
     let text = text.strip_prefix('\n').unwrap_or(text);
     let mut files: Vec<(String, String)> = Vec::new();
     let mut target = target::Target::n150();
+    let mut options = Options::tt_mlir_defaults();
     for line in text.split_inclusive('\n') {
         if let Some(header) = line.strip_prefix("//- ") {
             let mut parts = header.split_whitespace();
@@ -45,6 +47,9 @@ pub(crate) fn fixture(text: &str) -> Fixture {
                 match kv.split_once(':') {
                     Some(("target", name)) => {
                         target = target::Target::builtin(name).expect("a builtin target");
+                    }
+                    Some(("policy", name)) => {
+                        options.policy = base_db::Policy::from_name(name).expect("a policy name");
                     }
                     _ => panic!("unknown fixture key `{kv}`"),
                 }
@@ -59,7 +64,7 @@ pub(crate) fn fixture(text: &str) -> Fixture {
             last.1.push_str(line);
         }
     }
-    let mut host = AnalysisHost::new(target, Options::tt_mlir_defaults());
+    let mut host = AnalysisHost::new(target, options);
     let mut change = Change::new();
     let mut cursors = Vec::new();
     for (path, text) in files {

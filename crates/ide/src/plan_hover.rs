@@ -133,8 +133,9 @@ pub(crate) fn extra_lines(db: &RootDatabase, op: OpId) -> Vec<String> {
                 }
             }
             lines.push(line);
-            if let Some(f) = &chain.failure {
-                lines.push(format!("chain failed: {f}"));
+            // The op's own reason usually quotes the chain's failure; say it once.
+            if let Some(f) = chain.failure.as_ref().filter(|f| !p.reason.contains(f.as_str())) {
+                lines.push(format!("chain {}: {f}", chain.state.name()));
             }
         }
         lines.push(format!("why: {}", p.reason));

@@ -62,7 +62,7 @@ impl PlanReport {
     /// Chains by state: (state, count), in a fixed order.
     #[must_use]
     pub fn chains_by_state(&self) -> Vec<(&'static str, usize)> {
-        ["completed", "failed", "built", "resolved", "in-build"]
+        ["completed", "declined", "failed", "built", "resolved", "in-build"]
             .into_iter()
             .map(|s| (s, self.chains.iter().filter(|c| c.state == s).count()))
             .filter(|(_, n)| *n > 0)

@@ -22,11 +22,11 @@ mod scheduling;
 pub use crate::{
     chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
     costing::{PlanCost, cost_lower_bound, plan_cost, written_cost},
-    merge::{MergeDecisions, MergeKind, Reservation, merge_decisions},
+    merge::{DeclinedChain, MergeDecisions, MergeKind, Reservation, merge_decisions},
     planning::{
         ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, Plan, SpillLocation, plan, plan_for,
     },
-    problem::{chain_problem, fallback_layout, solve_chain},
+    problem::{ChainCost, chain_cost, chain_problem, fallback_layout, solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
 };
 

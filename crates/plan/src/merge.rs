@@ -25,6 +25,7 @@ use crate::{
         ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, SpillLocation, incoming_layout,
         plan_for,
     },
+    problem::ChainCost,
     scheduling::func_topology,
 };
 
@@ -79,15 +80,44 @@ pub struct MergeDecisions {
     pub conv_keep_activation: Vec<u32>,
     pub reservations: Vec<Reservation>,
     pub records: Vec<MergeRecord>,
+    /// Chains the cost model says lose in L1, declined before any merge.
+    pub declined: Vec<DeclinedChain>,
+}
+
+/// A solved chain left out of L1, with the layout and config each of its ops falls back to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DeclinedChain {
+    pub chain: usize,
+    pub reason: String,
+    pub ops: Vec<(u32, Option<TtnnLayout>, OpConfig)>,
 }
 
 impl MergeDecisions {
+    /// Applies the declined chains only (the merger starts from this).
+    fn apply_declines(&self, ops: &mut [OpPlan], chains: &mut [ChainPlan]) {
+        for d in &self.declined {
+            let chain = &mut chains[d.chain];
+            chain.state = ChainState::Declined;
+            chain.failure = Some(d.reason.clone());
+            chain.spill = SpillLocation::None;
+            chain.spill_reason = String::new();
+            for (i, layout, config) in &d.ops {
+                let p = &mut ops[*i as usize];
+                p.layout = layout.clone();
+                p.config = config.clone();
+                p.expected_operands.iter_mut().for_each(|e| *e = None);
+                p.reason = format!("its chain #{} was declined: {}", d.chain, d.reason);
+            }
+        }
+    }
+
     pub(crate) fn apply(
         &self,
         ops: &mut [OpPlan],
         chains: &mut [ChainPlan],
         merges: &mut Vec<MergeRecord>,
     ) {
+        self.apply_declines(ops, chains);
         for (c, layout, config) in &self.concats {
             let chain = &mut chains[*c];
             chain.state = ChainState::Completed;
@@ -151,13 +181,67 @@ pub fn merge_decisions(db: &dyn Db, func: FuncId) -> Arc<MergeDecisions> {
         model: db.op_model(),
         target,
         merged_target: vec![false; base.chains.len()],
+        cost: cost::CostModel::for_target(target),
     };
-    let _ = graph;
+    // Going past tt-mlir: a chain the cost model expects to lose in L1 even without its
+    // spill is declined before merging, so no merge builds on it.
+    let pre =
+        decline_losing_chains(db, &mut m, &graph.chains, ops.as_ref(), |c| c.loses_without_spill());
+    let decisions = MergeDecisions { declined: pre, ..MergeDecisions::default() };
+    decisions.apply_declines(&mut m.plans, &mut m.chains);
+    m.out.declined = decisions.declined;
     m.resolve_concats();
     m.reshapes(db);
     m.forks(db);
     m.chain_merges();
+    // After merging, a chain no merge touched still spills its output to DRAM; decline it if
+    // that makes it lose.
+    let post = decline_losing_chains(db, &mut m, &graph.chains, ops.as_ref(), ChainCost::loses);
+    m.out.declined.extend(post);
     Arc::new(m.out)
+}
+
+/// The completed chains that `loses` says lose in L1 and that no merge decision involves,
+/// with the fallback layout and config of each of their ops.
+fn decline_losing_chains(
+    db: &dyn Db,
+    m: &mut Merger<'_>,
+    chains: &[crate::ChainId],
+    ops: &[ir::OpId],
+    loses: impl Fn(&ChainCost) -> bool,
+) -> Vec<DeclinedChain> {
+    let mut out = Vec::new();
+    for (c, &chain) in chains.iter().enumerate() {
+        if m.chains[c].state != ChainState::Completed || m.chains[c].concat || m.touched(c) {
+            continue;
+        }
+        let Some(cost) = crate::problem::chain_cost(db, chain) else { continue };
+        if !loses(&cost) {
+            continue;
+        }
+        let spill = if m.chains[c].spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
+        let reason = format!(
+            "the cost model estimates {:.1} µs in L1 (reshards and spill included) against {:.1} µs out of it",
+            (cost.l1_ns + spill) as f64 / 1000.0,
+            cost.dram_ns as f64 / 1000.0
+        );
+        let decl: Vec<(u32, Option<TtnnLayout>, OpConfig)> = m.chains[c]
+            .ops
+            .iter()
+            .map(|&i| {
+                let layout = crate::problem::fallback_layout(db, ops[i as usize]);
+                let config = crate::planning::config_for(db, ops[i as usize], layout.as_ref());
+                (i, layout, config)
+            })
+            .collect();
+        // An op whose only legal layouts are sharded (the op model rejects it in DRAM) has
+        // nowhere better to go; the chain stays.
+        if decl.iter().any(|(_, l, _)| l.as_ref().is_some_and(TtnnLayout::is_sharded)) {
+            continue;
+        }
+        out.push(DeclinedChain { chain: c, reason, ops: decl });
+    }
+    out
 }
 
 struct Merger<'a> {
@@ -176,6 +260,9 @@ struct Merger<'a> {
     target: &'a target::Target,
     /// Chains that already received a merge (tt-mlir allows one per target chain).
     merged_target: Vec<bool>,
+    /// Every merge must also pay off in estimated time (going past tt-mlir, which merges
+    /// whenever L1 allows).
+    cost: cost::CostModel,
 }
 
 impl Merger<'_> {
@@ -333,6 +420,77 @@ impl Merger<'_> {
         })
     }
 
+    /// True when a merge decision involves chain `c`: its spill moved, one of its ops is a
+    /// merge source or join, holds a reservation, or takes a merged input.
+    fn touched(&self, c: usize) -> bool {
+        let ops = &self.chains[c].ops;
+        self.out.spills.iter().any(|(sc, _, _)| *sc == c)
+            || self
+                .out
+                .records
+                .iter()
+                .any(|r| ops.contains(&r.join) || r.sources.iter().any(|s| ops.contains(s)))
+            || self.out.reservations.iter().any(|r| ops.contains(&r.op))
+            || self.out.inputs.iter().any(|(i, _, _)| ops.contains(i))
+            || self.out.layouts.iter().any(|(i, _, _)| ops.contains(i))
+    }
+
+    /// The estimated time of op `i` with operand substitutions and an optional output.
+    fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
+        let Some(sig) = &self.sigs[i as usize] else { return 0 };
+        let Some(result) = sig.tensor_result() else { return 0 };
+        let Some(out) = output.or(self.plans[i as usize].layout.as_ref()) else { return 0 };
+        let mut inputs = Vec::new();
+        for (k, operand) in sig.operands.iter().enumerate() {
+            let Some(t) = operand.ty.as_tensor() else { continue };
+            let shape = t.static_shape().unwrap_or_default();
+            let layout = subst
+                .iter()
+                .find(|(sk, _)| *sk == k)
+                .map(|(_, l)| l.clone())
+                .or_else(|| self.input_layout(i, k))
+                .or_else(|| t.layout.clone());
+            if let Some(layout) = layout {
+                inputs.push(TensorDesc::new(&shape, layout));
+            }
+        }
+        let output = TensorDesc::new(&result.static_shape().unwrap_or_default(), out.clone());
+        self.cost.op_cost(&sig.kind, &inputs, &output, &self.plans[i as usize].config).total_ns
+    }
+
+    /// The estimated time of copying op `i`'s planned output into `to` (free if unchanged).
+    fn copy_time(&self, i: u32, to: &TtnnLayout) -> u64 {
+        let (Some(from), Some(shape)) = (self.plans[i as usize].layout.clone(), self.shape(i))
+        else {
+            return 0;
+        };
+        self.cost.reshard_cost(&TensorDesc::new(&shape, from), to).total_ns
+    }
+
+    /// The layout op `i`'s output spills to after a completed DRAM chain, if it is one.
+    fn dram_spill(&self, i: u32) -> Option<TtnnLayout> {
+        let layout = self.plans[i as usize].layout.as_ref().filter(|l| l.is_l1())?;
+        let shape = self.shape(i)?;
+        Some(TtnnLayout::dram_interleaved(
+            &shape,
+            layout.data_type().unwrap_or(DataType::BF16),
+            layout.page_layout(),
+        ))
+    }
+
+    /// `Err` unless a merge's estimated time (`after`) beats what it replaces (`before`).
+    fn pays_off(before: u64, after: u64) -> Result<(), String> {
+        if after < before {
+            Ok(())
+        } else {
+            Err(format!(
+                "not faster: the cost model estimates {:.1} µs against {:.1} µs without it",
+                after as f64 / 1000.0,
+                before as f64 / 1000.0
+            ))
+        }
+    }
+
     fn last_use_pos(&self, i: u32) -> u32 {
         self.topo.ops[i as usize]
             .users
@@ -459,6 +617,19 @@ impl Merger<'_> {
                 self.window_fits(from, to, held, &[])?;
             }
         }
+        let spilled: Vec<(usize, TtnnLayout)> = sources
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (_, op))| self.dram_spill(*op).map(|d| (k, d)))
+            .collect();
+        let before = sources
+            .iter()
+            .zip(&spilled)
+            .map(|((_, op), (_, d))| self.copy_time(*op, d))
+            .sum::<u64>()
+            + self.op_time(x, &spilled, None);
+        let after = self.op_time(x, &subst, Some(&actual));
+        Self::pays_off(before, after)?;
         for (sc, op) in &sources {
             let l = self.plans[*op as usize].layout.clone().unwrap_or_else(|| actual.clone());
             self.keep(*sc, SpillLocation::None, "kept in L1 for a concat (N-way merge)".to_owned());
@@ -509,7 +680,16 @@ impl Merger<'_> {
                     layout.page_layout(),
                     self.target.worker_grid(),
                 );
-                if self.validate(x, &[(0, l1.clone())], None, None, self.active(p as u32)).is_ok()
+                let pays = self.dram_spill(src).is_some_and(|dram| {
+                    let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
+                    let after =
+                        self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
+                    Self::pays_off(before, after).is_ok()
+                });
+                if pays
+                    && self
+                        .validate(x, &[(0, l1.clone())], None, None, self.active(p as u32))
+                        .is_ok()
                     && self.spill_fits(src, &l1, 0).is_ok()
                 {
                     self.keep(
@@ -557,7 +737,17 @@ impl Merger<'_> {
                 .is_ok()
             });
             let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
-            if users_ok && self.window_fits(p as u32 + 1, end, bytes, &skip).is_ok() {
+            let before: u64 = self.op_time(x, &[], None)
+                + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
+            let after: u64 = self.op_time(x, &[], Some(&l1))
+                + users
+                    .iter()
+                    .map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None))
+                    .sum::<u64>();
+            if users_ok
+                && Self::pays_off(before, after).is_ok()
+                && self.window_fits(p as u32 + 1, end, bytes, &skip).is_ok()
+            {
                 self.plans[x as usize].layout = Some(l1.clone());
                 self.out.layouts.push((
                     x,
@@ -631,8 +821,22 @@ impl Merger<'_> {
                 let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
                 let copy_fits =
                     spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
+                let pays = self.dram_spill(last).is_some_and(|dram| {
+                    let before = self.copy_time(last, &dram)
+                        + users
+                            .iter()
+                            .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
+                            .sum::<u64>();
+                    let after = self.copy_time(last, &layout)
+                        + users
+                            .iter()
+                            .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
+                            .sum::<u64>();
+                    Self::pays_off(before, after).is_ok()
+                });
                 if users_ok
                     && copy_fits
+                    && pays
                     && self
                         .window_fits(fork_pos + 1, end, layout.l1_bytes_per_core(), &skip)
                         .is_ok()
@@ -762,6 +966,11 @@ impl Merger<'_> {
             self.validate(after, &[], None, None, bytes + self.active(join_pos + 1))
                 .map_err(|e| format!("fragmentation check failed: {e}"))?;
         }
+        if let Some(dram) = self.dram_spill(src) {
+            let before = self.copy_time(src, &dram) + self.op_time(join, &[(k, dram)], None);
+            let after = self.op_time(join, &[(k, layout.clone())], None);
+            Self::pays_off(before, after)?;
+        }
         self.keep(sc, SpillLocation::None, format!("merged into chain #{b} (stays in L1)"));
         self.reserve(src, layout.clone(), join_pos);
         self.out.inputs.push((join, k as u32, layout));
@@ -823,6 +1032,13 @@ impl Merger<'_> {
         if let Some(&after) = self.sched.get(jp as usize + 1) {
             self.validate(after, &[], None, None, ba + bc + self.active(jp + 1))
                 .map_err(|e| format!("fragmentation check failed: {e}"))?;
+        }
+        if let (Some(da), Some(dc)) = (self.dram_spill(a), self.dram_spill(c)) {
+            let before = self.copy_time(a, &da)
+                + self.copy_time(c, &dc)
+                + self.op_time(join, &[(0, da), (1, dc)], None);
+            let after = self.op_time(join, &[(0, la.clone()), (1, lc.clone())], None);
+            Self::pays_off(before, after)?;
         }
         self.keep(ac, SpillLocation::None, "3-way merge: stays in L1 for the join".to_owned());
         self.keep(cc, SpillLocation::None, "3-way merge: stays in L1 for the join".to_owned());

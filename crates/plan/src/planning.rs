@@ -27,6 +27,9 @@ pub enum ChainState {
     Resolved,
     Failed,
     Completed,
+    /// Solved, but the cost model expects it to be slower in L1 than out of it; its ops
+    /// keep their fallback layouts (`df-sharding-merge` only, going past tt-mlir).
+    Declined,
 }
 
 impl ChainState {
@@ -38,6 +41,7 @@ impl ChainState {
             ChainState::Resolved => "resolved",
             ChainState::Failed => "failed",
             ChainState::Completed => "completed",
+            ChainState::Declined => "declined",
         }
     }
 }

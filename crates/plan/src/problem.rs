@@ -132,3 +132,103 @@ pub fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution> {
     let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
     Arc::new(solver::solve(&problem, db.op_model(), target))
 }
+
+/// A solved chain's estimated time in L1 against the same ops left where `fallback_layout`
+/// puts them, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ChainCost {
+    /// The ops with their chosen configs, the chain-entry conversion and the reshards.
+    pub l1_ns: u64,
+    /// The spill after the last op (none when the chain feeds a d2m subgraph); merging
+    /// may remove it.
+    pub spill_ns: u64,
+    /// The ops with their fallback layouts and configs, reading their operands as the
+    /// producers leave them.
+    pub dram_ns: u64,
+}
+
+impl ChainCost {
+    /// True when the cost model expects the chain to be slower in L1 than out of it even if
+    /// a merge removes its spill.
+    #[must_use]
+    pub fn loses_without_spill(&self) -> bool {
+        self.l1_ns > self.dram_ns
+    }
+
+    /// True when the cost model expects the chain, spill included, to be slower in L1.
+    #[must_use]
+    pub fn loses(&self) -> bool {
+        self.l1_ns.saturating_add(self.spill_ns) > self.dram_ns
+    }
+}
+
+/// The cost of a solved chain in L1 and out of it; `None` for a chain that did not solve.
+///
+/// Reads only the chain's problem and solution and its ops' fallback layouts, so it re-runs
+/// with the chain, never for an edit elsewhere.
+#[salsa::tracked(returns(copy))]
+pub fn chain_cost(db: &dyn Db, chain: ChainId) -> Option<ChainCost> {
+    let problem = chain_problem(db, chain);
+    let solution = solve_chain(db, chain);
+    let selected = solution.result.as_ref().ok()?;
+    let _p = tracing::debug_span!("chain_cost", ops = problem.ops.len()).entered();
+    let model = cost::CostModel::for_target(TargetInput::get(db).target(db));
+    let ops = chain.ops(db);
+    let mut out = ChainCost::default();
+    let chosen = |j: usize| &problem.ops[j].candidates[selected[j]];
+    let fallback: Vec<Option<TtnnLayout>> = ops.iter().map(|&o| fallback_layout(db, o)).collect();
+    for (j, op) in problem.ops.iter().enumerate() {
+        let mut l1_inputs = Vec::new();
+        let mut dram_inputs = Vec::new();
+        for (k, operand) in op.operands.iter().enumerate() {
+            let Some(t) = operand else { continue };
+            let edge = problem.edges.iter().find(|e| e.consumer == j && e.operand == k as u32);
+            // Out of L1, an in-chain operand arrives in its producer's fallback layout.
+            let source = match edge {
+                Some(e) => fallback[e.producer].clone().unwrap_or_else(|| t.layout.clone()),
+                None => t.layout.clone(),
+            };
+            dram_inputs.push(TensorDesc::new(&t.shape, source.clone()));
+            let reshard =
+                solution.reshards.iter().find(|r| r.consumer == j && r.operand == k as u32);
+            let arriving = match edge {
+                Some(e) => chosen(e.producer).layout.clone(),
+                None if j == 0 && k == 0 => {
+                    solution.first_input_layout.clone().unwrap_or_else(|| {
+                        TtnnLayout::dram_interleaved(
+                            &t.shape,
+                            t.layout.data_type().unwrap_or(DataType::BF16),
+                            PageLayout::Tile,
+                        )
+                    })
+                }
+                None => source,
+            };
+            let used = reshard.map_or_else(|| arriving.clone(), |r| r.layout.clone());
+            if used != arriving {
+                let c = model.reshard_cost(&TensorDesc::new(&t.shape, arriving.clone()), &used);
+                out.l1_ns = out.l1_ns.saturating_add(c.total_ns);
+            } else if edge.is_none() && j == 0 && k == 0 && used != t.layout {
+                // The chain entry converts the producer's output to the validated input.
+                let c = model.reshard_cost(&TensorDesc::new(&t.shape, t.layout.clone()), &used);
+                out.l1_ns = out.l1_ns.saturating_add(c.total_ns);
+            }
+            l1_inputs.push(TensorDesc::new(&t.shape, used));
+        }
+        let cand = chosen(j);
+        let l1_out = TensorDesc::new(&op.output_shape, cand.layout.clone());
+        out.l1_ns = out
+            .l1_ns
+            .saturating_add(model.op_cost(&op.kind, &l1_inputs, &l1_out, &cand.config).total_ns);
+        if j + 1 == problem.ops.len() && problem.spills_output {
+            out.spill_ns = model.spill_cost(&l1_out).total_ns;
+        }
+        let Some(dram_layout) = fallback[j].clone() else { continue };
+        let config = crate::planning::config_for(db, ops[j], Some(&dram_layout));
+        let dram_out = TensorDesc::new(&op.output_shape, dram_layout);
+        out.dram_ns = out
+            .dram_ns
+            .saturating_add(model.op_cost(&op.kind, &dram_inputs, &dram_out, &config).total_ns);
+    }
+    Some(out)
+}

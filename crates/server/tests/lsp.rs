@@ -22,8 +22,15 @@ func.func @main(%a: tensor<64x256xbf16, #il>, %b: tensor<256x256xbf16, #w>) -> t
 }
 "##;
 
+/// Settings for the tests: `df-sharding`, whose plan for `GRAPH` keeps its chain in L1 (the
+/// merging policy's cost model declines a chain this small), so hovers and actions have an L1
+/// plan to show.
+fn settings() -> Value {
+    json!({ "policy": "df-sharding" })
+}
+
 fn client() -> Client {
-    Client::start(json!({}), json!({}))
+    Client::start(json!({}), settings())
 }
 
 fn at(needle: &str, nth: usize) -> Value {
@@ -124,7 +131,7 @@ fn hover_describes_the_op_under_the_cursor() {
         {
           "contents": {
             "kind": "markdown",
-            "value": "**`ttnn.matmul`** `%0` in `@main`, loc `\"mm\"` (line 7)\n\nresult: `tensor<64x256xbf16>`\n\nlayout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nL1 per core: 2048 B on 16 core(s)\n\nplanned layout (df-sharding-merge): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nop config: matmul 2D mcast per_core 1x1 in0_block_w 2\n\nL1 per core: cb 16384 B, tensor 2048 B, output 2048 B; live L1 before it: 0 B\n\nchain #0: op 1 of 2, completed\n\nwhy: L1 chain #0, op 1 of 2: the config with the highest accumulated core usage (32)\n\nlegal layouts: 1 interleaved, 17 sharded"
+            "value": "**`ttnn.matmul`** `%0` in `@main`, loc `\"mm\"` (line 7)\n\nresult: `tensor<64x256xbf16>`\n\nlayout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nL1 per core: 2048 B on 16 core(s)\n\nplanned layout (df-sharding): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nop config: matmul 2D mcast per_core 1x1 in0_block_w 2\n\nL1 per core: cb 16384 B, tensor 2048 B, output 2048 B; live L1 before it: 0 B\n\nchain #0: op 1 of 2, completed\n\nwhy: L1 chain #0, op 1 of 2: the config with the highest accumulated core usage (32)\n\nlegal layouts: 1 interleaved, 17 sharded"
           },
           "range": {
             "end": {
@@ -240,7 +247,7 @@ fn document_symbols_inlay_hints_and_semantic_tokens() {
 fn the_pin_code_action_edits_the_sidecar_and_formatting_rewrites_the_document() {
     let mut c = Client::start(
         json!({ "workspace": { "workspaceEdit": { "documentChanges": true, "resourceOperations": ["create"] } } }),
-        json!({}),
+        settings(),
     );
     c.open(URI, GRAPH);
     let p = pos(GRAPH, "\"ttnn.relu\"", 0);
@@ -427,7 +434,7 @@ fn editing_the_overrides_document_reanalyzes_the_ir_file() {
 
 #[test]
 fn settings_change_the_analysis_and_bad_values_are_reported() {
-    let mut c = Client::start(json!({}), json!({ "maxLegalLayouts": 4 }));
+    let mut c = Client::start(json!({}), json!({ "policy": "df-sharding", "maxLegalLayouts": 4 }));
     c.open(URI, GRAPH);
     let line = |h: &Value| {
         h["contents"]["value"]
