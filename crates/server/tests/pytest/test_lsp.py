@@ -6,6 +6,7 @@ diagnostics; Neovim 0.11: pull diagnostics), so the server is tested against wha
 editors actually announce.
 """
 
+import asyncio
 import json
 import os
 import pathlib
@@ -64,13 +65,28 @@ async def nvim011(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
+# Information-level findings of the optimizer's plan; tests about something else ignore them.
+PLAN_FINDINGS = {"spill", "reshard", "chain-declined"}
+
+
+def codes(diags) -> list:
+    """The diagnostic codes, without the plan's information findings."""
+    return [d.code for d in diags if d.code not in PLAN_FINDINGS]
+
+
 async def wait_diagnostics(client: LanguageClient, uri: str, pred=lambda d: True):
     """Waits for published diagnostics of uri that satisfy pred."""
     for _ in range(50):
         if uri in client.diagnostics and pred(client.diagnostics[uri]):
             return client.diagnostics[uri]
-        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    raise AssertionError(f"no matching diagnostics for {uri}")
+        try:
+            # A bounded wait: a test whose expectation is never met fails instead of hanging CI.
+            await asyncio.wait_for(
+                client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), timeout=30
+            )
+        except asyncio.TimeoutError:
+            break
+    raise AssertionError(f"no matching diagnostics for {uri}: {client.diagnostics.get(uri)}")
 
 
 async def test_hover_shows_the_layout_and_legal_layouts(nvim07: LanguageClient, tmp_path):
@@ -96,7 +112,7 @@ async def test_diagnostics_are_pushed_and_follow_incremental_edits(nvim07: Langu
     open_doc(nvim07, uri, broken)
     diags = await wait_diagnostics(nvim07, uri, lambda d: len(d) > 0)
     print("DIAGNOSTICS", json.dumps(nvim07.protocol._converter.unstructure(list(diags)), indent=2))
-    assert [d.code for d in diags] == ["undefined-value"]
+    assert codes(diags) == ["undefined-value"]
     start = position(broken, "%7)")
     end = types.Position(line=start.line, character=start.character + 2)
     nvim07.text_document_did_change(
@@ -109,8 +125,9 @@ async def test_diagnostics_are_pushed_and_follow_incremental_edits(nvim07: Langu
             ],
         )
     )
-    diags = await wait_diagnostics(nvim07, uri, lambda d: len(d) == 0)
-    assert list(diags) == []
+    diags = await wait_diagnostics(nvim07, uri, lambda d: codes(d) == [])
+    # With the error gone the plan is back: the chain's output spills to DRAM at the return.
+    assert [d.code for d in diags] == ["spill"]
 
 
 async def test_definition_goes_to_the_defining_result(nvim07: LanguageClient, tmp_path):
@@ -146,8 +163,8 @@ async def test_the_sidecar_overrides_file_is_read_at_open(nvim07: LanguageClient
     ir = tmp_path / "ffn.mlir"
     ir.write_text(SAMPLE)
     open_doc(nvim07, ir.as_uri(), SAMPLE)
-    diags = await wait_diagnostics(nvim07, ir.as_uri(), lambda d: len(d) > 0)
-    assert [d.code for d in diags] == ["override-applied"]
+    diags = await wait_diagnostics(nvim07, ir.as_uri(), lambda d: len(codes(d)) > 0)
+    assert codes(diags) == ["override-applied"]
     sidecar = await wait_diagnostics(nvim07, (tmp_path / "ffn.overrides").as_uri())
     assert [d.code for d in sidecar] == ["override-applied"]
 
@@ -158,4 +175,4 @@ async def test_pull_diagnostics_for_clients_that_ask(nvim011: LanguageClient, tm
     report = await nvim011.text_document_diagnostic_async(
         types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    assert [d.code for d in report.items] == ["undefined-value"]
+    assert codes(report.items) == ["undefined-value"]
