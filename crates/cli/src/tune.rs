@@ -136,7 +136,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         Some(o) => o.clone(),
         None => default_output(&args.file),
     };
-    if output == args.file {
+    if common::same_file(&output, &args.file) {
         anyhow::bail!("refusing to overwrite the input file `{}`", args.file);
     }
     if let Some(t) = args.time_limit
@@ -271,7 +271,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     );
     let _ = writeln!(
         out,
-        "verifier: {} violations in the IR as written, {} in the default plan, {} in the tuned plan ({} new); {} checks took {:.2} s",
+        "verifier violations: {} in the IR as written, {} in the default plan, {} in the tuned plan ({} new); {} checks took {:.2} s",
         written_report.violations,
         default_report.violations,
         tuned_report.violations,
