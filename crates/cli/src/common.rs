@@ -53,6 +53,8 @@ pub(crate) struct OverrideArgs {
 
 impl OverrideArgs {
     /// The overrides text and its origin: the file's lines, then the flags, one per line.
+    /// With both, the origin says so: a diagnostic on a flag's line must not claim that line
+    /// is in the file.
     pub(crate) fn text(&self) -> anyhow::Result<(String, String)> {
         let mut text = String::new();
         let mut origin = "<command line>".to_owned();
@@ -79,6 +81,26 @@ impl OverrideArgs {
         if self.row_major_enabled {
             text.push_str("row-major-enabled=true\n");
         }
+        let has_flags = !self.output_layout.is_empty()
+            || !self.conv2d_config.is_empty()
+            || !self.insert_memreconfig.is_empty()
+            || self.max_legal_layouts.is_some()
+            || self.row_major_enabled;
+        if self.overrides.is_some() && has_flags {
+            origin = format!("{origin} + command-line flags");
+        }
         Ok((origin, text))
+    }
+}
+
+/// True when both paths name the same file: equal as written, or (when both exist) after
+/// resolving links and `..`, so `./a.mlir` and `a.mlir` are caught too.
+pub(crate) fn same_file(a: &Utf8Path, b: &Utf8Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }

@@ -7,7 +7,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 use ide::{Diagnostic, Severity};
 
-use crate::{input, render};
+use crate::{common, input, render};
 
 #[derive(Args)]
 pub(crate) struct ImportArgs {
@@ -20,7 +20,7 @@ pub(crate) struct ImportArgs {
 
 pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     if let Some(out) = &args.output
-        && same_file(out, &args.file)
+        && common::same_file(out, &args.file)
     {
         anyhow::bail!(
             "refusing to overwrite the input file `{}`; write the result elsewhere",
@@ -73,16 +73,4 @@ pub(crate) fn to_ide_diagnostics(diags: &[import::ImportDiagnostic]) -> Vec<Diag
             message: d.message.clone(),
         })
         .collect()
-}
-
-/// True when both paths name the same file: equal as written, or (when both exist) after
-/// resolving links and `..`, so `./a.mlir` and `a.mlir` are caught too.
-fn same_file(a: &Utf8Path, b: &Utf8Path) -> bool {
-    if a == b {
-        return true;
-    }
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }

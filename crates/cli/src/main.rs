@@ -39,7 +39,12 @@ enum Command {
     /// Lower a TTIR model file to TTNN with DRAM-interleaved layouts, to stdout or `-o`.
     Import(import::ImportArgs),
     /// Serve the Language Server Protocol over stdin and stdout (logs go to stderr).
-    Lsp,
+    Lsp {
+        /// Accepted and ignored: stdio is the only transport, and some editor set-ups pass
+        /// this flag to every server.
+        #[arg(long, hide = true)]
+        stdio: bool,
+    },
     /// Choose layouts and configs for every op and print the rewritten IR.
     Optimize(optimize::OptimizeArgs),
     /// Evaluate the IR as written against the op model: per-op validity, L1 use and live L1.
@@ -65,7 +70,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::check(&args),
         Command::Fmt(args) => check::fmt(&args),
         Command::Import(args) => import::import(&args),
-        Command::Lsp => server::run_stdio(),
+        Command::Lsp { stdio: _ } => server::run_stdio(),
         Command::Optimize(args) => optimize::optimize(&args),
         Command::Report(args) => report::report(&args),
         Command::Session(args) => session::session(&args),
@@ -88,6 +93,12 @@ fn report_error(e: &anyhow::Error) {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TTNN_ANALYZER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // Colour only on a terminal: escape codes in a log file or an editor's log pane are noise.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .try_init();
 }

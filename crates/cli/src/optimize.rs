@@ -41,7 +41,7 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
             args.policy
         )
     })?;
-    if args.output.as_ref().is_some_and(|o| o == &args.file) {
+    if args.output.as_ref().is_some_and(|o| common::same_file(o, &args.file)) {
         anyhow::bail!(
             "refusing to overwrite the input file `{}`; write the result elsewhere",
             args.file
@@ -49,7 +49,25 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     }
     let target = common::load_target(args.target.as_deref())?;
     let (origin, overrides) = args.overrides.text()?;
-    let input = input::read(&args.file)?;
+    let mut input = input::read(&args.file)?;
+    // TTIR (the dialect tt-mlir lowers to TTNN before its optimizer) is imported in memory
+    // first, as `report --compare` does: optimizing it as is would find nothing to place.
+    if input.encoding_error.is_none() && crate::report::compare::is_ttir(&input.text) {
+        let result = crate::import::import_text(&input.text, &args.file);
+        let mut stderr = std::io::stderr().lock();
+        let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
+        render::human(&input.path, &input.text, &diags, &mut stderr);
+        if result.has_errors() {
+            let _ = writeln!(stderr, "not optimizing `{}`: the TTIR import has errors", input.path);
+            return Ok(ExitCode::from(1));
+        }
+        let _ = writeln!(
+            stderr,
+            "note: `{}` is TTIR; imported it to TTNN first ({} ops), as `ttnn-analyzer import` does",
+            input.path, result.stats.ops_out
+        );
+        input.text = result.ttnn;
+    }
     let options = Options { policy, ..Options::tt_mlir_defaults() };
     let mut host = AnalysisHost::new(target, options);
     host.apply_change(
@@ -75,19 +93,15 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
         let _ = writeln!(stderr, "not optimizing `{}`: it has errors", input.path);
         return Ok(ExitCode::from(1));
     }
-    let override_diags = analysis.with_db(|db| {
-        layout::override_file(db)
-            .errors
-            .iter()
-            .map(|e| Diagnostic {
-                range: e.range,
-                severity: if e.is_warning { Severity::Warning } else { Severity::Error },
-                code: e.code,
-                message: e.message.clone(),
-            })
-            .collect::<Vec<_>>()
-    });
-    let override_diags = override_diags.map_err(cancelled)?;
+    // Syntax errors, entries naming no op of this file, layouts the op model rejects: an
+    // override that silently applies to nothing is what tt-mlir users cannot see today.
+    let override_diags: Vec<Diagnostic> = analysis
+        .override_diagnostics(&[file])
+        .map_err(cancelled)?
+        .on_overrides
+        .into_iter()
+        .filter(|d| matches!(d.severity, Severity::Error | Severity::Warning))
+        .collect();
     if !override_diags.is_empty() {
         render::human(&origin, &overrides, &override_diags, &mut stderr);
         if override_diags.iter().any(|d| d.severity == Severity::Error) {
@@ -110,11 +124,16 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
         Box::new(std::io::stderr().lock())
     };
     match args.report {
-        Some(ReportFormat::Json) => json_report(&report, &mut report_out),
-        Some(ReportFormat::Human) => human_report(&report, &mut report_out),
-        None => {}
+        // JSON lines only: the summary is the last record, so every line parses.
+        Some(ReportFormat::Json) => json_report(&report, final_ir.conversions, &mut report_out),
+        Some(ReportFormat::Human) => {
+            human_report(&report, &mut report_out);
+            let _ = writeln!(report_out, "{}", summary(&report, final_ir.conversions));
+        }
+        None => {
+            let _ = writeln!(report_out, "{}", summary(&report, final_ir.conversions));
+        }
     }
-    let _ = writeln!(report_out, "{}", summary(&report, final_ir.conversions));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -159,14 +178,14 @@ pub(crate) fn short_layout(l: Option<&ttnn_types::TtnnLayout>) -> String {
 fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
     let _ = writeln!(
         out,
-        "{:<28} {:<22} {:<12} {:<12} {:<10} reason",
+        "{:<28} {:<22} {:<12} {:<12} {:<20} reason",
         "op", "kind", "written", "planned", "chain"
     );
     for d in &r.ops {
         let chain = d.chain.map_or("-".to_owned(), |(c, p, n, s)| format!("#{c} {p}/{n} {s}"));
         let _ = writeln!(
             out,
-            "{:<28} {:<22} {:<12} {:<12} {:<10} {}",
+            "{:<28} {:<22} {:<12} {:<12} {:<20} {}",
             d.op,
             d.kind,
             short_layout(d.written.as_ref()),
@@ -194,7 +213,9 @@ fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
     }
 }
 
-fn json_report(r: &PlanReport, out: &mut dyn std::io::Write) {
+/// One JSON object per line, each with a `record` field: `op` per op, `chain` per chain,
+/// `merge` per merge, `skipped` per function left alone, and a final `summary`.
+fn json_report(r: &PlanReport, conversions: usize, out: &mut dyn std::io::Write) {
     let layout = |l: Option<&ttnn_types::TtnnLayout>| match l {
         None => serde_json::Value::Null,
         Some(l) => serde_json::json!({
@@ -206,6 +227,7 @@ fn json_report(r: &PlanReport, out: &mut dyn std::io::Write) {
     };
     for d in &r.ops {
         let v = serde_json::json!({
+            "record": "op",
             "func": d.func,
             "op": d.op,
             "kind": d.kind,
@@ -219,4 +241,39 @@ fn json_report(r: &PlanReport, out: &mut dyn std::io::Write) {
         });
         let _ = writeln!(out, "{v}");
     }
+    for c in &r.chains {
+        let v = serde_json::json!({
+            "record": "chain",
+            "func": c.func,
+            "id": c.index,
+            "ops": c.ops,
+            "state": c.state,
+            "concat": c.concat,
+            "failure": c.failure,
+            "spill": c.spill,
+            "spill_reason": c.spill_reason,
+        });
+        let _ = writeln!(out, "{v}");
+    }
+    for m in &r.merges {
+        let _ = writeln!(out, "{}", serde_json::json!({ "record": "merge", "description": m }));
+    }
+    for (func, reason) in &r.skipped {
+        let v = serde_json::json!({ "record": "skipped", "func": func, "reason": reason });
+        let _ = writeln!(out, "{v}");
+    }
+    let chains: serde_json::Map<String, serde_json::Value> =
+        r.chains_by_state().into_iter().map(|(s, n)| (s.to_owned(), n.into())).collect();
+    let v = serde_json::json!({
+        "record": "summary",
+        "policy": r.policy,
+        "ops": r.ops.len(),
+        "ops_in_l1": r.ops_in_l1,
+        "chains": chains,
+        "reshards": r.reshards,
+        "spills": r.spills,
+        "merges": r.merges.len(),
+        "conversions": conversions,
+    });
+    let _ = writeln!(out, "{v}");
 }

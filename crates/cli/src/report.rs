@@ -2,7 +2,7 @@
 //! L1 before each op (the engine is `crates/verify`; see `docs/cli/report.md`).
 //! `report --compare` sets the IR as written next to every optimizer policy instead.
 
-mod compare;
+pub(crate) mod compare;
 mod svg;
 
 use std::{io::Write as _, process::ExitCode};
@@ -13,7 +13,7 @@ use clap::Args;
 use ide::{Diagnostic, Severity};
 use ttnn_types::TtnnLayout;
 
-use crate::{check::Format, input, render};
+use crate::{check::Format, common, input, render};
 
 #[derive(Args)]
 pub(crate) struct ReportArgs {
@@ -90,7 +90,7 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// would drop what it cannot read), then prints one row per configuration.
 fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<ExitCode> {
     if let Some(svg) = &args.svg
-        && svg == &args.file
+        && common::same_file(svg, &args.file)
     {
         anyhow::bail!("refusing to overwrite the input file `{}` with the chart", args.file);
     }

@@ -68,3 +68,84 @@ fn every_scenario_plans_and_rewrites_as_snapshotted_under_both_policies() {
         }
     }
 }
+
+/// The input is never overwritten, however the output path spells it.
+#[test]
+fn optimize_refuses_to_overwrite_its_input_however_the_path_is_spelled() {
+    let dir = std::env::temp_dir().join(format!("ttnn-opt-self-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("ffn.mlir");
+    let text = std::fs::read_to_string(root().join("test-data/samples/ffn.mlir")).expect("sample");
+    std::fs::write(&input, &text).expect("copy the sample");
+    let input_s = input.to_str().expect("utf-8 temp path").to_owned();
+    let dotted = dir.join(".").join("ffn.mlir");
+    let (code, stdout, stderr) =
+        run(&["optimize", &input_s, "-o", dotted.to_str().expect("utf-8 temp path")]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("refusing to overwrite the input file"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&input).expect("the input is still there"), text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--report json` is JSON lines only: every line parses, and the last is the summary.
+#[test]
+fn the_json_report_is_json_lines_ending_with_a_summary() {
+    let out = std::env::temp_dir().join(format!("ttnn-opt-json-{}.mlir", std::process::id()));
+    let out_s = out.to_str().expect("utf-8 temp path").to_owned();
+    let (code, stdout, stderr) = run(&[
+        "optimize",
+        "test-data/optimizer/merge_a_to_b.mlir",
+        "-o",
+        &out_s,
+        "--report",
+        "json",
+    ]);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(code, 0, "{stderr}");
+    let records: Vec<String> = stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("every line is JSON");
+            v["record"].as_str().unwrap_or("?").to_owned()
+        })
+        .collect();
+    expect_test::expect![[r#"op op op op op op chain chain merge summary"#]]
+        .assert_eq(&records.join(" "));
+}
+
+/// An override that names no op of the file is an error at its own position, and the file
+/// is not optimized: silently applying to nothing is what tt-mlir users cannot see.
+#[test]
+fn an_override_naming_no_op_stops_optimize_with_its_position() {
+    let (code, stdout, stderr) = run(&[
+        "optimize",
+        "test-data/samples/ffn.mlir",
+        "--override-output-layout",
+        "ffn.nope=dram:interleaved",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout, "");
+    expect_test::expect![[r#"
+        error[unknown-override-target]: no op in the open files has `loc("ffn.nope")`; the override applies to nothing
+         --> <command line>:1:24
+          |
+        1 | override-output-layout=ffn.nope=dram:interleaved
+          |                        ^^^^^^^^
+
+        not optimizing: the overrides have errors
+    "#]].assert_eq(&stderr);
+}
+
+/// A TTIR file is imported in memory first, with a note saying so.
+#[test]
+fn optimize_imports_a_ttir_file_first() {
+    let out = std::env::temp_dir().join(format!("ttnn-opt-ttir-{}.mlir", std::process::id()));
+    let out_s = out.to_str().expect("utf-8 temp path").to_owned();
+    let (code, _, stderr) = run(&["optimize", "test-data/import/mixed_ops.mlir", "-o", &out_s]);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.starts_with("note: `test-data/import/mixed_ops.mlir` is TTIR"), "{stderr}");
+    assert!(text.contains("\"ttnn.conv2d\"") && !text.contains("\"ttir."), "{text}");
+}
