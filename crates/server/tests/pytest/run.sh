@@ -8,7 +8,13 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 venv="$target_dir/pytest-venv"
 
 if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
+  # Debian's python3 ships venv separately; install it when the first attempt fails.
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    rm -rf "$venv"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
 
