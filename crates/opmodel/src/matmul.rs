@@ -1,7 +1,7 @@
 //! Matmul and linear: tt-mlir's program-config generator, tt-metal's program-config rules,
-//! its auto-picker for interleaved outputs, and the CB formula
-//! `tileBytes * (2*pM*ibw + 2*pN*ibw + pM*pN [+ pM*pN interm])` (opmodel.md §4.3, §5;
-//! legacy notes §5).
+//! its auto-picker for interleaved outputs (with the output block fitted to L1), and the CB
+//! formula `tileBytes * (2*bH*ibw + 2*bW*ibw + bH*bW [+ bH*bW interm])` over the output block
+//! `bH x bW` (opmodel.md §4.3, §5; legacy notes §5).
 
 use ttnn_types::{
     CoreCoord, DeviceComputeKernelConfig, Grid, MatmulProgramConfig, PageLayout, TILE,
@@ -233,7 +233,7 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
             // fall back to deriving a config from in0's shard (what tt-metal does when no
             // config is passed), which is how the legality matrix's sharded rows pass.
             Err(e) if generated && matches!(ctx.q.output, OutputHint::Layout(_)) => {
-                let auto = auto_config(ctx, &dims, &a.layout, max_sub);
+                let auto = auto_config(ctx, &dims, &a.layout, max_sub, compute.as_ref());
                 if validate(ctx, &auto, &dims, &a.layout, &out, max_sub).is_err() {
                     return Err(e);
                 }
@@ -241,7 +241,7 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
             }
             Err(e) => return Err(e),
         },
-        None => auto_config(ctx, &dims, &a.layout, max_sub),
+        None => auto_config(ctx, &dims, &a.layout, max_sub, compute.as_ref()),
     };
     let cb = cb_bytes(ctx, &cfg, &a.layout, &out, compute.as_ref());
     let mut est = Estimate::new(cb, out);
@@ -278,7 +278,7 @@ pub(crate) fn sparse_matmul(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
     if out.is_sharded() || a.layout.is_sharded() {
         return Err(unsupported("ttnn.sparse_matmul is modelled for interleaved tensors only"));
     }
-    let cfg = auto_config(ctx, &dims, &a.layout, 8);
+    let cfg = auto_config(ctx, &dims, &a.layout, 8, None);
     let cb = cb_bytes(ctx, &cfg, &a.layout, &out, None);
     Ok(Estimate::new(cb, out))
 }
@@ -551,7 +551,20 @@ fn validate(
 
 /// What tt-metal picks when no config is given (interleaved or DRAM output): from in0's
 /// shard when in0 is sharded, else 1D for very tall or very wide problems and 2D otherwise.
-fn auto_config(ctx: &Ctx<'_>, d: &Dims, a: &TtnnLayout, max_sub: u64) -> MatmulProgramConfig {
+///
+/// For an interleaved in0 the blocks are then fitted to L1 the way tt-metal's
+/// `create_simple_matmul_program_config` fits them: its 1D configs read K two tiles at a time
+/// (`in0_block_w` 2, or 1 for an odd Kt), and both 1D and 2D configs shrink the output block a
+/// core computes at once (`out_block_h` x `out_block_w`, divisors of the per-core block) until
+/// its own CB estimate fits the L1 it sees free. Without that, a wide LM head (N = 128k) would
+/// need megabytes of CB per core that tt-metal never allocates.
+fn auto_config(
+    ctx: &Ctx<'_>,
+    d: &Dims,
+    a: &TtnnLayout,
+    max_sub: u64,
+    compute: Option<&DeviceComputeKernelConfig>,
+) -> MatmulProgramConfig {
     let w = ctx.worker();
     let cores = w.volume().max(1);
     let ibw8 = largest_divisor_at_most(d.kt, 8);
@@ -569,15 +582,15 @@ fn auto_config(ctx: &Ctx<'_>, d: &Dims, a: &TtnnLayout, max_sub: u64) -> MatmulP
         };
     }
     let grid = CoreCoord { x: w.cols, y: w.rows };
-    let one_d = |pm: u64, pn: u64, ibw: u64, mcast_in0: bool| {
-        let (sbh, sbw) = sub(pm, pn);
+    let one_d = |pm: u64, pn: u64, ibw: u64, mcast_in0: bool, block: Block| {
+        let (sbh, sbw) = sub(block.h, block.w);
         MatmulProgramConfig::MultiCast1D {
             grid,
-            in0_block_w: ibw,
+            in0_block_w: block.k.unwrap_or(ibw),
             out_subblock_h: sbh,
             out_subblock_w: sbw,
-            out_block_h: pm,
-            out_block_w: pn,
+            out_block_h: block.h,
+            out_block_w: block.w,
             per_core_m: pm,
             per_core_n: pn,
             fuse_batch: true,
@@ -585,16 +598,21 @@ fn auto_config(ctx: &Ctx<'_>, d: &Dims, a: &TtnnLayout, max_sub: u64) -> MatmulP
             mcast_in0,
         }
     };
-    let two_d = |rows: u64, cols: u64, pm: u64, ibw: u64| {
+    let two_d = |rows: u64, cols: u64, pm: u64, ibw: u64, fit: bool| {
         let pn = div_ceil(d.nt, cols.max(1));
-        let (sbh, sbw) = sub(pm, pn);
+        let block = if fit {
+            fit_out_block(ctx, (pm, pn, ibw), true, compute)
+        } else {
+            Block { h: pm, w: pn, k: None }
+        };
+        let (sbh, sbw) = sub(block.h, block.w);
         MatmulProgramConfig::MultiCast2D {
             grid: CoreCoord { x: cols, y: rows },
-            in0_block_w: ibw,
+            in0_block_w: block.k.unwrap_or(ibw),
             out_subblock_h: sbh,
             out_subblock_w: sbw,
-            out_block_h: pm,
-            out_block_w: pn,
+            out_block_h: block.h,
+            out_block_w: block.w,
             per_core_m: pm,
             per_core_n: pn,
             transpose_mcast: false,
@@ -602,32 +620,144 @@ fn auto_config(ctx: &Ctx<'_>, d: &Dims, a: &TtnnLayout, max_sub: u64) -> MatmulP
             fuse_batch: true,
         }
     };
+    let whole = |pm: u64, pn: u64| Block { h: pm, w: pn, k: None };
     if a.is_l1_sharded() {
         let (sh, sw) = a.shard_tiles();
         let g = a.grid2d();
         match a.memory_layout {
-            Some(TensorMemoryLayout::HeightSharded) => return one_d(sh.max(1), d.nt, d.kt, false),
+            Some(TensorMemoryLayout::HeightSharded) => {
+                let pm = sh.max(1);
+                return one_d(pm, d.nt, d.kt, false, whole(pm, d.nt));
+            }
             Some(TensorMemoryLayout::WidthSharded) => {
                 let n = a.num_cores().max(1);
-                return one_d(d.m_fused, div_ceil(d.nt, n), largest_divisor_at_most(sw, 8), true);
+                let pn = div_ceil(d.nt, n);
+                let ibw = largest_divisor_at_most(sw, 8);
+                return one_d(d.m_fused, pn, ibw, true, whole(d.m_fused, pn));
             }
             Some(TensorMemoryLayout::BlockSharded) => {
-                return two_d(g.rows, g.cols, sh.max(1), largest_divisor_at_most(sw, 8));
+                return two_d(g.rows, g.cols, sh.max(1), largest_divisor_at_most(sw, 8), false);
             }
             _ => {}
         }
     }
+    // tt-metal's 1D configs (`get_mcast_1d_config`) read K two tiles at a time.
+    let ibw_1d = if d.kt.is_multiple_of(2) { 2 } else { 1 };
     if d.nt >= 8 * d.m_fused {
         let n = cores.min(d.nt).max(1);
-        one_d(d.m_fused, div_ceil(d.nt, n), ibw8, true)
+        let (pm, pn) = (d.m_fused, div_ceil(d.nt, n));
+        one_d(pm, pn, ibw_1d, true, fit_out_block(ctx, (pm, pn, ibw_1d), false, compute))
     } else if d.m_fused >= 8 * d.nt {
         let n = cores.min(d.m_fused).max(1);
-        one_d(div_ceil(d.m_fused, n), d.nt, ibw8, false)
+        let (pm, pn) = (div_ceil(d.m_fused, n), d.nt);
+        one_d(pm, pn, ibw_1d, false, fit_out_block(ctx, (pm, pn, ibw_1d), false, compute))
     } else {
         let rows = w.rows.min(d.m_fused).max(1);
         let cols = w.cols.min(d.nt).max(1);
-        two_d(rows, cols, div_ceil(d.m_fused, rows), ibw8)
+        two_d(rows, cols, div_ceil(d.m_fused, rows), ibw8, true)
     }
+}
+
+/// The output block a core computes at once, and the K block when fitting changed it.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    h: u64,
+    w: u64,
+    k: Option<u64>,
+}
+
+/// tt-metal's `get_multi_dim_per_core_factor`: the per-core block `(pm, pn)` with K block
+/// `ibw` if its CB estimate fits the free L1, else the largest divisor block (the most
+/// square one among equal areas) that fits, trying smaller K blocks (divisors of `ibw`) only
+/// when `adjust_k`; one tile if nothing fits.
+///
+/// The estimate is tt-metal's, not our CB formula: it counts the partials CB apart from the
+/// output CB and takes in0's tile size for the output. The free L1 stands in for what
+/// tt-metal's allocator reports at run time (the L1 above the reserved base, below the
+/// lowest live buffer): the query's `l1_in_use` is what is live there.
+fn fit_out_block(
+    ctx: &Ctx<'_>,
+    (pm, pn, ibw): (u64, u64, u64),
+    adjust_k: bool,
+    compute: Option<&DeviceComputeKernelConfig>,
+) -> Block {
+    let free = ctx
+        .target
+        .l1_size()
+        .saturating_sub(ctx.target.l1_unreserved_base())
+        .saturating_sub(ctx.q.l1_in_use);
+    let (tb_a, tb_b) = (ctx.in_tb(0), ctx.in_tb(1));
+    let fp32_acc = compute.is_some_and(|c| c.fp32_dest_acc_en == Some(true));
+    let tb_interm = if fp32_acc {
+        ttnn_types::DataType::F32.tile_bytes()
+    } else {
+        ctx.out_tb().max(ttnn_types::DataType::BF16.tile_bytes())
+    };
+    let tb_bias = if ctx.q.inputs.len() > 2 { ctx.in_tb(2) } else { 0 };
+    let estimate = |m: u64, n: u64, k: u64| -> u64 {
+        let mn = m.saturating_mul(n);
+        [
+            m.saturating_mul(k).saturating_mul(2 * tb_a),
+            n.saturating_mul(k).saturating_mul(2 * tb_b),
+            mn.saturating_mul(tb_a),
+            mn.saturating_mul(tb_interm),
+            k.saturating_mul(tb_bias),
+        ]
+        .into_iter()
+        .fold(0, u64::saturating_add)
+    };
+    if estimate(pm, pn, ibw) < free {
+        return Block { h: pm, w: pn, k: None };
+    }
+    // Keyed by area; among equal areas the block closest to a square wins (the later one on
+    // a tie, as tt-metal's map overwrites).
+    let mut by_area: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+    // The aspect ratio hi/lo of a block, compared by cross-multiplying.
+    let aspect = |(x, y): (u64, u64)| (x.max(y), x.min(y).max(1));
+    for m in block_factors(pm) {
+        for n in block_factors(pn) {
+            let (hi, lo) = aspect((m, n));
+            let area = m.saturating_mul(n);
+            let keep_existing = by_area.get(&area).is_some_and(|e| {
+                let (e_hi, e_lo) = aspect(*e);
+                e_hi.saturating_mul(lo) < hi.saturating_mul(e_lo)
+            });
+            if !keep_existing {
+                by_area.insert(area, (m, n));
+            }
+        }
+    }
+    let min_k = if adjust_k { 1 } else { ibw };
+    for k in (min_k..=ibw).rev().filter(|k| ibw.is_multiple_of(*k)) {
+        for (m, n) in by_area.values().rev() {
+            if estimate(*m, *n, k) < free {
+                return Block { h: *m, w: *n, k: (k != ibw).then_some(k) };
+            }
+        }
+    }
+    Block { h: 1, w: 1, k: (ibw != 1).then_some(1) }
+}
+
+/// The block sizes tt-metal tries for a per-core extent `x`: `x` itself, one tile, then the
+/// divisors from `x / 2` down to 2.
+fn block_factors(x: u64) -> Vec<u64> {
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut c: u64 = 2;
+    while c.saturating_mul(c) <= x {
+        if x.is_multiple_of(c) {
+            small.push(c);
+            if c != x / c {
+                large.push(x / c);
+            }
+        }
+        c += 1;
+    }
+    // Divisors below sqrt(x) ascend in `small` and their partners descend in `large`.
+    let mut f = vec![x, 1];
+    f.extend(large.into_iter().filter(|d| *d < x));
+    f.extend(small.into_iter().rev());
+    f
 }
 
 /// The largest-area subblock that divides the per-core block and fits the DST budget.
@@ -655,6 +785,15 @@ fn cb_bytes(
     compute: Option<&DeviceComputeKernelConfig>,
 ) -> u64 {
     let (pm, pn) = cfg.per_core();
+    // tt-metal's programs size their input, output and partials CBs by the output block a
+    // core computes at once; only a sharded output is bound whole.
+    let (bh, bw) = match cfg {
+        MatmulProgramConfig::MultiCast2D { out_block_h, out_block_w, .. }
+        | MatmulProgramConfig::MultiCast1D { out_block_h, out_block_w, .. } => {
+            (*out_block_h, *out_block_w)
+        }
+        _ => (pm, pn),
+    };
     let ibw = cfg.in0_block_w();
     let (tb_a, tb_b, tb_out) = (ctx.in_tb(0), ctx.in_tb(1), ctx.out_tb());
     // A height-sharded in0 with the whole K per core is read in place.
@@ -663,17 +802,17 @@ fn cb_bytes(
     {
         0
     } else {
-        2 * pm * ibw * tb_a
+        2 * bh * ibw * tb_a
     };
-    let in1 = 2 * pn * ibw * tb_b;
+    let in1 = 2 * bw * ibw * tb_b;
     let fp32_acc = compute.is_some_and(|c| c.fp32_dest_acc_en == Some(true));
     let tb_interm = if fp32_acc { ttnn_types::DataType::F32.tile_bytes() } else { tb_out };
     let any_l1_input = ctx.q.inputs.iter().take(2).any(|t| t.layout.is_l1());
     // The partials CB shares the output CB unless a calibration-observed condition splits
     // them: an L1 input, or an accumulation dtype that differs from the output's.
     let separate_interm = any_l1_input || tb_interm != tb_out;
-    let out_cb = if out.is_l1_sharded() { 0 } else { pm * pn * tb_out };
-    let interm = if separate_interm { pm * pn * tb_interm } else { 0 };
-    let bias = ctx.q.inputs.get(2).map_or(0, |_| pn * ctx.in_tb(2));
+    let out_cb = if out.is_l1_sharded() { 0 } else { bh * bw * tb_out };
+    let interm = if separate_interm { bh * bw * tb_interm } else { 0 };
+    let bias = ctx.q.inputs.get(2).map_or(0, |_| bw * ctx.in_tb(2));
     in0.saturating_add(in1).saturating_add(out_cb).saturating_add(interm).saturating_add(bias)
 }

@@ -558,6 +558,48 @@ fn matmul_with_an_l1_interleaved_output_adds_the_output_to_the_tensor_peak() {
 }
 
 #[test]
+fn a_wide_dram_matmul_reads_k_two_tiles_at_a_time() {
+    // A decode LM head (Mt 1, Kt 64, Nt 4096) is 1D mcast_in0 with 64 N tiles per core; tt-metal
+    // takes in0_block_w 2, so CB = 2*1*2 + 2*64*2 + 1*64 tiles = 324 tiles.
+    let (a, b) = ([32, 2048], [2048, 131072]);
+    check(
+        mm(32, 2048, 131072, dram(&a), dram(&b)),
+        expect![[r#"
+            cb 663552 tensor 0 peak 663552 out 0
+            DRAM interleaved, 1x4096 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn a_wide_dram_matmul_shrinks_its_out_block_until_tt_metals_estimate_fits() {
+    // A prefill LM head: per core 17x64 tiles, far over L1. tt-metal tries divisor blocks by
+    // area and takes 17x16 (its estimate 1384448 B is under the 1395424 B above the reserved
+    // base), so CB = 2*17*2 + 2*16*2 + 17*16 tiles = 404 tiles.
+    let (a, b) = ([544, 2048], [2048, 131072]);
+    check(
+        mm(544, 2048, 131072, dram(&a), dram(&b)),
+        expect![[r#"
+            cb 827392 tensor 0 peak 827392 out 0
+            DRAM interleaved, 17x4096 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn live_l1_makes_the_auto_picked_matmul_block_smaller() {
+    // With 200 KB live, 17x16 no longer fits tt-metal's estimate; the next area down is 17x8.
+    let (a, b) = ([544, 2048], [2048, 131072]);
+    check(
+        mm(544, 2048, 131072, dram(&a), dram(&b)).in_use(200_000),
+        expect![[r#"
+            cb 483328 tensor 0 peak 483328 out 0
+            DRAM interleaved, 17x4096 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
 fn matmul_block_sharded_in0_and_output_fall_back_to_the_in0_derived_config() {
     let s = [1792, 1792];
     check(
