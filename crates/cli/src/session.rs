@@ -133,7 +133,8 @@ impl Session {
                 Ok(json!({"file": name, "errors": errors}))
             }
             "edit" => {
-                let path = self.file.clone().ok_or("no file is open")?;
+                self.file()?;
+                let path = self.file.clone().unwrap_or_default();
                 let text = self.host.text(&path).ok_or("the open file is gone")?;
                 let range = req.get("range").ok_or("`range` is required")?;
                 let pos = |v: Option<&Value>| -> Result<LineCol, String> {
@@ -234,10 +235,24 @@ impl Session {
             "optimize" => {
                 let policy = self.policy(req)?.unwrap_or_else(|| self.current_policy());
                 let file = self.file()?;
+                // As the `optimize` command: the rewrite would drop what did not parse.
+                let errors = self
+                    .host
+                    .analysis()
+                    .diagnostics(file)
+                    .map_err(cancelled)?
+                    .iter()
+                    .filter(|d| d.severity == Severity::Error)
+                    .count();
+                if errors > 0 {
+                    return Err(format!(
+                        "not optimizing: the file has {errors} error(s); see `diagnostics`"
+                    ));
+                }
                 let started = Instant::now();
                 let analysis = self.host.analysis();
                 let final_ir = analysis.final_ir_for(file, policy).map_err(cancelled)?;
-                let report = analysis.plan_report(file).map_err(cancelled)?;
+                let report = analysis.plan_report_for(file, policy).map_err(cancelled)?;
                 let elapsed = started.elapsed();
                 let by_state: BTreeMap<&str, usize> =
                     report.chains_by_state().into_iter().collect();
@@ -299,7 +314,8 @@ impl Session {
         let policy = self.policy(req)?.unwrap_or_else(|| self.current_policy());
         let file = self.file()?;
         let (origin, base) = self.host.overrides_text();
-        let mut results = Vec::with_capacity(sets.len());
+        // Every set is checked before any is applied, so a malformed request changes nothing.
+        let mut texts = Vec::with_capacity(sets.len());
         for set in sets {
             let entries = set.as_array().ok_or("each set must be an array")?;
             let mut text = base.clone();
@@ -311,16 +327,29 @@ impl Session {
                     .ok_or_else(|| format!("unknown override option `{option}`"))?;
                 text = ide::overrides_with(&text, op, option, str_field(e, "params")?);
             }
+            texts.push(text);
+        }
+        let mut results = Vec::with_capacity(texts.len());
+        let mut outcome = Ok(());
+        for text in texts {
             self.host.apply_change(Change::new().set_overrides(origin.clone(), text));
             let errors = self.override_errors();
-            let c = self.host.analysis().cost(file, policy).map_err(|_| "cancelled".to_owned())?;
+            let c = match self.host.analysis().cost(file, policy) {
+                Ok(c) => c,
+                Err(_) => {
+                    outcome = Err("cancelled".to_owned());
+                    break;
+                }
+            };
             let mut r = cost_json(&c);
             if !errors.is_empty() {
                 r["override_errors"] = json!(errors);
             }
             results.push(r);
         }
+        // The session's own overrides come back whatever happened above.
         self.host.apply_change(Change::new().set_overrides(origin, base));
+        outcome?;
         Ok(json!({"results": results}))
     }
 

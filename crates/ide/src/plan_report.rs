@@ -92,6 +92,14 @@ pub(crate) fn config_text(c: &opmodel::OpConfig) -> Option<String> {
 }
 
 pub(crate) fn plan_report(db: &RootDatabase, file: SourceFile) -> PlanReport {
+    plan_report_for(db, file, layout::effective_options(db).policy)
+}
+
+pub(crate) fn plan_report_for(
+    db: &RootDatabase,
+    file: SourceFile,
+    policy: base_db::Policy,
+) -> PlanReport {
     let mut report = PlanReport::default();
     for &func in ir::file_funcs(db, file).iter() {
         let Some(body) = ir::func_body(db, func) else { continue };
@@ -99,7 +107,7 @@ pub(crate) fn plan_report(db: &RootDatabase, file: SourceFile) -> PlanReport {
             report.skipped.push((func.name(db).clone(), why));
             continue;
         }
-        let plan: Arc<plan::Plan> = plan::plan(db, func);
+        let plan: Arc<plan::Plan> = plan::plan_for(db, func, policy);
         report.policy = plan.policy.name().to_owned();
         let names = ir::func_loc_names(db, func);
         let op_name = |i: usize| {
@@ -157,6 +165,15 @@ impl Analysis {
     /// The optimizer's decisions for every function of a file.
     pub fn plan_report(&self, file: SourceFile) -> Cancellable<PlanReport> {
         self.with_db(|db| plan_report(db, file))
+    }
+
+    /// The decisions under `policy`, whatever the options say (policies side by side).
+    pub fn plan_report_for(
+        &self,
+        file: SourceFile,
+        policy: base_db::Policy,
+    ) -> Cancellable<PlanReport> {
+        self.with_db(move |db| plan_report_for(db, file, policy))
     }
 
     /// The optimized text of a file.

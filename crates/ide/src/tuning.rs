@@ -59,18 +59,49 @@ pub(crate) fn optimizable_funcs(db: &RootDatabase, file: SourceFile) -> Vec<Func
 
 /// Finds an op by its `loc("name")` or its result name (`%3`).
 pub(crate) fn find_op(db: &RootDatabase, file: SourceFile, name: &str) -> Option<OpRef> {
-    for &func in ir::file_funcs(db, file).iter() {
-        let Some(body) = ir::func_body(db, func) else { continue };
-        let names = ir::func_loc_names(db, func);
-        let index = names
-            .names
-            .iter()
-            .position(|n| n.as_deref() == Some(name))
-            .or_else(|| body.ops.iter().position(|o| o.key == name))?;
+    let funcs = ir::file_funcs(db, file);
+    // `@func:%key` names an op of one function; result names repeat across functions.
+    if let Some((func_name, key)) = name.strip_prefix('@').and_then(|n| n.split_once(':')) {
+        let func = funcs.iter().copied().find(|f| f.name(db) == func_name)?;
+        let index = ir::func_body(db, func)?.op_index(key)?;
         let op = ir::func_ops(db, func).get(index).copied()?;
         return Some(OpRef { func, op, index });
     }
-    None
+    // A `loc("name")` anywhere in the file first (overrides use them), then a result name, in
+    // function order.
+    let by_loc = funcs.iter().find_map(|&func| {
+        let names = ir::func_loc_names(db, func);
+        let index = names.names.iter().position(|n| n.as_deref() == Some(name))?;
+        Some((func, index))
+    });
+    let (func, index) = by_loc.or_else(|| {
+        funcs.iter().find_map(|&func| {
+            let index = ir::func_body(db, func)?.ops.iter().position(|o| o.key == name)?;
+            Some((func, index))
+        })
+    })?;
+    let op = ir::func_ops(db, func).get(index).copied()?;
+    Some(OpRef { func, op, index })
+}
+
+/// How an output-layout override applied, in words.
+fn describe_override_use(o: &layout::OverrideUse) -> String {
+    match o {
+        layout::OverrideUse::Full { layout, rejection: None } => {
+            format!("full: exactly {}", layout.describe())
+        }
+        layout::OverrideUse::Full { layout, rejection: Some(why) } => {
+            format!(
+                "full: exactly {}, used although the op model rejects it: {why}",
+                layout.describe()
+            )
+        }
+        layout::OverrideUse::Partial { remaining } => {
+            format!("partial: {remaining} candidate layout(s) match it")
+        }
+        layout::OverrideUse::Invalid { reason } => format!("ignored: {reason}"),
+        layout::OverrideUse::NoEffect => "no effect: the op's output layout is fixed".to_owned(),
+    }
 }
 
 impl Analysis {
@@ -105,7 +136,7 @@ impl Analysis {
                     .collect(),
                 rejected: legal.rejected,
                 first_rejection: legal.first_rejection.clone(),
-                override_use: legal.override_use.as_ref().map(|o| format!("{o:?}")),
+                override_use: legal.override_use.as_ref().map(describe_override_use),
                 unknown_op: legal.unknown_op.clone(),
             })
         })
@@ -329,5 +360,39 @@ mod tests {
             ttnn_types::Grid::new(8, 8),
         );
         assert_eq!(rebuilt, Ok(l));
+    }
+
+    /// Ops are found in every function: by `loc` name first, then by result name (the first
+    /// function that has it), or exactly with `@func:%key`.
+    #[test]
+    fn ops_are_found_in_every_function_by_loc_result_or_qualified_name() {
+        let text = r#"func.func @first(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttnn.relu"(%a) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("first_relu")
+  return %0 : tensor<32x32xbf16>
+}
+func.func @second(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttnn.gelu"(%a) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("second_gelu")
+  %1 = "ttnn.exp"(%0) : (tensor<32x32xbf16>) -> tensor<32x32xbf16>
+  return %1 : tensor<32x32xbf16>
+}
+"#;
+        let mut host =
+            crate::AnalysisHost::new(target::Target::n150(), crate::Options::tt_mlir_defaults());
+        host.apply_change(Change::new().set_file("m.mlir", text));
+        let file = host.file("m.mlir").expect("file is open");
+        let analysis = host.analysis();
+        let found = |name: &str| {
+            analysis.find_op(file, name).expect("not cancelled").map(|r| {
+                analysis
+                    .with_db(|db| format!("@{}:{}", r.func.name(db), r.op.key(db)))
+                    .expect("not cancelled")
+            })
+        };
+        assert_eq!(found("second_gelu").as_deref(), Some("@second:%0"));
+        assert_eq!(found("%1").as_deref(), Some("@second:%1"));
+        assert_eq!(found("%0").as_deref(), Some("@first:%0"));
+        assert_eq!(found("@second:%0").as_deref(), Some("@second:%0"));
+        assert_eq!(found("@second:%7"), None);
+        assert_eq!(found("nothing"), None);
     }
 }

@@ -1,0 +1,163 @@
+//! The `session` JSON-lines mode, driven through the binary: one request per line in, one
+//! reply per line out. Timings (`millis`) are dropped from the snapshots.
+
+use std::{
+    io::Write as _,
+    path::PathBuf,
+    process::{Command, Stdio},
+};
+
+use expect_test::{Expect, expect};
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs one session over `requests` and returns the replies, one per line, without timings.
+fn session(requests: &[Value]) -> Vec<Value> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ttnn-analyzer"))
+        .arg("session")
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the CLI binary runs");
+    {
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        for r in requests {
+            writeln!(stdin, "{r}").expect("the session reads its stdin");
+        }
+    }
+    let out = child.wait_with_output().expect("the session exits");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("every reply is one JSON line");
+            if let Some(o) = v.as_object_mut() {
+                o.remove("millis");
+            }
+            v
+        })
+        .collect()
+}
+
+#[track_caller]
+fn check(requests: &[Value], expect: Expect) {
+    let replies: Vec<String> = session(requests).iter().map(Value::to_string).collect();
+    expect.assert_eq(&replies.join("\n"));
+}
+
+const TWO_FUNCS: &str = r#"func.func @first(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttnn.relu"(%a) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("first_relu")
+  return %0 : tensor<32x32xbf16>
+}
+func.func @second(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttnn.gelu"(%a) : (tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("second_gelu")
+  return %0 : tensor<32x32xbf16>
+}
+"#;
+
+#[test]
+fn layouts_answers_for_ops_of_every_function() {
+    let replies = session(&[
+        json!({"cmd": "open", "name": "m.mlir", "text": TWO_FUNCS}),
+        json!({"cmd": "layouts", "op": "first_relu"}),
+        json!({"cmd": "layouts", "op": "second_gelu"}),
+        json!({"cmd": "layouts", "op": "@second:%0"}),
+        json!({"cmd": "layouts", "op": "missing"}),
+    ]);
+    let kinds: Vec<String> = replies
+        .iter()
+        .map(|r| match r["ok"].as_bool() {
+            Some(true) => format!("{} {}", r["op"], r["kind"]),
+            _ => format!("error: {}", r["error"]),
+        })
+        .collect();
+    expect![[r#"
+        "first_relu" "ttnn.relu"
+        "second_gelu" "ttnn.gelu"
+        "@second:%0" "ttnn.gelu"
+        error: "no op named `missing`""#]]
+    .assert_eq(&kinds[1..].join("\n"));
+}
+
+/// Issue 4's promise, as `stats` shows it: a whitespace edit executes no layout query, and a
+/// one-op override executes layout queries for that op only.
+#[test]
+fn stats_show_a_whitespace_edit_runs_no_layout_query_and_an_override_only_its_op() {
+    let replies = session(&[
+        json!({"cmd": "open", "path": "test-data/samples/ffn.mlir"}),
+        json!({"cmd": "optimize"}),
+        json!({"cmd": "stats"}),
+        json!({"cmd": "edit", "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "\n"}),
+        json!({"cmd": "optimize"}),
+        json!({"cmd": "stats", "detail": true}),
+        json!({"cmd": "set_override", "op": "ffn.act", "params": "dram:interleaved"}),
+        json!({"cmd": "optimize"}),
+        json!({"cmd": "stats", "detail": true}),
+    ]);
+    let layout_queries = |r: &Value| -> Vec<String> {
+        r["detail"]
+            .as_array()
+            .map(|d| {
+                d.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|q| q.starts_with("legal_op") || q.starts_with("op_chainable"))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    expect![[r#"
+        after whitespace: []
+        after override: ["legal_op_layouts(@forward:%2)", "op_chainable(@forward:%2)", "legal_op_configs(@forward:%2)"]"#]].assert_eq(&format!(
+        "after whitespace: {:?}\nafter override: {:?}",
+        layout_queries(&replies[5]),
+        layout_queries(&replies[8])
+    ));
+}
+
+#[test]
+fn optimize_with_a_policy_reports_that_policys_plan() {
+    check(
+        &[
+            json!({"cmd": "open", "path": "test-data/optimizer/merge_a_to_b.mlir"}),
+            json!({"cmd": "optimize", "policy": "df-sharding"}),
+            json!({"cmd": "optimize", "policy": "df-sharding-merge"}),
+        ],
+        expect![[r#"
+            {"file":"test-data/optimizer/merge_a_to_b.mlir","errors":0,"ok":true}
+            {"policy":"df-sharding","ops":6,"ops_in_l1":5,"reshards":0,"spills":2,"merges":0,"conversions":2,"chains":{"completed":2},"ok":true}
+            {"policy":"df-sharding-merge","ops":6,"ops_in_l1":5,"reshards":0,"spills":1,"merges":1,"conversions":1,"chains":{"completed":2},"ok":true}"#]],
+    );
+}
+
+#[test]
+fn a_malformed_batch_changes_nothing_and_later_costs_are_the_baseline() {
+    let replies = session(&[
+        json!({"cmd": "open", "path": "test-data/samples/ffn.mlir"}),
+        json!({"cmd": "cost"}),
+        json!({"cmd": "batch", "sets": [
+            [{"op": "ffn.act", "params": "dram:interleaved"}],
+            [{"op": "ffn.up", "option": "nonsense", "params": "dram:interleaved"}],
+        ]}),
+        json!({"cmd": "cost"}),
+    ]);
+    assert_eq!(replies[2]["ok"], json!(false), "{}", replies[2]);
+    assert_eq!(replies[1]["total_ns"], replies[3]["total_ns"], "{replies:?}");
+}
+
+#[test]
+fn optimize_refuses_a_file_with_errors() {
+    check(
+        &[
+            json!({"cmd": "open", "name": "bad.mlir", "text": "func.func @f() {\n  %0 = \"ttnn.relu\"(%b) : (tensor<32x32xbf16>) -> tensor<32x32xbf16>\n  return\n}\n"}),
+            json!({"cmd": "optimize"}),
+        ],
+        expect![[r#"
+            {"file":"bad.mlir","errors":1,"ok":true}
+            {"ok":false,"error":"not optimizing: the file has 1 error(s); see `diagnostics`"}"#]],
+    );
+}
