@@ -282,7 +282,7 @@ impl Report<'_> {
 }
 
 /// Cores, CPU model and memory, read from the OS where it tells us.
-fn machine_description() -> String {
+pub(crate) fn machine_description() -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     let cpuinfo = read_text(Path::new("/proc/cpuinfo")).unwrap_or_default();
     let model = cpuinfo
@@ -314,7 +314,7 @@ fn peak_rss_kib() -> Option<u64> {
 
 /// Replaces the `heading` section of a markdown document (up to the next `## ` heading) with
 /// `section`, or appends it. Every other section is kept byte for byte.
-fn replace_section(doc: &str, heading: &str, section: &str) -> String {
+pub(crate) fn replace_section(doc: &str, heading: &str, section: &str) -> String {
     let mut lines: Vec<&str> = doc.lines().collect();
     let start = lines.iter().position(|l| l.trim_end() == heading);
     let mut out = String::with_capacity(doc.len() + section.len());

@@ -1,0 +1,966 @@
+//! `cargo xtask bench-lsp [--ops N] [--seed S] [--kind K] [--edits E] [--server PATH]
+//! [--mlir-lsp-server PATH] [--no-mlir] [--no-write]`: editor latency of `ttnn-analyzer lsp`
+//! against LLVM's `mlir-lsp-server` on one generated file, written to `docs/performance.md`
+//! under `## Language server latency`.
+//!
+//! Both servers run as child processes and are spoken to over stdio, with `Content-Length`
+//! framing, the way an editor does. Per server, in one session on the same file:
+//!
+//! * (a) from scratch: `didOpen` of the whole file, then its first `publishDiagnostics`;
+//! * (b) a one-op edit: a `didChange` that changes one attribute of one op in the middle of
+//!   the file, then `publishDiagnostics` for the new version;
+//! * (c) hover on that op's name once (b)'s diagnostics are in;
+//! * (d) the edit undone and a hover sent right behind it: `didChange` to the hover answer,
+//!   so the server must take the edit in before it can answer.
+//!
+//! (b) to (d) repeat for `E` ops spread over the middle half of the file. Every time is wall
+//! clock on this side of the pipes: from just before the first byte of the message is
+//! written to just after the last byte of the answer is read (JSON is encoded before the
+//! clock starts and decoded after it stops).
+//!
+//! Without `--server`, the task builds the server first with `cargo build --release -p cli`
+//! (honouring `CARGO_TARGET_DIR`) and takes the binary's path from cargo's own report.
+//! Run the task itself in release too (`cargo run --release -p xtask -- bench-lsp`), so the
+//! client's framing costs nothing next to the servers.
+
+use std::{
+    fmt::Write as _,
+    io::{BufRead, BufReader, Read, Write as _},
+    path::{Path, PathBuf},
+    process::{Child, ChildStdin, Command, Stdio},
+    sync::mpsc,
+    thread,
+    time::{Duration, Instant},
+};
+
+use rustc_hash::FxHashSet;
+use serde_json::{Value, json};
+
+use crate::{
+    bench_parse::{machine_description, replace_section},
+    r#gen::{GraphKind, generate},
+    util::{Flags, read_text, workspace_root, write_file},
+};
+
+/// The heading this task owns in `docs/performance.md`; other sections are left alone.
+const HEADING: &str = "## Language server latency";
+
+const DEFAULT_MLIR_LSP_SERVER: &str = "/usr/lib/llvm-19/bin/mlir-lsp-server";
+
+/// How long any one answer may take before the task gives up instead of hanging: a server
+/// that stops answering is a finding, not a reason to wait forever.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let flags = Flags::parse(
+        "bench-lsp",
+        args,
+        &["--ops", "--seed", "--kind", "--edits", "--server", "--mlir-lsp-server"],
+        &["--no-mlir", "--no-write"],
+    )?;
+    let ops: usize = flags.parsed("--ops", 10_000)?;
+    let seed: u64 = flags.parsed("--seed", 1)?;
+    let n_edits: usize = flags.parsed("--edits", 10)?;
+    let kind_name = flags.value("--kind").unwrap_or("mixed");
+    let kind = GraphKind::from_name(kind_name)
+        .ok_or_else(|| anyhow::format_err!("unknown `--kind` `{kind_name}`"))?;
+    if n_edits == 0 {
+        return Err(anyhow::format_err!("`--edits` must be at least 1"));
+    }
+
+    let machine = machine_description();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "machine: {machine}")?;
+    if cfg!(debug_assertions) {
+        writeln!(out, "warning: a debug build; run `cargo run --release -p xtask -- bench-lsp`")?;
+    }
+
+    let text = generate(ops, seed, kind);
+    // Positions below are byte columns, which equal LSP's UTF-16 columns only in ASCII.
+    if !text.is_ascii() {
+        return Err(anyhow::format_err!("the generated graph is not ASCII"));
+    }
+    let dir = std::env::temp_dir().join("ttnn-analyzer-bench-lsp");
+    create_dir(&dir)?;
+    let path = dir.join(format!("gen-{}-{ops}-seed{seed}.mlir", kind.name()));
+    write_file(&path, text.as_bytes())?;
+    let uri = file_uri(&path)?;
+    let edits = pick_edits(&text, n_edits)?;
+    writeln!(
+        out,
+        "input: {} ops ({} graph, seed {seed}), {} bytes, {}",
+        ops + 1,
+        kind.name(),
+        text.len(),
+        path.display()
+    )?;
+    for e in &edits {
+        writeln!(out, "edit: line {}: {}", e.line + 1, e.describe())?;
+    }
+
+    let ours_exe = match flags.value("--server") {
+        Some(p) => PathBuf::from(p),
+        None => build_server()?,
+    };
+    let delay = server::ServerOptions::default().diagnostics_delay;
+    writeln!(out, "ttnn-analyzer: {}", ours_exe.display())?;
+    let mut ours_cmd = Command::new(&ours_exe);
+    ours_cmd.arg("lsp");
+    let ours = measure("ttnn-analyzer", ours_cmd, &dir, &uri, &text, &edits, &mut out)?;
+    check_no_errors(&ours)?;
+
+    let mlir = if flags.switch("--no-mlir") {
+        None
+    } else {
+        let exe =
+            PathBuf::from(flags.value("--mlir-lsp-server").unwrap_or(DEFAULT_MLIR_LSP_SERVER));
+        let version = tool_version(&exe);
+        writeln!(out, "mlir-lsp-server: {} ({version})", exe.display())?;
+        let m =
+            measure("mlir-lsp-server", Command::new(&exe), &dir, &uri, &text, &edits, &mut out)?;
+        Some((m, version))
+    };
+
+    let report = Report {
+        machine,
+        ops: ops + 1,
+        seed,
+        kind,
+        bytes: text.len(),
+        edits: &edits,
+        delay,
+        ours: &ours,
+        mlir: mlir.as_ref().map(|(m, v)| (m, v.as_str())),
+    };
+    writeln!(out)?;
+    write!(out, "{}", report.table())?;
+    writeln!(out)?;
+    write!(out, "{}", report.ratios())?;
+
+    if flags.switch("--no-write") {
+        return Ok(());
+    }
+    let doc_path = workspace_root().join("docs").join("performance.md");
+    let doc = if doc_path.is_file() { read_text(&doc_path)? } else { "# Performance\n".to_owned() };
+    write_file(&doc_path, replace_section(&doc, HEADING, &report.section()).as_bytes())?;
+    writeln!(out, "wrote {} (section `{HEADING}`)", doc_path.display())?;
+    Ok(())
+}
+
+/// One attribute edit on one op, and where to hover for that op.
+#[derive(Debug, Clone)]
+struct Edit {
+    /// Zero-based line of the op.
+    line: u32,
+    /// Byte (and UTF-16) column where `old` starts.
+    col: u32,
+    old: &'static str,
+    new: &'static str,
+    /// A column inside the op name string, where both servers hover the op.
+    hover_col: u32,
+    /// The op's result and name, for the report.
+    op: String,
+}
+
+impl Edit {
+    fn describe(&self) -> String {
+        format!("{}: `{}` -> `{}`", self.op, self.old, self.new)
+    }
+
+    /// The edit (`undo` false) or its inverse, as an LSP range and replacement text.
+    fn change(&self, undo: bool) -> (Value, &'static str) {
+        let (from, to) = if undo { (self.new, self.old) } else { (self.old, self.new) };
+        let range = json!({
+            "start": { "line": self.line, "character": self.col },
+            "end": { "line": self.line, "character": self.col + from.len() as u32 },
+        });
+        (range, to)
+    }
+
+    /// Applies the edit or its inverse to `text`, which must hold the other side.
+    fn apply(&self, text: &mut String, undo: bool) -> anyhow::Result<()> {
+        let (from, to) = if undo { (self.new, self.old) } else { (self.old, self.new) };
+        let line_start = line_start(text, self.line)
+            .ok_or_else(|| anyhow::format_err!("no line {} in the text", self.line + 1))?;
+        let start = line_start + self.col as usize;
+        if text.get(start..start + from.len()) != Some(from) {
+            return Err(anyhow::format_err!("line {} does not hold `{from}`", self.line + 1));
+        }
+        text.replace_range(start..start + from.len(), to);
+        Ok(())
+    }
+}
+
+/// Attribute edits that keep the file valid and change what the optimizer sees of the op
+/// (both attributes are part of the op model's `OpKind`, hence of `op_signature`): an edit
+/// that broke the file would make the analyzer skip its findings and look faster than it is.
+const EDIT_KINDS: &[(&str, &str, &str)] = &[
+    ("\"ttnn.softmax\"", "numericStable = true", "numericStable = false"),
+    // Only on permutes whose input and output types are equal (dims 1 and 2 agree), where
+    // the identity permutation is just as valid.
+    ("\"ttnn.permute\"", "array<i64: 0, 2, 1, 3>", "array<i64: 0, 1, 2, 3>"),
+];
+
+/// `n` edits on ops in the middle half of the file, alternating between the edit kinds and
+/// evenly spaced within each kind, so no two edits touch the same op.
+fn pick_edits(text: &str, n: usize) -> anyhow::Result<Vec<Edit>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (lo, hi) = (lines.len() / 4, lines.len() * 3 / 4);
+    let mut candidates: Vec<Vec<Edit>> = vec![Vec::new(); EDIT_KINDS.len()];
+    for (i, line) in lines.iter().enumerate().take(hi).skip(lo) {
+        for (k, &(name, old, new)) in EDIT_KINDS.iter().enumerate() {
+            let (Some(name_col), Some(col)) = (line.find(name), line.find(old)) else { continue };
+            if k == 1 && !same_input_and_output_type(line) {
+                continue;
+            }
+            let result = line.trim_start().split(' ').next().unwrap_or("");
+            candidates[k].push(Edit {
+                line: i as u32,
+                col: col as u32,
+                old,
+                new,
+                hover_col: name_col as u32 + 1,
+                op: format!("{result} {}", name.trim_matches('"')),
+            });
+        }
+    }
+    let kinds: Vec<&Vec<Edit>> = candidates.iter().filter(|c| !c.is_empty()).collect();
+    if kinds.is_empty() {
+        return Err(anyhow::format_err!(
+            "no softmax or square permute in the middle of the generated graph to edit"
+        ));
+    }
+    let mut out = Vec::with_capacity(n);
+    for (k, list) in kinds.iter().enumerate() {
+        // Slots k, k + kinds, k + 2 * kinds, ... of the `n` go to this kind.
+        let slots = (n + kinds.len() - 1 - k) / kinds.len();
+        for j in 0..slots {
+            let idx = ((2 * j + 1) * list.len() / (2 * slots)).min(list.len() - 1);
+            out.push((j * kinds.len() + k, list[idx].clone()));
+        }
+    }
+    out.sort_by_key(|(slot, _)| *slot);
+    // With more edits asked than a kind has ops, slots repeat an op; each op is edited once.
+    let mut seen = FxHashSet::default();
+    Ok(out.into_iter().map(|(_, e)| e).filter(|e| seen.insert(e.line)).collect())
+}
+
+/// True for `... : (T) -> T loc(...)` with the same single type on both sides.
+fn same_input_and_output_type(line: &str) -> bool {
+    let Some((lhs, rhs)) = line.rsplit_once(") -> ") else { return false };
+    let Some(input) = lhs.rsplit_once(": (").map(|(_, t)| t) else { return false };
+    let output = rhs.split(" loc(").next().unwrap_or(rhs);
+    input == output
+}
+
+fn line_start(text: &str, line: u32) -> Option<usize> {
+    if line == 0 {
+        return Some(0);
+    }
+    text.match_indices('\n').nth(line as usize - 1).map(|(i, _)| i + 1)
+}
+
+/// Diagnostics by severity in one `publishDiagnostics`.
+#[derive(Debug, Clone, Copy, Default)]
+struct DiagCount {
+    errors: usize,
+    warnings: usize,
+    other: usize,
+}
+
+impl DiagCount {
+    fn of(params: &Value) -> DiagCount {
+        let mut c = DiagCount::default();
+        for d in params["diagnostics"].as_array().map_or(&[][..], Vec::as_slice) {
+            match d["severity"].as_u64() {
+                Some(1) => c.errors += 1,
+                Some(2) => c.warnings += 1,
+                _ => c.other += 1,
+            }
+        }
+        c
+    }
+
+    fn describe(self) -> String {
+        let total = self.errors + self.warnings + self.other;
+        format!(
+            "{total} ({} errors, {} warnings, {} information)",
+            self.errors, self.warnings, self.other
+        )
+    }
+}
+
+/// Everything measured on one server.
+struct Measured {
+    name: &'static str,
+    /// Whether the server takes incremental `didChange` ranges (else it is sent whole texts).
+    incremental: bool,
+    open: Duration,
+    open_diags: DiagCount,
+    edit: Vec<Duration>,
+    edit_diags: Vec<DiagCount>,
+    hover: Vec<Duration>,
+    edit_then_hover: Vec<Duration>,
+    /// The first line of the first hover answer, to show what the server says about an op.
+    hover_sample: String,
+}
+
+fn measure(
+    name: &'static str,
+    mut cmd: Command,
+    dir: &Path,
+    uri: &str,
+    text: &str,
+    edits: &[Edit],
+    out: &mut impl std::io::Write,
+) -> anyhow::Result<Measured> {
+    let log = dir.join(format!("{name}.stderr.log"));
+    let mut s = Session::start(name, &mut cmd, &log)?;
+    let init = s.request(
+        "initialize",
+        json!({
+            "processId": std::process::id(),
+            "rootUri": null,
+            "capabilities": {
+                "textDocument": {
+                    "publishDiagnostics": { "versionSupport": true },
+                    "hover": { "contentFormat": ["markdown", "plaintext"] },
+                },
+            },
+        }),
+    )?;
+    let (_, init) = s.wait_response(init)?;
+    let sync = &init["capabilities"]["textDocumentSync"];
+    let incremental = sync.as_u64().or_else(|| sync["change"].as_u64()) == Some(2);
+    s.notify("initialized", json!({}))?;
+
+    let open = s.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "mlir", "version": 1, "text": text } }),
+    )?;
+    let (done, diags) = s.wait_diagnostics(uri, 1)?;
+    s.forget();
+    let mut m = Measured {
+        name,
+        incremental,
+        open: done - open,
+        open_diags: DiagCount::of(&diags),
+        edit: Vec::new(),
+        edit_diags: Vec::new(),
+        hover: Vec::new(),
+        edit_then_hover: Vec::new(),
+        hover_sample: String::new(),
+    };
+    writeln!(out, "{name}: from scratch {} ms", ms(m.open))?;
+
+    let mut current = text.to_owned();
+    let mut version = 1;
+    for e in edits {
+        // (b) the edit, then its diagnostics.
+        version += 1;
+        e.apply(&mut current, false)?;
+        let sent = s.notify(
+            "textDocument/didChange",
+            did_change(uri, version, e, false, incremental, &current),
+        )?;
+        let (done, diags) = s.wait_diagnostics(uri, version)?;
+        m.edit.push(done - sent);
+        m.edit_diags.push(DiagCount::of(&diags));
+
+        // (c) hover on the edited op, its diagnostics already in.
+        let hover = hover_params(uri, e);
+        let id = s.request("textDocument/hover", hover.clone())?;
+        let sent = s.sent_at;
+        let (done, answer) = s.wait_response(id)?;
+        m.hover.push(done - sent);
+        if answer.is_null() {
+            return Err(anyhow::format_err!("{name} has no hover for {}", e.op));
+        }
+        if m.hover_sample.is_empty() {
+            m.hover_sample = hover_first_line(&answer);
+        }
+
+        // (d) undo the edit and hover at once: the answer needs the new text analysed.
+        version += 1;
+        e.apply(&mut current, true)?;
+        let sent = s.notify(
+            "textDocument/didChange",
+            did_change(uri, version, e, true, incremental, &current),
+        )?;
+        let id = s.request("textDocument/hover", hover)?;
+        let (done, _) = s.wait_response(id)?;
+        m.edit_then_hover.push(done - sent);
+        // Untimed: the next edit starts on a quiet server.
+        s.wait_diagnostics(uri, version)?;
+        s.forget();
+        writeln!(
+            out,
+            "{name}: {}: edit {} ms, hover {} ms, edit then hover {} ms",
+            e.op,
+            ms(*m.edit.last().unwrap_or(&Duration::ZERO)),
+            ms(*m.hover.last().unwrap_or(&Duration::ZERO)),
+            ms(*m.edit_then_hover.last().unwrap_or(&Duration::ZERO)),
+        )?;
+    }
+    s.shutdown()?;
+    Ok(m)
+}
+
+fn did_change(
+    uri: &str,
+    version: i32,
+    e: &Edit,
+    undo: bool,
+    incremental: bool,
+    after: &str,
+) -> Value {
+    let change = if incremental {
+        let (range, text) = e.change(undo);
+        json!({ "range": range, "text": text })
+    } else {
+        json!({ "text": after })
+    };
+    json!({
+        "textDocument": { "uri": uri, "version": version },
+        "contentChanges": [change],
+    })
+}
+
+fn hover_params(uri: &str, e: &Edit) -> Value {
+    json!({
+        "textDocument": { "uri": uri },
+        "position": { "line": e.line, "character": e.hover_col },
+    })
+}
+
+fn hover_first_line(answer: &Value) -> String {
+    let contents = &answer["contents"];
+    let text = contents["value"].as_str().or_else(|| contents.as_str()).unwrap_or("");
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned()
+}
+
+/// The analyzer's figures would be meaningless on a broken file: it skips its findings
+/// (the optimizer's part) when a file has errors.
+fn check_no_errors(m: &Measured) -> anyhow::Result<()> {
+    let errors = m.open_diags.errors + m.edit_diags.iter().map(|d| d.errors).sum::<usize>();
+    if errors > 0 {
+        return Err(anyhow::format_err!(
+            "{} reported {errors} errors on the benchmark file or its edits; the edits must keep it valid",
+            m.name
+        ));
+    }
+    Ok(())
+}
+
+/// One server child process and its framed stdio.
+struct Session {
+    name: &'static str,
+    child: Child,
+    stdin: ChildStdin,
+    inbox: mpsc::Receiver<Result<(Instant, Value), String>>,
+    /// Messages read while waiting for another: with a hover and diagnostics computed
+    /// concurrently, either may arrive first.
+    stash: Vec<(Instant, Value)>,
+    next_id: i64,
+    /// When the last message started going out.
+    sent_at: Instant,
+}
+
+impl Session {
+    fn start(name: &'static str, cmd: &mut Command, log: &Path) -> anyhow::Result<Session> {
+        let stderr = std::fs::File::create(log)
+            .map_err(|e| anyhow::format_err!("cannot create {}: {e}", log.display()))?;
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| anyhow::format_err!("cannot start {name}: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(anyhow::format_err!("{name} has no stdio pipes"));
+        };
+        let (tx, inbox) = mpsc::channel();
+        thread::Builder::new()
+            .name(format!("{name}-reader"))
+            .spawn(move || read_messages(stdout, &tx))
+            .map_err(|e| anyhow::format_err!("cannot spawn a reader thread: {e}"))?;
+        Ok(Session {
+            name,
+            child,
+            stdin,
+            inbox,
+            stash: Vec::new(),
+            next_id: 0,
+            sent_at: Instant::now(),
+        })
+    }
+
+    /// Writes one framed message; returns when its first byte went out.
+    fn send(&mut self, msg: &Value) -> anyhow::Result<Instant> {
+        let body = serde_json::to_vec(msg)?;
+        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        frame.extend_from_slice(&body);
+        self.sent_at = Instant::now();
+        self.stdin
+            .write_all(&frame)
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| anyhow::format_err!("cannot write to {}: {e}", self.name))?;
+        Ok(self.sent_at)
+    }
+
+    fn notify(&mut self, method: &str, params: Value) -> anyhow::Result<Instant> {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<i64> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))?;
+        Ok(id)
+    }
+
+    /// The first message `want` accepts, stashed or next to arrive, and when it was read.
+    /// Requests from the server are answered with `null` (neither server needs more); other
+    /// messages are stashed until [`Session::forget`].
+    fn wait_for(
+        &mut self,
+        mut want: impl FnMut(&Value) -> bool,
+    ) -> anyhow::Result<(Instant, Value)> {
+        if let Some(i) = self.stash.iter().position(|(_, m)| want(m)) {
+            return Ok(self.stash.remove(i));
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (at, msg) = match self.inbox.recv_timeout(left) {
+                Ok(Ok(m)) => m,
+                Ok(Err(e)) => return Err(anyhow::format_err!("{}: {e}", self.name)),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(anyhow::format_err!("{} did not answer in {TIMEOUT:?}", self.name));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(anyhow::format_err!("{} exited", self.name));
+                }
+            };
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                let reply = json!({ "jsonrpc": "2.0", "id": msg["id"], "result": null });
+                self.send(&reply)?;
+                continue;
+            }
+            if want(&msg) {
+                return Ok((at, msg));
+            }
+            self.stash.push((at, msg));
+        }
+    }
+
+    /// Drops stashed messages: called when nothing sent so far is still awaited.
+    fn forget(&mut self) {
+        self.stash.clear();
+    }
+
+    /// The result of request `id`; an error answer is an error.
+    fn wait_response(&mut self, id: i64) -> anyhow::Result<(Instant, Value)> {
+        let (at, mut msg) =
+            self.wait_for(|m| m.get("method").is_none() && m["id"].as_i64() == Some(id))?;
+        if let Some(e) = msg.get("error") {
+            return Err(anyhow::format_err!(
+                "{} answered request {id} with an error: {e}",
+                self.name
+            ));
+        }
+        Ok((at, msg["result"].take()))
+    }
+
+    /// The `publishDiagnostics` params for `uri` at `version`. A server that publishes
+    /// without versions is taken at its next publication for the file.
+    fn wait_diagnostics(&mut self, uri: &str, version: i32) -> anyhow::Result<(Instant, Value)> {
+        let (at, mut msg) = self.wait_for(|m| {
+            let p = &m["params"];
+            m["method"] == "textDocument/publishDiagnostics"
+                && p["uri"] == uri
+                && p["version"].as_i64().is_none_or(|v| v == i64::from(version))
+        })?;
+        Ok((at, msg["params"].take()))
+    }
+
+    fn shutdown(mut self) -> anyhow::Result<()> {
+        let id = self.request("shutdown", Value::Null)?;
+        self.wait_response(id)?;
+        self.notify("exit", Value::Null)?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        Err(anyhow::format_err!("{} did not exit after `exit`", self.name))
+    }
+}
+
+impl Drop for Session {
+    /// A session that ends on an error must not leave its server running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The reader thread: frames from the server's stdout, each stamped when its last byte was
+/// read, before decoding, so JSON parsing on this side is not counted.
+fn read_messages(output: impl Read, tx: &mpsc::Sender<Result<(Instant, Value), String>>) {
+    let mut input = BufReader::new(output);
+    loop {
+        let mut length: Option<usize> = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match input.read_line(&mut line) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = tx.send(Err(format!("cannot read its output: {e}")));
+                    return;
+                }
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                if length.is_some() {
+                    break;
+                }
+                continue;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.trim().eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().ok();
+            }
+        }
+        let mut body = vec![0; length.unwrap_or(0)];
+        if let Err(e) = input.read_exact(&mut body) {
+            let _ = tx.send(Err(format!("cannot read a message body: {e}")));
+            return;
+        }
+        let at = Instant::now();
+        let msg = serde_json::from_slice::<Value>(&body)
+            .map(|v| (at, v))
+            .map_err(|e| format!("sent a message that is not JSON: {e}"));
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Builds the release server and returns the binary cargo reports for it.
+fn build_server() -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["build", "--release", "-p", "cli", "--message-format=json-render-diagnostics"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| anyhow::format_err!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(anyhow::format_err!("`cargo build --release -p cli` failed"));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "ttnn-analyzer")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| anyhow::format_err!("cargo did not report a `ttnn-analyzer` binary"))
+}
+
+/// The first line a tool prints for `--version`, for the report.
+fn tool_version(exe: &Path) -> String {
+    Command::new(exe)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "unknown version".to_owned())
+}
+
+fn file_uri(path: &Path) -> anyhow::Result<String> {
+    let s = path.to_str().ok_or_else(|| anyhow::format_err!("{} is not UTF-8", path.display()))?;
+    if !s.starts_with('/') || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b))
+    {
+        return Err(anyhow::format_err!("{s} needs escaping in a URI; set TMPDIR to a plain path"));
+    }
+    Ok(format!("file://{s}"))
+}
+
+fn create_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::format_err!("cannot create {}: {e}", dir.display()))
+}
+
+/// Median, minimum and maximum of a sample.
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    median: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl Stats {
+    fn of(samples: &[Duration]) -> Stats {
+        let mut v = samples.to_vec();
+        v.sort_unstable();
+        let n = v.len();
+        let median = match n {
+            0 => Duration::ZERO,
+            _ if n % 2 == 1 => v[n / 2],
+            _ => (v[n / 2 - 1] + v[n / 2]) / 2,
+        };
+        Stats {
+            median,
+            min: v.first().copied().unwrap_or_default(),
+            max: v.last().copied().unwrap_or_default(),
+        }
+    }
+
+    fn cell(self) -> String {
+        format!("{} ({}–{})", ms(self.median), ms(self.min), ms(self.max))
+    }
+}
+
+/// Milliseconds with one decimal, the unit of every figure here.
+fn ms(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e3)
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+}
+
+struct Report<'a> {
+    machine: String,
+    ops: usize,
+    seed: u64,
+    kind: GraphKind,
+    bytes: usize,
+    edits: &'a [Edit],
+    delay: Duration,
+    ours: &'a Measured,
+    mlir: Option<(&'a Measured, &'a str)>,
+}
+
+impl Report<'_> {
+    /// The measurements as a markdown table (also what the console shows).
+    fn table(&self) -> String {
+        let mut s = String::new();
+        let servers: Vec<&Measured> =
+            std::iter::once(self.ours).chain(self.mlir.map(|(m, _)| m)).collect();
+        let header: Vec<&str> = servers.iter().map(|m| m.name).collect();
+        let _ = writeln!(
+            s,
+            "| measurement (ms; median (min–max) of {}) | {} |",
+            self.edits.len(),
+            header.join(" | ")
+        );
+        let _ = writeln!(s, "| --- |{}", " --- |".repeat(servers.len()));
+        let row = |s: &mut String, what: &str, cell: &dyn Fn(&Measured) -> String| {
+            let cells: Vec<String> = servers.iter().map(|m| cell(m)).collect();
+            let _ = writeln!(s, "| {what} | {} |", cells.join(" | "));
+        };
+        row(&mut s, "(a) from scratch: `didOpen` → diagnostics", &|m| ms(m.open));
+        row(&mut s, "(b) one-op edit: `didChange` → diagnostics", &|m| Stats::of(&m.edit).cell());
+        row(&mut s, "(c) hover on the edited op, after (b)", &|m| Stats::of(&m.hover).cell());
+        row(&mut s, "(d) undo the edit and hover at once: `didChange` → hover", &|m| {
+            Stats::of(&m.edit_then_hover).cell()
+        });
+        row(&mut s, "diagnostics on open", &|m| m.open_diags.describe());
+        row(&mut s, "text sync", &|m| {
+            if m.incremental { "incremental".to_owned() } else { "full text per change".to_owned() }
+        });
+        s
+    }
+
+    fn ratios(&self) -> String {
+        let mut s = String::new();
+        let ours_edit = Stats::of(&self.ours.edit).median;
+        let wait = self.delay;
+        let ours_busy = ours_edit.saturating_sub(wait);
+        let r = ratio(self.ours.open, ours_edit);
+        let _ = writeln!(
+            s,
+            "- ttnn-analyzer from scratch / after a one-op edit (median): {r:.1}x (target at least 50x: {}); {:.1}x without the {} ms quiet period in both.",
+            if r >= 50.0 { "met" } else { "not met" },
+            ratio(self.ours.open.saturating_sub(wait), ours_busy),
+            wait.as_millis(),
+        );
+        if let Some((mlir, _)) = self.mlir {
+            let mlir_edit = Stats::of(&mlir.edit).median;
+            let r = ratio(mlir_edit, ours_edit);
+            let _ = writeln!(
+                s,
+                "- after a one-op edit, mlir-lsp-server / ttnn-analyzer (medians): {r:.1}x (ttnn-analyzer {}); {:.1}x without ttnn-analyzer's quiet period.",
+                if r > 1.0 { "faster" } else { "not faster" },
+                ratio(mlir_edit, ours_busy),
+            );
+            let _ = writeln!(
+                s,
+                "- from scratch, mlir-lsp-server / ttnn-analyzer: {:.2}x.",
+                ratio(mlir.open, self.ours.open)
+            );
+            let _ = writeln!(
+                s,
+                "- undo and hover at once, mlir-lsp-server / ttnn-analyzer (medians): {:.1}x.",
+                ratio(
+                    Stats::of(&mlir.edit_then_hover).median,
+                    Stats::of(&self.ours.edit_then_hover).median
+                )
+            );
+        }
+        s
+    }
+
+    fn section(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "{HEADING}\n");
+        let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+        let _ = writeln!(
+            s,
+            "Measured with `cargo run --release -p xtask -- bench-lsp`, which builds `cargo build --release -p cli` first (the client was a {profile} build); the task rewrites this section."
+        );
+        let _ = writeln!(s, "Machine: {}.", self.machine);
+        let _ = writeln!(
+            s,
+            "Input: `cargo xtask gen --ops {} --seed {} --kind {}` ({} ops with `ttnn.get_device`, {:.2} MB), opened as one document.",
+            self.ops - 1,
+            self.seed,
+            self.kind.name(),
+            self.ops,
+            self.bytes as f64 / 1e6
+        );
+        let mlir =
+            self.mlir.map_or_else(String::new, |(_, v)| format!(" and `mlir-lsp-server` ({v})"));
+        let _ = writeln!(
+            s,
+            "Servers: `ttnn-analyzer lsp` (release){mlir}, each a child process spoken to over stdio in one session; a time runs from just before the first byte of a message is written to just after the last byte of the answer is read.\n"
+        );
+        s.push_str(&self.table());
+        let ops: Vec<String> = self.edits.iter().map(|e| format!("`{}`", e.op)).collect();
+        let _ = writeln!(
+            s,
+            "\nThe one-op edits change one attribute of one op in the middle half of the file, alternately `numericStable = true` to `false` on a softmax and the permutation `0, 2, 1, 3` to `0, 1, 2, 3` on a permute whose dims 1 and 2 are equal; both keep the file valid and both are part of the op's signature, so the op's layouts and its chain are re-derived. Ops: {}.",
+            ops.join(", ")
+        );
+        let _ = writeln!(
+            s,
+            "Each edit is undone before the next, so every edit starts from the generated text; (d) sends the hover right behind the undo."
+        );
+        let _ = writeln!(
+            s,
+            "The first hover line: ttnn-analyzer ``{}``; mlir-lsp-server ``{}``.\n",
+            self.ours.hover_sample,
+            self.mlir.map_or("", |(m, _)| m.hover_sample.as_str())
+        );
+        s.push_str(&self.ratios());
+        let _ = writeln!(
+            s,
+            "\nttnn-analyzer publishes diagnostics after a quiet period of {} ms following the last change (`ServerOptions::diagnostics_delay`; the stdio server has no setting for it), so (a) and (b) each include {} ms of waiting; the ratios without it subtract it.",
+            self.delay.as_millis(),
+            self.delay.as_millis()
+        );
+        let _ = writeln!(
+            s,
+            "mlir-lsp-server has no such delay: it re-parses inside the `didChange` handler and publishes at once, and it syncs full texts, so each of its changes carries the whole file ({:.2} MB) through the pipe.",
+            self.bytes as f64 / 1e6
+        );
+        let _ = writeln!(
+            s,
+            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit it re-parses and re-lowers the whole file, then re-derives only what the position-free function body says changed."
+        );
+        let _ = writeln!(
+            s,
+            "mlir-lsp-server parses the file and runs the verifier; the TTNN dialect is not registered in it, so `ttnn.*` ops, `#ttnn` attributes and `!ttnn` types are accepted as unregistered (it needs no flag for that) and only generic IR structure is checked: SSA dominance, use-def types, block and region structure."
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_alternate_kinds_touch_distinct_ops_keep_the_file_clean_and_undo_exactly() {
+        let text = generate(2000, 1, GraphKind::Mixed);
+        let edits = pick_edits(&text, 6).unwrap();
+        assert_eq!(edits.len(), 6);
+        let kinds: Vec<&str> = edits.iter().map(|e| e.old).collect();
+        assert_eq!(kinds[..2], [EDIT_KINDS[0].1, EDIT_KINDS[1].1]);
+        assert!(kinds.windows(2).all(|w| w[0] != w[1]), "kinds alternate: {kinds:?}");
+        let mut lines: Vec<u32> = edits.iter().map(|e| e.line).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len(), edits.len(), "one edit per op");
+        let n_lines = text.lines().count() as u32;
+        assert!(lines.iter().all(|&l| l >= n_lines / 4 && l < n_lines * 3 / 4));
+
+        for e in &edits {
+            let line = text.lines().nth(e.line as usize).unwrap();
+            assert_eq!(&line[e.hover_col as usize - 1..][..6], "\"ttnn.");
+            let mut edited = text.clone();
+            e.apply(&mut edited, false).unwrap();
+            assert_ne!(edited, text);
+            let parse = syntax::parse(&edited);
+            let lowered = ir::lower_parse(&edited, &parse);
+            assert!(parse.errors.is_empty() && lowered.diagnostics.is_empty(), "{}", e.describe());
+            e.apply(&mut edited, true).unwrap();
+            assert_eq!(edited, text);
+            assert!(e.apply(&mut edited, true).is_err(), "undo needs the edited text");
+        }
+    }
+
+    #[test]
+    fn only_permutes_with_equal_input_and_output_types_are_edited() {
+        let square = r#"    %3 = "ttnn.permute"(%2) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<1x32x32x64xbf16, #l6>) -> tensor<1x32x32x64xbf16, #l6> loc("p")"#;
+        let oblong = r#"    %3 = "ttnn.permute"(%2) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<1x8x32x64xbf16, #l6>) -> tensor<1x32x8x64xbf16, #l7> loc("p")"#;
+        assert!(same_input_and_output_type(square));
+        assert!(!same_input_and_output_type(oblong));
+        assert!(!same_input_and_output_type("%0 = \"ttnn.get_device\"() : () -> !ttnn.device"));
+    }
+
+    #[test]
+    fn frames_are_read_whole_whatever_other_headers_come_with_them() {
+        let a = r#"{"jsonrpc":"2.0","id":1,"result":null}"#;
+        let b = r#"{"jsonrpc":"2.0","method":"m","params":{"x":"\u00e9"}}"#;
+        let stream = format!(
+            "Content-Length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{a}content-length:{}\r\n\r\n{b}",
+            a.len(),
+            b.len()
+        );
+        let (tx, rx) = mpsc::channel();
+        read_messages(stream.as_bytes(), &tx);
+        drop(tx);
+        let got: Vec<Value> = rx.iter().map(|m| m.unwrap().1).collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0]["id"], 1);
+        assert_eq!(got[1]["params"]["x"], "é");
+    }
+
+    #[test]
+    fn stats_take_the_middle_of_the_sorted_sample() {
+        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
+        let odd = Stats::of(&ms(&[30, 10, 20]));
+        assert_eq!(
+            (odd.median, odd.min, odd.max),
+            (Duration::from_millis(20), Duration::from_millis(10), Duration::from_millis(30))
+        );
+        assert_eq!(Stats::of(&ms(&[40, 10, 20, 30])).median, Duration::from_millis(25));
+        assert_eq!(Stats::of(&[]).median, Duration::ZERO);
+    }
+}
