@@ -222,7 +222,7 @@ fn json_report(r: &PlanReport, conversions: usize, out: &mut dyn std::io::Write)
             "buffer": l.buffer.keyword(),
             "memory_layout": l.memory_layout.map(|m| m.keyword()),
             "grid": [l.grid2d().rows, l.grid2d().cols],
-            "shard_shape": l.memref_shape,
+            "shard_shape": l.memref_shape.as_slice(),
         }),
     };
     for d in &r.ops {

@@ -190,7 +190,7 @@ fn op_json(op: &verify::OpReport) -> serde_json::Value {
             "buffer": l.buffer.keyword(),
             "memory_layout": l.memory_layout.map(|m| m.keyword()),
             "grid": [grid.rows, grid.cols],
-            "shard_shape": l.memref_shape,
+            "shard_shape": l.memref_shape.as_slice(),
         })
     };
     serde_json::json!({

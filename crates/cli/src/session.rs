@@ -85,7 +85,7 @@ fn layout_json(l: &ttnn_types::TtnnLayout) -> Value {
         "buffer": l.buffer.keyword(),
         "memory_layout": l.memory_layout.map(|m| m.keyword()),
         "grid": [l.grid2d().rows, l.grid2d().cols],
-        "shard_shape": l.memref_shape,
+        "shard_shape": l.memref_shape.as_slice(),
         "page": l.page_layout().keyword(),
         "dtype": l.data_type().map(|d| d.keyword()),
         "short": short_layout(Some(l)),

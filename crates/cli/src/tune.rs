@@ -526,7 +526,7 @@ fn tunables(host: &AnalysisHost, file: base_db::SourceFile) -> anyhow::Result<Ve
         let mut act_block_h: Vec<u64> = Vec::new();
         if let Some(r) = analysis.find_op(file, &d.op).map_err(cancelled)? {
             let configs = analysis.with_db(|db| layout::legal_op_configs(db, r.op));
-            for c in configs.map_err(cancelled)?.configs.iter() {
+            for c in configs.map_err(cancelled)?.iter() {
                 if let opmodel::OpConfig::Conv2d { conv, .. } = &c.config
                     && let Some(v) = conv.act_block_h_override
                     && !act_block_h.contains(&v)

@@ -126,7 +126,6 @@ impl Analysis {
                 scalar_types: scalar.iter().map(ToString::to_string).collect(),
                 layouts: legal.layouts.clone(),
                 configs: configs
-                    .configs
                     .iter()
                     .map(|c| {
                         let idx =

@@ -354,7 +354,7 @@ impl DecodeCtx<'_> {
                 let range = ctx.param(&mut item, "a core range", &|_, c| core_range(c))?;
                 ranges.push(range);
             }
-            let set = CoreRangeSet { ranges };
+            let set = CoreRangeSet { ranges: ranges.into() };
             if let Some((a, b)) = set.first_overlap() {
                 return Err(format!("core ranges {a} and {b} overlap"));
             }
@@ -378,10 +378,10 @@ impl DecodeCtx<'_> {
             grid_inner.dims().ok_or("expected a grid such as `<8x8>`")?.0
         };
         let mut layout = TtnnLayout {
-            linear_map,
-            grid,
+            linear_map: linear_map.into(),
+            grid: grid.into(),
             mesh: None,
-            memref_shape: Vec::new(),
+            memref_shape: ttnn_types::Dims::new(),
             memref_element: ElementType::Scalar(ScalarType::BF16),
             buffer: BufferType::Dram,
             memory_layout: None,
@@ -398,7 +398,7 @@ impl DecodeCtx<'_> {
                             .group()
                             .and_then(|g| unescape_string(g.text_at(0)))
                             .unwrap_or(text);
-                        layout.mesh = Some(name);
+                        layout.mesh = Some(name.into());
                     }
                     "core_ranges" => layout.core_ranges = Some(self.core_range_set(&mut value)?),
                     "ignorePhysicalLayout" => {
@@ -449,7 +449,7 @@ impl DecodeCtx<'_> {
         } else {
             (Vec::new(), "")
         };
-        layout.memref_shape = dims;
+        layout.memref_shape = dims.into();
         layout.memref_element = if !rest.is_empty() {
             ElementType::Scalar(
                 ScalarType::from_keyword(rest)

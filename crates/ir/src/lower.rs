@@ -368,7 +368,7 @@ impl<'a> Lower<'a> {
         let Some(shape) = tt.static_shape() else { return };
         let worker = ttnn_types::Grid::new(8, 8);
         if let Some(expected) = l.expected_memref_shape(&shape, worker)
-            && expected != l.memref_shape
+            && expected[..] != l.memref_shape[..]
             && l.grid.len() == 2
         {
             let show = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join("x");

@@ -71,15 +71,56 @@ impl LegalOpLayouts {
 }
 
 /// One candidate config: an output layout and the op-specific knobs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ConfigCandidate {
-    pub layout: TtnnLayout,
-    pub config: OpConfig,
-}
+pub type ConfigCandidate = opmodel::Candidate;
 
+/// An op's legal (layout, config) candidates, in search order.
+///
+/// The L1-sharded ones (what a chain solves over) sit in their own shared list, so every
+/// chain problem can hold that list instead of a copy: on a 100k-op graph the copies were
+/// a third of the memory.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LegalOpConfigs {
-    pub configs: Vec<ConfigCandidate>,
+    /// The L1-sharded candidates, in search order.
+    pub sharded: Arc<[ConfigCandidate]>,
+    /// The others (DRAM, L1 interleaved), each with its position in the whole list.
+    other: Vec<(u32, ConfigCandidate)>,
+}
+
+impl LegalOpConfigs {
+    /// Splits `configs` into the sharded list and the rest, keeping the order.
+    #[must_use]
+    pub fn new(configs: Vec<ConfigCandidate>) -> LegalOpConfigs {
+        let mut sharded = Vec::new();
+        let mut other = Vec::new();
+        for (i, c) in configs.into_iter().enumerate() {
+            if c.layout.is_l1() && c.layout.is_sharded() {
+                sharded.push(c);
+            } else {
+                other.push((i as u32, c));
+            }
+        }
+        LegalOpConfigs { sharded: sharded.into(), other }
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.sharded.len() + self.other.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every candidate in search order.
+    pub fn iter(&self) -> impl Iterator<Item = &ConfigCandidate> + '_ {
+        let mut sharded = self.sharded.iter();
+        let mut other = self.other.iter().peekable();
+        (0..self.len()).filter_map(move |i| match other.peek() {
+            Some((at, _)) if *at as usize == i => other.next().map(|(_, c)| c),
+            _ => sharded.next(),
+        })
+    }
 }
 
 /// The op's tensor operands as the op model sees them at a chain entry: DRAM interleaved
@@ -429,7 +470,7 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
                 .collect();
         }
     }
-    Arc::new(LegalOpConfigs { configs })
+    Arc::new(LegalOpConfigs::new(configs))
 }
 
 /// Pins the override's fields over the op's own config.

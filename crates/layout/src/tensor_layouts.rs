@@ -107,7 +107,7 @@ pub fn generate(shape: &[u64], dtype: DataType, worker: Grid) -> TensorLayouts {
                 _ => (1..=worker.volume()).map(|n| Grid::new(1, n)).collect(),
             };
             grids.sort_by_key(|g| (g.volume(), g.rows));
-            let mut seen: FxHashSet<Vec<u64>> = FxHashSet::default();
+            let mut seen: FxHashSet<ttnn_types::Dims> = FxHashSet::default();
             for grid in grids {
                 let Ok(layout) = TtnnLayout::sharded(shape, dtype, page, family, grid, worker)
                 else {

@@ -82,6 +82,14 @@ pub enum OpConfig {
     },
 }
 
+/// One candidate config of an op: an output layout and the op-specific knobs. The layout
+/// search (`legal_op_configs`) and the chain solver share one list of these per op.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    pub layout: TtnnLayout,
+    pub config: OpConfig,
+}
+
 /// One op-model question.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OpQuery {

@@ -99,7 +99,11 @@ fn render(q: &Q, res: &Result<crate::OpConstraints, OpError>) -> String {
         Ok(c) => {
             // Every output layout must be the canonical one for the output shape.
             if let Some(memref) = c.output_layout.expected_memref_shape(&q.0.output_shape, W) {
-                assert_eq!(memref, c.output_layout.memref_shape, "non-canonical output layout");
+                assert_eq!(
+                    memref[..],
+                    c.output_layout.memref_shape[..],
+                    "non-canonical output layout"
+                );
             }
             let mut s = format!(
                 "cb {} tensor {} peak {} out {}\n{}",

@@ -70,10 +70,7 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     if layout::legal_op_layouts(db, op).fixed {
         return false;
     }
-    layout::legal_op_configs(db, op)
-        .configs
-        .iter()
-        .any(|c| c.layout.is_l1() && c.layout.is_sharded())
+    !layout::legal_op_configs(db, op).sharded.is_empty()
 }
 
 /// The chains of a function, built along the schedule as DFShardingPolicy builds them:

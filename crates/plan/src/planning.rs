@@ -428,7 +428,7 @@ pub(crate) fn incoming_layout(
 pub(crate) fn config_for(db: &dyn Db, op: OpId, layout: Option<&TtnnLayout>) -> OpConfig {
     let configs = layout::legal_op_configs(db, op);
     if let Some(l) = layout
-        && let Some(c) = configs.configs.iter().find(|c| &c.layout == l)
+        && let Some(c) = configs.iter().find(|c| &c.layout == l)
     {
         return c.config.clone();
     }

@@ -10,7 +10,7 @@ use base_db::TargetInput;
 use ir::{FuncId, OpId, Ty};
 use layout::{OperandSource, TensorKey};
 use opmodel::TensorDesc;
-use solver::{Candidate, ChainProblem, ChainSolution, Edge, ProblemOp};
+use solver::{ChainProblem, ChainSolution, Edge, ProblemOp};
 use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
 use crate::{Db, chain_graph::ChainId};
@@ -67,12 +67,7 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
     };
     for (j, &op) in ops.iter().enumerate() {
         let Some(sig) = layout::op_signature(db, op) else { continue };
-        let candidates: Vec<Candidate> = layout::legal_op_configs(db, op)
-            .configs
-            .iter()
-            .filter(|c| c.layout.is_l1() && c.layout.is_sharded())
-            .map(|c| Candidate { layout: c.layout.clone(), config: c.config.clone() })
-            .collect();
+        let candidates = Arc::clone(&layout::legal_op_configs(db, op).sharded);
         let mut operands = Vec::with_capacity(sig.operands.len());
         let mut reshard_targets = Vec::with_capacity(sig.operands.len());
         for (k, operand) in sig.operands.iter().enumerate() {

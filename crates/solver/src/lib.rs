@@ -29,17 +29,12 @@ mod solve;
 
 use std::sync::Arc;
 
-use opmodel::{OpConfig, OpKind, TensorDesc};
+use opmodel::{OpKind, TensorDesc};
 use ttnn_types::{DataType, TtnnLayout};
 
 pub use crate::{bitset::Bitset, solve::solve};
 
-/// One candidate config of an op: its output layout and op-specific knobs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Candidate {
-    pub layout: TtnnLayout,
-    pub config: OpConfig,
-}
+pub use opmodel::Candidate;
 
 /// One op of the chain, with everything the op model needs to validate it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -53,7 +48,8 @@ pub struct ProblemOp {
     pub output_shape: Vec<u64>,
     pub output_dtype: DataType,
     /// The op's L1-sharded candidates (tt-mlir feeds DFSharding sharded configs only).
-    pub candidates: Vec<Candidate>,
+    /// Shared with the op's `legal_op_configs`: a chain problem holds no copy of them.
+    pub candidates: Arc<[Candidate]>,
     /// Per operand: every L1-sharded layout of that operand's tensor type, tile and
     /// row-major, uncapped: the reshard targets. Empty for operands that never need one.
     /// Shared with every other problem over the same tensor type (the lists are long).

@@ -127,13 +127,13 @@ impl Solver<'_> {
             OpKind::Matmul(a) | OpKind::Linear(a) => a.activation.is_none(),
             _ => false,
         };
-        for cand in &op.candidates {
+        for cand in op.candidates.iter() {
             if partial_matmul {
                 let mut partial = cand.layout.partial();
                 // Partial hints carry only buffer type and memory layout.
-                partial.grid = vec![1, 1];
+                partial.grid = ttnn_types::smallvec![1, 1];
                 partial.core_ranges = None;
-                partial.memref_shape = Vec::new();
+                partial.memref_shape = ttnn_types::Dims::new();
                 push(TestConfig {
                     hint: OutputHint::Partial(partial),
                     config: cand.config.clone(),

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use smallvec::{SmallVec, smallvec};
+
 /// A 2D grid shape, rows (y) by columns (x), as written in a layout's `<RxC>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Grid {
@@ -74,7 +76,8 @@ impl fmt::Display for CoreRange {
 /// A set of disjoint core ranges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct CoreRangeSet {
-    pub ranges: Vec<CoreRange>,
+    /// Inline up to two ranges (a rectangle plus a partial row): no allocation per layout.
+    pub ranges: SmallVec<[CoreRange; 2]>,
 }
 
 impl CoreRangeSet {
@@ -123,7 +126,7 @@ impl CoreRangeSet {
             return CoreRangeSet::default();
         }
         CoreRangeSet {
-            ranges: vec![CoreRange {
+            ranges: smallvec![CoreRange {
                 start: CoreCoord { x: 0, y: 0 },
                 end: CoreCoord { x: grid.cols - 1, y: grid.rows - 1 },
             }],
@@ -137,7 +140,7 @@ impl CoreRangeSet {
         let width = worker_grid.cols.max(1);
         let full_rows = n / width;
         let rest = n % width;
-        let mut ranges = Vec::new();
+        let mut ranges = SmallVec::new();
         if full_rows > 0 {
             ranges.push(CoreRange {
                 start: CoreCoord { x: 0, y: 0 },

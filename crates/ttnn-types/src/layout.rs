@@ -1,9 +1,13 @@
 //! Buffer types, memory layouts, tensor types and the `#ttnn.ttnn_layout` encoding.
 
-use std::fmt::{self, Write as _};
+use std::{
+    fmt::{self, Write as _},
+    sync::Arc,
+};
 
 use crate::{
-    CoreRangeSet, DataType, ElementType, Grid, ScalarType, TILE, core_range::CoreRange, div_ceil,
+    CoreRangeSet, DataType, Dims, ElementType, Grid, ScalarType, TILE, core_range::CoreRange,
+    div_ceil,
 };
 
 /// Where a tensor's buffer lives (`#ttnn.buffer_type<...>`).
@@ -213,11 +217,13 @@ impl fmt::Display for LayoutError {
 /// ranges of a sharded layout, and `ignorePhysicalLayout` for partial layouts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TtnnLayout {
-    /// The affine collapse map, as normalized text (`(d0, d1) -> (d0, d1)`).
-    pub linear_map: String,
-    pub grid: Vec<u64>,
-    pub mesh: Option<String>,
-    pub memref_shape: Vec<u64>,
+    /// The affine collapse map, as normalized text (`(d0, d1) -> (d0, d1)`). Shared: layouts
+    /// are cloned into every candidate, plan and chain problem, and a 100k-op graph holds
+    /// millions of them.
+    pub linear_map: Arc<str>,
+    pub grid: Dims,
+    pub mesh: Option<Arc<str>>,
+    pub memref_shape: Dims,
     pub memref_element: ElementType,
     pub buffer: BufferType,
     pub memory_layout: Option<TensorMemoryLayout>,
@@ -381,10 +387,10 @@ impl TtnnLayout {
             (_, PageLayout::RowMajor) => vec![h, w],
         };
         TtnnLayout {
-            linear_map: linear_map_text(&phys),
-            grid: vec![grid.rows, grid.cols],
+            linear_map: linear_map_text(&phys).into(),
+            grid: crate::smallvec![grid.rows, grid.cols],
             mesh: None,
-            memref_shape,
+            memref_shape: memref_shape.into(),
             memref_element: element,
             buffer,
             memory_layout: Some(TensorMemoryLayout::Interleaved),
@@ -398,10 +404,10 @@ impl TtnnLayout {
     pub fn system_memory(shape: &[u64], scalar: ScalarType) -> TtnnLayout {
         let (h, w) = collapse_2d(shape);
         TtnnLayout {
-            linear_map: linear_map_text(shape),
-            grid: vec![1, 1],
+            linear_map: linear_map_text(shape).into(),
+            grid: crate::smallvec![1, 1],
             mesh: None,
-            memref_shape: vec![h, w],
+            memref_shape: crate::smallvec![h, w],
             memref_element: ElementType::Scalar(scalar),
             buffer: BufferType::SystemMemory,
             memory_layout: None,
@@ -458,10 +464,10 @@ impl TtnnLayout {
             PageLayout::RowMajor => vec![div_ceil(h, grid.rows), div_ceil(w, grid.cols)],
         };
         Ok(TtnnLayout {
-            linear_map: linear_map_text(&phys),
-            grid: vec![grid.rows, grid.cols],
+            linear_map: linear_map_text(&phys).into(),
+            grid: crate::smallvec![grid.rows, grid.cols],
             mesh: None,
-            memref_shape,
+            memref_shape: memref_shape.into(),
             memref_element: element,
             buffer: BufferType::L1,
             memory_layout: Some(memory_layout),
@@ -508,7 +514,7 @@ impl TtnnLayout {
             }
             _ => return None,
         };
-        Some(canonical.memref_shape)
+        Some(canonical.memref_shape.to_vec())
     }
 
     /// Writes the layout as MLIR text; `buffer_ref` spells a buffer type (an alias such as
@@ -656,7 +662,7 @@ mod tests {
     #[test]
     fn l1_interleaved_spreads_pages_over_all_banks() {
         let l = TtnnLayout::l1_interleaved(&[64, 1024], DataType::BF16, PageLayout::Tile, WORKER);
-        assert_eq!(l.memref_shape, vec![1, 1]);
+        assert_eq!(l.memref_shape[..], [1, 1]);
         assert_eq!(l.l1_bytes_per_core(), 2048);
     }
 

@@ -26,6 +26,11 @@ pub use crate::{
     },
 };
 
+/// A grid or shard shape: a few dims, stored inline so a layout clones without allocating.
+pub type Dims = smallvec::SmallVec<[u64; 4]>;
+
+pub use smallvec::{SmallVec, smallvec};
+
 /// The edge of a hardware tile, in elements. The optimizer only ever uses 32x32 tiles.
 pub const TILE: u64 = 32;
 
