@@ -400,7 +400,9 @@ impl DecodeCtx<'_> {
                             .unwrap_or(text);
                         layout.mesh = Some(name.into());
                     }
-                    "core_ranges" => layout.core_ranges = Some(self.core_range_set(&mut value)?),
+                    "core_ranges" => {
+                        layout.core_ranges = Some(self.core_range_set(&mut value)?.into());
+                    }
                     "ignorePhysicalLayout" => {
                         layout.ignore_physical_layout = value.bool().unwrap_or(false);
                     }

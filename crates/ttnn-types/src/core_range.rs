@@ -76,8 +76,8 @@ impl fmt::Display for CoreRange {
 /// A set of disjoint core ranges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct CoreRangeSet {
-    /// Inline up to two ranges (a rectangle plus a partial row): no allocation per layout.
-    pub ranges: SmallVec<[CoreRange; 2]>,
+    /// One range inline (a block or a whole-row grid): most layouts allocate nothing.
+    pub ranges: SmallVec<[CoreRange; 1]>,
 }
 
 impl CoreRangeSet {

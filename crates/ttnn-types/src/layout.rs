@@ -227,7 +227,8 @@ pub struct TtnnLayout {
     pub memref_element: ElementType,
     pub buffer: BufferType,
     pub memory_layout: Option<TensorMemoryLayout>,
-    pub core_ranges: Option<CoreRangeSet>,
+    /// Shared: most layouts of one grid carry the same ranges.
+    pub core_ranges: Option<Arc<CoreRangeSet>>,
     pub ignore_physical_layout: bool,
 }
 
@@ -471,7 +472,7 @@ impl TtnnLayout {
             memref_element: element,
             buffer: BufferType::L1,
             memory_layout: Some(memory_layout),
-            core_ranges: Some(core_ranges),
+            core_ranges: Some(Arc::new(core_ranges)),
             ignore_physical_layout: false,
         })
     }
@@ -592,7 +593,7 @@ impl TtnnLayout {
     /// All cores the layout occupies, as a bounding rectangle (for L1 interleaved: the grid).
     #[must_use]
     pub fn bounding_box(&self) -> Option<CoreRange> {
-        self.core_ranges.as_ref().and_then(CoreRangeSet::bounding_box)
+        self.core_ranges.as_deref().and_then(CoreRangeSet::bounding_box)
     }
 }
 

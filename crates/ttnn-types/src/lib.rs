@@ -27,7 +27,7 @@ pub use crate::{
 };
 
 /// A grid or shard shape: a few dims, stored inline so a layout clones without allocating.
-pub type Dims = smallvec::SmallVec<[u64; 4]>;
+pub type Dims = smallvec::SmallVec<[u64; 2]>;
 
 pub use smallvec::{SmallVec, smallvec};
 
