@@ -558,7 +558,7 @@ fn clamp_cores(fig: &Figures, cores: u64) -> u64 {
 
 fn matmul_program(config: &OpConfig) -> Option<&MatmulProgramConfig> {
     match config {
-        OpConfig::Matmul { program, .. } => program.as_ref(),
+        OpConfig::Matmul { program, .. } => program.as_deref(),
         _ => None,
     }
 }

@@ -483,7 +483,7 @@ fn multi_core_reuse_rereads_shared_blocks_where_multicast_forwards_them() {
                 per_core_n: 1,
             }
         };
-        OpConfig::Matmul { program: Some(p), compute: None }
+        OpConfig::Matmul { program: Some(Box::new(p)), compute: None }
     };
     let mcast = model.op_cost(&matmul(), &[a.clone(), b.clone()], &out, &program(true));
     let reuse = model.op_cost(&matmul(), &[a, b], &out, &program(false));

@@ -419,7 +419,7 @@ fn config_fidelity(config: &OpConfig) -> Option<MathFidelity> {
 fn fused_activation(config: &OpConfig) -> Option<&str> {
     use ttnn_types::MatmulProgramConfig as P;
     match config {
-        OpConfig::Matmul { program: Some(p), .. } => match p {
+        OpConfig::Matmul { program: Some(p), .. } => match &**p {
             P::MultiCast2D { fused_activation, .. }
             | P::MultiCast1D { fused_activation, .. }
             | P::DramSharded { fused_activation, .. } => {

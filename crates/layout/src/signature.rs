@@ -96,16 +96,16 @@ fn op_config(data: &OpData) -> OpConfig {
     if let Some(Decoded::Conv2dConfig(conv)) =
         data.property("conv2d_config").and_then(AttrValue::decoded)
     {
-        return OpConfig::Conv2d { conv: conv.clone(), compute };
+        return OpConfig::Conv2d { conv: Box::new(conv.clone()), compute };
     }
     if let Some(Decoded::MatmulProgramConfig(p)) =
         data.property("matmul_program_config").and_then(AttrValue::decoded)
     {
-        return OpConfig::Matmul { program: Some(p.clone()), compute };
+        return OpConfig::Matmul { program: Some(Box::new(p.clone())), compute };
     }
     match data.name.as_str() {
         "ttnn.conv2d" | "ttnn.conv_transpose2d" => {
-            OpConfig::Conv2d { conv: ttnn_types::Conv2dConfig::default(), compute }
+            OpConfig::Conv2d { conv: Box::default(), compute }
         }
         "ttnn.matmul" | "ttnn.linear" => OpConfig::Matmul { program: None, compute },
         _ => OpConfig::None,

@@ -24,6 +24,9 @@ pub struct CacheStats {
 
 type Answer = Result<OpConstraints, OpError>;
 
+/// Answers kept per target before the table starts over (a few tens of MB at most).
+const CAPACITY: usize = 1 << 16;
+
 /// Memoizes `M` by `(target, query)`.
 ///
 /// The map is nested by target so a lookup borrows the query instead of cloning it; the
@@ -78,7 +81,14 @@ impl<M: OpModel> OpModel for CachedOpModel<M> {
         let answer = self.inner.query(target, q);
         self.misses.fetch_add(1, Ordering::Relaxed);
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-        map.entry(target.clone()).or_default().insert(q.clone(), answer.clone());
+        let answers = map.entry(target.clone()).or_default();
+        // A bounded table: when full it starts over. A 100k-op graph otherwise kept millions
+        // of answers (a sixth of its memory) that an analytical model recomputes as fast as
+        // it looks them up; tuning loops re-ask recent questions, which a fresh table keeps.
+        if answers.len() >= CAPACITY {
+            answers.clear();
+        }
+        answers.insert(q.clone(), answer.clone());
         answer
     }
 }

@@ -214,7 +214,7 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
         )));
     }
     let (cfg, compute) = match &ctx.q.config {
-        OpConfig::Conv2d { conv, compute } => (conv.clone(), *compute),
+        OpConfig::Conv2d { conv, compute } => ((**conv).clone(), *compute),
         _ => (Conv2dConfig::default(), None),
     };
     let px_tiles = div_ceil(out_px, TILE);
@@ -309,7 +309,7 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
     est.tensor = tensor;
     let mut used = cfg;
     used.shard_layout = Some(par.ml);
-    est.config = OpConfig::Conv2d { conv: used, compute };
+    est.config = OpConfig::Conv2d { conv: Box::new(used), compute };
     Ok(est)
 }
 

@@ -68,16 +68,19 @@ pub enum OutputHint {
 }
 
 /// Op-specific knobs, as tt-mlir's `OpConfig::opSpecificAttrs`.
+///
+/// The configs are boxed: every legal candidate of every op carries an `OpConfig`, and most
+/// are `None`, so the enum stays a few words instead of the size of a conv2d config.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum OpConfig {
     #[default]
     None,
     Conv2d {
-        conv: Conv2dConfig,
+        conv: Box<Conv2dConfig>,
         compute: Option<DeviceComputeKernelConfig>,
     },
     Matmul {
-        program: Option<MatmulProgramConfig>,
+        program: Option<Box<MatmulProgramConfig>>,
         compute: Option<DeviceComputeKernelConfig>,
     },
 }

@@ -186,7 +186,7 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
         }
     }
     let (compute, given) = match &ctx.q.config {
-        OpConfig::Matmul { program, compute } => (*compute, program.clone()),
+        OpConfig::Matmul { program, compute } => (*compute, program.as_deref().cloned()),
         _ => (None, None),
     };
     let max_sub = compute.as_ref().map_or(8, DeviceComputeKernelConfig::max_subblock_tiles).max(1);
@@ -248,7 +248,7 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
     // Upstream attaches a config only when it generated one for a sharded output; for
     // interleaved outputs tt-metal picks at run time, so none is reported.
     let reported = if program.is_some() || generated { Some(cfg) } else { None };
-    est.config = OpConfig::Matmul { program: reported, compute };
+    est.config = OpConfig::Matmul { program: reported.map(Box::new), compute };
     Ok(est)
 }
 

@@ -748,7 +748,7 @@ fn matmul_program_config_rejects_a_subblock_over_the_dst_budget() {
     check(
         mm(1024, 1024, 1024, dram(&s), dram(&s))
             .hint(bs(&s, 8, 8))
-            .config(OpConfig::Matmul { program: Some(cfg), compute: None }),
+            .config(OpConfig::Matmul { program: Some(Box::new(cfg)), compute: None }),
         expect![[
             r#"error: unsupported: ttnn.matmul: 2D mcast program config: subblock 4x4 exceeds the 8 DST tiles"#
         ]],
@@ -888,7 +888,8 @@ fn conv2d_with_a_dram_output_still_builds_its_halo() {
 #[test]
 fn conv2d_act_block_h_override_shrinks_the_activation_cbs() {
     let cfg = Conv2dConfig { act_block_h_override: Some(32), ..Default::default() };
-    let small = stem().config(OpConfig::Conv2d { conv: cfg, compute: None }).run().unwrap();
+    let small =
+        stem().config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }).run().unwrap();
     let full = stem().run().unwrap();
     assert!(small.cb_peak < full.cb_peak, "{} vs {}", small.cb_peak, full.cb_peak);
     expect!["91008 vs 287616"].assert_eq(&format!("{} vs {}", small.cb_peak, full.cb_peak));
@@ -898,7 +899,7 @@ fn conv2d_act_block_h_override_shrinks_the_activation_cbs() {
 fn conv2d_act_block_h_override_must_be_a_multiple_of_32() {
     let cfg = Conv2dConfig { act_block_h_override: Some(48), ..Default::default() };
     check(
-        stem().config(OpConfig::Conv2d { conv: cfg, compute: None }),
+        stem().config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }),
         expect![[
             r#"error: invalid: ttnn.conv2d: act_block_h_override = 48 is not a multiple of 32"#
         ]],
@@ -911,7 +912,7 @@ fn conv2d_config_shard_layout_must_match_the_output() {
     let cfg =
         Conv2dConfig { shard_layout: Some(TensorMemoryLayout::BlockSharded), ..Default::default() };
     check(
-        stem().hint(hs(&o, 56)).config(OpConfig::Conv2d { conv: cfg, compute: None }),
+        stem().hint(hs(&o, 56)).config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }),
         expect![[
             r#"error: invalid: ttnn.conv2d: conv2d_config shard_layout block_sharded disagrees with the height_sharded output"#
         ]],
@@ -944,7 +945,7 @@ fn conv2d_without_a_hint_refuses_a_config_shard_layout_unlike_its_sharded_input(
             .input(&i, hs(&i, 49))
             .input(&w, rm(&w))
             .out(&o)
-            .config(OpConfig::Conv2d { conv: cfg, compute: None }),
+            .config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }),
         expect![
             "error: unsupported: ttnn.conv2d: input and output must use the same sharding type, not height_sharded and width_sharded"
         ],

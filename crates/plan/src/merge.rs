@@ -13,6 +13,8 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
+use rustc_hash::FxHashSet;
+
 use base_db::{Policy, TargetInput};
 use ir::{FuncId, ValueRef};
 use opmodel::{OpConfig, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc};
@@ -182,6 +184,7 @@ pub fn merge_decisions(db: &dyn Db, func: FuncId) -> Arc<MergeDecisions> {
         target,
         merged_target: vec![false; base.chains.len()],
         cost: cost::CostModel::for_target(target),
+        last_of: last_ops(&base.chains, body.ops.len()),
     };
     // Going past tt-mlir: a chain the cost model expects to lose in L1 even without its
     // spill is declined before merging, so no merge builds on it.
@@ -211,8 +214,13 @@ fn decline_losing_chains(
     loses: impl Fn(&ChainCost) -> bool,
 ) -> Vec<DeclinedChain> {
     let mut out = Vec::new();
+    // Nothing below records a decision, so which chains the decisions touch is fixed.
+    let touched = m.touched_chains();
     for (c, &chain) in chains.iter().enumerate() {
-        if m.chains[c].state != ChainState::Completed || m.chains[c].concat || m.touched(c) {
+        if m.chains[c].state != ChainState::Completed
+            || m.chains[c].concat
+            || touched.get(c).copied().unwrap_or(false)
+        {
             continue;
         }
         let Some(cost) = crate::problem::chain_cost(db, chain) else { continue };
@@ -263,6 +271,22 @@ struct Merger<'a> {
     /// Every merge must also pay off in estimated time (going past tt-mlir, which merges
     /// whenever L1 allows).
     cost: cost::CostModel,
+    /// Per op (body index): the chain it is the last op of. Looked up for every op of every
+    /// window checked; a scan of the chains made merging quadratic in the graph.
+    last_of: Vec<Option<u32>>,
+}
+
+/// Per op, the first chain whose last op it is.
+fn last_ops(chains: &[ChainPlan], n_ops: usize) -> Vec<Option<u32>> {
+    let mut last_of = vec![None; n_ops];
+    for (c, chain) in chains.iter().enumerate() {
+        if let Some(slot) = chain.ops.last().and_then(|&i| last_of.get_mut(i as usize))
+            && slot.is_none()
+        {
+            *slot = Some(c as u32);
+        }
+    }
+    last_of
 }
 
 impl Merger<'_> {
@@ -420,19 +444,25 @@ impl Merger<'_> {
         })
     }
 
-    /// True when a merge decision involves chain `c`: its spill moved, one of its ops is a
-    /// merge source or join, holds a reservation, or takes a merged input.
-    fn touched(&self, c: usize) -> bool {
-        let ops = &self.chains[c].ops;
-        self.out.spills.iter().any(|(sc, _, _)| *sc == c)
-            || self
-                .out
-                .records
-                .iter()
-                .any(|r| ops.contains(&r.join) || r.sources.iter().any(|s| ops.contains(s)))
-            || self.out.reservations.iter().any(|r| ops.contains(&r.op))
-            || self.out.inputs.iter().any(|(i, _, _)| ops.contains(i))
-            || self.out.layouts.iter().any(|(i, _, _)| ops.contains(i))
+    /// Per chain: true when a merge decision involves it: its spill moved, one of its ops is
+    /// a merge source or join, holds a reservation, or takes a merged input.
+    fn touched_chains(&self) -> Vec<bool> {
+        let mut ops: FxHashSet<u32> = FxHashSet::default();
+        for r in &self.out.records {
+            ops.insert(r.join);
+            ops.extend(r.sources.iter().copied());
+        }
+        ops.extend(self.out.reservations.iter().map(|r| r.op));
+        ops.extend(self.out.inputs.iter().map(|(i, _, _)| *i));
+        ops.extend(self.out.layouts.iter().map(|(i, _, _)| *i));
+        let mut touched: Vec<bool> =
+            self.chains.iter().map(|ch| ch.ops.iter().any(|o| ops.contains(o))).collect();
+        for (sc, _, _) in &self.out.spills {
+            if let Some(t) = touched.get_mut(*sc) {
+                *t = true;
+            }
+        }
+        touched
     }
 
     /// The estimated time of op `i` with operand substitutions and an optional output.
@@ -514,7 +544,7 @@ impl Merger<'_> {
     }
 
     fn chain_of_last(&self, i: u32) -> Option<usize> {
-        self.chains.iter().position(|c| c.ops.last() == Some(&i))
+        self.last_of.get(i as usize).copied().flatten().map(|c| c as usize)
     }
 
     fn keep(&mut self, c: usize, spill: SpillLocation, reason: String) {

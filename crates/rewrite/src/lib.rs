@@ -603,7 +603,7 @@ impl Rewriter<'_> {
             }
             Some(OpConfig::Matmul { program, .. }) => {
                 let fused = matches!(
-                    program,
+                    program.as_deref(),
                     Some(
                         ttnn_types::MatmulProgramConfig::MultiCast2D {
                             fused_activation: Some(_),

@@ -116,6 +116,8 @@ pub fn lex(text: &str) -> (Vec<Token>, Vec<SyntaxError>) {
     while lx.pos < lx.bytes.len() {
         lx.next_token();
     }
+    // The tokens live as long as the parse; regrowth can leave up to half the buffer unused.
+    lx.tokens.shrink_to_fit();
     (lx.tokens, lx.errors)
 }
 

@@ -75,12 +75,14 @@ pub(crate) fn op_config(op: &OpData, kind: &OpKind) -> OpConfig {
         _ => None,
     };
     match (decoded("conv2d_config"), decoded("matmul_program_config")) {
-        (Some(Decoded::Conv2dConfig(conv)), _) => OpConfig::Conv2d { conv: conv.clone(), compute },
+        (Some(Decoded::Conv2dConfig(conv)), _) => {
+            OpConfig::Conv2d { conv: Box::new(conv.clone()), compute }
+        }
         (_, Some(Decoded::MatmulProgramConfig(program))) => {
-            OpConfig::Matmul { program: Some(program.clone()), compute }
+            OpConfig::Matmul { program: Some(Box::new(program.clone())), compute }
         }
         _ if kind.is_conv2d_like() || matches!(kind, OpKind::Conv1d(_)) => {
-            OpConfig::Conv2d { conv: ttnn_types::Conv2dConfig::default(), compute }
+            OpConfig::Conv2d { conv: Box::default(), compute }
         }
         _ if kind.is_matmul_like() => OpConfig::Matmul { program: None, compute },
         _ => OpConfig::None,
