@@ -11,8 +11,8 @@ use rustc_hash::FxHashMap;
 use syntax::{Parse, Token, TokenKind, ast, split_dims, unescape_string};
 use ttnn_types::{
     BufferType, Conv2dConfig, CoreCoord, CoreRange, CoreRangeSet, DataType,
-    DeviceComputeKernelConfig, ElementType, Grid, MathFidelity, MatmulProgramConfig, PageLayout,
-    ScalarType, TensorMemoryLayout, TtnnLayout, UnaryWithParam,
+    DeviceComputeKernelConfig, ElementType, Grid, LayoutData, MathFidelity, MatmulProgramConfig,
+    PageLayout, ScalarType, TensorMemoryLayout, TtnnLayout, UnaryWithParam,
 };
 
 use crate::model::{ChipDesc, Decoded, DeviceDesc, MemoryConfig, ShardSpec, SystemDesc};
@@ -377,7 +377,7 @@ impl DecodeCtx<'_> {
         } else {
             grid_inner.dims().ok_or("expected a grid such as `<8x8>`")?.0
         };
-        let mut layout = TtnnLayout {
+        let mut layout = TtnnLayout::from(LayoutData {
             linear_map: linear_map.into(),
             grid: grid.into(),
             mesh: None,
@@ -387,7 +387,7 @@ impl DecodeCtx<'_> {
             memory_layout: None,
             core_ranges: None,
             ignore_physical_layout: false,
-        };
+        });
         let mut saw_memref = false;
         for mut item in it {
             if let Some((key, mut value)) = item.key_value() {

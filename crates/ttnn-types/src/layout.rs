@@ -210,16 +210,59 @@ impl fmt::Display for LayoutError {
     }
 }
 
-/// The decoded `#ttnn.ttnn_layout<...>` tensor encoding.
+/// The decoded `#ttnn.ttnn_layout<...>` tensor encoding, as a shared immutable value.
+///
+/// A layout is a pointer to its [`LayoutData`]: every op's legal layouts, every candidate,
+/// chain problem and plan holds layouts, mostly the same few per tensor shape, and a 100k-op
+/// graph held gigabytes of copies. Fields read through `Deref`; a write (`DerefMut`) copies
+/// the data first if it is shared. Equality, ordering and hashing are the data's.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TtnnLayout(Arc<LayoutData>);
+
+impl std::ops::Deref for TtnnLayout {
+    type Target = LayoutData;
+    fn deref(&self) -> &LayoutData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for TtnnLayout {
+    fn deref_mut(&mut self) -> &mut LayoutData {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<LayoutData> for TtnnLayout {
+    fn from(data: LayoutData) -> TtnnLayout {
+        TtnnLayout(Arc::new(data))
+    }
+}
+
+impl fmt::Debug for TtnnLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &*self.0;
+        f.debug_struct("TtnnLayout")
+            .field("linear_map", &d.linear_map)
+            .field("grid", &d.grid)
+            .field("mesh", &d.mesh)
+            .field("memref_shape", &d.memref_shape)
+            .field("memref_element", &d.memref_element)
+            .field("buffer", &d.buffer)
+            .field("memory_layout", &d.memory_layout)
+            .field("core_ranges", &d.core_ranges)
+            .field("ignore_physical_layout", &d.ignore_physical_layout)
+            .finish()
+    }
+}
+
+/// The fields of a `#ttnn.ttnn_layout<...>`.
 ///
 /// Field by field what tt-mlir prints: the collapse map, the logical grid, an optional mesh,
 /// the per-core memref (shard shape, element type, buffer type), the memory layout, the core
 /// ranges of a sharded layout, and `ignorePhysicalLayout` for partial layouts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TtnnLayout {
-    /// The affine collapse map, as normalized text (`(d0, d1) -> (d0, d1)`). Shared: layouts
-    /// are cloned into every candidate, plan and chain problem, and a 100k-op graph holds
-    /// millions of them.
+pub struct LayoutData {
+    /// The affine collapse map, as normalized text (`(d0, d1) -> (d0, d1)`).
     pub linear_map: Arc<str>,
     pub grid: Dims,
     pub mesh: Option<Arc<str>>,
@@ -387,7 +430,7 @@ impl TtnnLayout {
             (_, PageLayout::Tile) => vec![div_ceil(h, TILE), div_ceil(w, TILE)],
             (_, PageLayout::RowMajor) => vec![h, w],
         };
-        TtnnLayout {
+        TtnnLayout::from(LayoutData {
             linear_map: linear_map_text(&phys).into(),
             grid: crate::smallvec![grid.rows, grid.cols],
             mesh: None,
@@ -397,14 +440,14 @@ impl TtnnLayout {
             memory_layout: Some(TensorMemoryLayout::Interleaved),
             core_ranges: None,
             ignore_physical_layout: false,
-        }
+        })
     }
 
     /// Host memory, row-major, no memory layout.
     #[must_use]
     pub fn system_memory(shape: &[u64], scalar: ScalarType) -> TtnnLayout {
         let (h, w) = collapse_2d(shape);
-        TtnnLayout {
+        TtnnLayout::from(LayoutData {
             linear_map: linear_map_text(shape).into(),
             grid: crate::smallvec![1, 1],
             mesh: None,
@@ -414,7 +457,7 @@ impl TtnnLayout {
             memory_layout: None,
             core_ranges: None,
             ignore_physical_layout: false,
-        }
+        })
     }
 
     /// An L1 sharded layout with canonical core placement.
@@ -464,7 +507,7 @@ impl TtnnLayout {
             }
             PageLayout::RowMajor => vec![div_ceil(h, grid.rows), div_ceil(w, grid.cols)],
         };
-        Ok(TtnnLayout {
+        Ok(TtnnLayout::from(LayoutData {
             linear_map: linear_map_text(&phys).into(),
             grid: crate::smallvec![grid.rows, grid.cols],
             mesh: None,
@@ -474,14 +517,16 @@ impl TtnnLayout {
             memory_layout: Some(memory_layout),
             core_ranges: Some(Arc::new(core_ranges)),
             ignore_physical_layout: false,
-        })
+        }))
     }
 
     /// A partial layout (`ignorePhysicalLayout = true`): buffer type and memory layout only,
     /// the backend picks the grid and shard. Matmul output hints use this.
     #[must_use]
     pub fn partial(&self) -> TtnnLayout {
-        TtnnLayout { ignore_physical_layout: true, ..self.clone() }
+        let mut out = self.clone();
+        out.ignore_physical_layout = true;
+        out
     }
 
     /// The same layout with another data type (tile dtype or row-major scalar).
@@ -493,7 +538,9 @@ impl TtnnLayout {
                 dtype.scalar_type().map_or(ElementType::Scalar(s), ElementType::Scalar)
             }
         };
-        TtnnLayout { memref_element, ..self.clone() }
+        let mut out = self.clone();
+        out.memref_element = memref_element;
+        out
     }
 
     /// The memref shape a canonical layout of this kind would have for `shape`, used to check

@@ -21,8 +21,8 @@ pub use crate::{
     core_range::{CoreCoord, CoreRange, CoreRangeSet, Grid},
     dtype::{DataType, ElementType, ScalarType, Signedness},
     layout::{
-        BufferType, LayoutError, PageLayout, TensorMemoryLayout, TensorType, TtnnLayout,
-        collapse_2d, linear_map_text, tile_padded_shape,
+        BufferType, LayoutData, LayoutError, PageLayout, TensorMemoryLayout, TensorType,
+        TtnnLayout, collapse_2d, linear_map_text, tile_padded_shape,
     },
 };
 
