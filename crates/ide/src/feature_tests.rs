@@ -735,3 +735,25 @@ fn a_declined_chain_is_an_information_diagnostic_with_the_estimates() {
         Info chain-declined "\"ttnn.matmul\"": this L1 chain of 2 ops is declined and stays in DRAM: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
     "#]].assert_eq(&out);
 }
+
+/// The server converts every position through the line index; it is built once per text,
+/// not once per request.
+#[test]
+fn the_line_index_is_built_once_per_text() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let built = |f: &Fixture| {
+        f.host.take_executed_queries().iter().filter(|q| q.starts_with("line_index")).count()
+    };
+    let _ = built(&f);
+    for _ in 0..3 {
+        let _ = f.host.analysis().line_index(file).expect("not cancelled");
+    }
+    assert_eq!(built(&f), 1);
+    let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let index = f.host.analysis().line_index(file).expect("not cancelled");
+    let _ = f.host.analysis().line_col(file, 1).expect("not cancelled");
+    assert_eq!(built(&f), 1);
+    assert_eq!(index.line_col(&f.host.analysis().file_text(file).expect("text"), 1).line, 1);
+}

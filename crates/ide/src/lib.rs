@@ -304,7 +304,10 @@ impl Analysis {
     }
 }
 
-/// The line index of a file. Cheap to rebuild; not memoized separately.
-fn line_index(db: &RootDatabase, file: SourceFile) -> Arc<LineIndex> {
+/// The line index of a file, memoized per text: the server converts every request's
+/// position and every published diagnostic through it, and rebuilding it scans the whole
+/// text (about 2 ms on a 2.8 MB file, as long as the rest of a hover).
+#[salsa::tracked(returns(clone), no_eq)]
+fn line_index(db: &dyn ir::Db, file: SourceFile) -> Arc<LineIndex> {
     Arc::new(LineIndex::new(file.text(db)))
 }
