@@ -757,3 +757,18 @@ fn the_line_index_is_built_once_per_text() {
     assert_eq!(built(&f), 1);
     assert_eq!(index.line_col(&f.host.analysis().file_text(file).expect("text"), 1).line, 1);
 }
+
+/// A host that never drains the execution log (the language server) turns it off.
+#[test]
+fn the_query_log_records_nothing_while_off() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    f.host.set_query_log(false);
+    let _ = f.host.analysis().findings(file).expect("not cancelled");
+    assert!(f.host.take_executed_queries().is_empty());
+    f.host.set_query_log(true);
+    let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let _ = f.host.analysis().findings(file).expect("not cancelled");
+    assert!(f.host.take_executed_queries().iter().any(|q| q == "parse_file"));
+}

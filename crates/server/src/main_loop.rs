@@ -188,7 +188,9 @@ pub(crate) fn run(connection: Connection, options: ServerOptions) -> anyhow::Res
             })
             .map_err(|e| anyhow::format_err!("cannot spawn a worker: {e}"))?;
     }
-    let host = AnalysisHost::new(config.target.clone(), config.options.clone());
+    let mut host = AnalysisHost::new(config.target.clone(), config.options.clone());
+    // Nothing here drains the execution log, which would grow with every edit.
+    host.set_query_log(false);
     let mut state = GlobalState {
         sender: connection.sender.clone(),
         host,
