@@ -772,3 +772,47 @@ fn the_query_log_records_nothing_while_off() {
     let _ = f.host.analysis().findings(file).expect("not cancelled");
     assert!(f.host.take_executed_queries().iter().any(|q| q == "parse_file"));
 }
+
+/// The parse and lowering that diagnostics read outlive salsa's copy only until the host is
+/// told it is idle, or until two newer revisions started.
+#[test]
+fn old_parses_are_freed_when_idle_or_after_three_edits() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
+    drop(analysis);
+    let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    for _ in 0..2 {
+        let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+        f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+        let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    }
+    assert!(old.upgrade().is_some(), "kept until the host is idle");
+    f.host.free_unused();
+    wait_until_freed(&old);
+}
+
+fn wait_until_freed<T>(value: &std::sync::Weak<T>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while value.upgrade().is_some() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(value.upgrade().is_none(), "still alive");
+}
+
+#[test]
+fn old_parses_are_freed_after_three_edits_without_a_quiet_moment() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
+    drop(analysis);
+    let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    for _ in 0..3 {
+        let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+        f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+        let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    }
+    wait_until_freed(&old);
+}

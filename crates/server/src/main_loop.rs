@@ -407,6 +407,11 @@ impl GlobalState {
                 for (uri, version, diagnostics) in items {
                     self.publish(uri, version, diagnostics);
                 }
+                // Nothing newer to analyse: a quiet moment to free older revisions' parses
+                // (on a helper thread), which would otherwise slow the next change down.
+                if generation == self.generation {
+                    self.host.free_unused();
+                }
             }
         }
     }
