@@ -1,6 +1,9 @@
 //! The concrete salsa database and its execution log.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicBool, Ordering},
+};
 
 use ir::{FuncId, OpId};
 use layout::{SharedOpModel, TensorKey};
@@ -14,6 +17,8 @@ pub struct RootDatabase {
     storage: salsa::Storage<Self>,
     /// Queries that executed (not merely re-validated), in order, since the last drain.
     executed: Arc<Mutex<Vec<DatabaseKeyIndex>>>,
+    /// Whether `executed` records; a host that never drains it turns it off.
+    log_executed: Arc<AtomicBool>,
     /// The op model, shared by all snapshots: pure and value-keyed.
     op_model: Arc<SharedOpModel>,
 }
@@ -21,15 +26,23 @@ pub struct RootDatabase {
 impl Default for RootDatabase {
     fn default() -> RootDatabase {
         let executed: Arc<Mutex<Vec<DatabaseKeyIndex>>> = Arc::default();
+        let log_executed = Arc::new(AtomicBool::new(true));
         let log = Arc::clone(&executed);
+        let enabled = Arc::clone(&log_executed);
         let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
             if let salsa::EventKind::WillExecute { database_key } = event.kind
+                && enabled.load(Ordering::Relaxed)
                 && let Ok(mut log) = log.lock()
             {
                 log.push(database_key);
             }
         })));
-        RootDatabase { storage, executed, op_model: Arc::new(CachedOpModel::new(AnalyticalModel)) }
+        RootDatabase {
+            storage,
+            executed,
+            log_executed,
+            op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
+        }
     }
 }
 
@@ -82,6 +95,14 @@ const FUNC_QUERIES: &[&str] = &[
 const CHAIN_QUERIES: &[&str] = &["chain_problem", "solve_chain"];
 
 impl RootDatabase {
+    /// Turns the execution log on (the default) or off, and empties it when off.
+    pub(crate) fn set_log_executed(&self, on: bool) {
+        self.log_executed.store(on, Ordering::Relaxed);
+        if !on && let Ok(mut log) = self.executed.lock() {
+            *log = Vec::new();
+        }
+    }
+
     /// Drains the execution log, as query names (`func_body`, `legal_op_layouts`, ...).
     pub fn take_executed(&self) -> Vec<String> {
         let keys = match self.executed.lock() {

@@ -735,3 +735,84 @@ fn a_declined_chain_is_an_information_diagnostic_with_the_estimates() {
         Info chain-declined "\"ttnn.matmul\"": this L1 chain of 2 ops is declined and stays in DRAM: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
     "#]].assert_eq(&out);
 }
+
+/// The server converts every position through the line index; it is built once per text,
+/// not once per request.
+#[test]
+fn the_line_index_is_built_once_per_text() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let built = |f: &Fixture| {
+        f.host.take_executed_queries().iter().filter(|q| q.starts_with("line_index")).count()
+    };
+    let _ = built(&f);
+    for _ in 0..3 {
+        let _ = f.host.analysis().line_index(file).expect("not cancelled");
+    }
+    assert_eq!(built(&f), 1);
+    let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let index = f.host.analysis().line_index(file).expect("not cancelled");
+    let _ = f.host.analysis().line_col(file, 1).expect("not cancelled");
+    assert_eq!(built(&f), 1);
+    assert_eq!(index.line_col(&f.host.analysis().file_text(file).expect("text"), 1).line, 1);
+}
+
+/// A host that never drains the execution log (the language server) turns it off.
+#[test]
+fn the_query_log_records_nothing_while_off() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    f.host.set_query_log(false);
+    let _ = f.host.analysis().findings(file).expect("not cancelled");
+    assert!(f.host.take_executed_queries().is_empty());
+    f.host.set_query_log(true);
+    let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let _ = f.host.analysis().findings(file).expect("not cancelled");
+    assert!(f.host.take_executed_queries().iter().any(|q| q == "parse_file"));
+}
+
+/// The parse and lowering that diagnostics read outlive salsa's copy only until the host is
+/// told it is idle, or until two newer revisions started.
+#[test]
+fn old_parses_are_freed_when_idle_or_after_three_edits() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
+    drop(analysis);
+    let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    for _ in 0..2 {
+        let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+        f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+        let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    }
+    assert!(old.upgrade().is_some(), "kept until the host is idle");
+    f.host.free_unused();
+    wait_until_freed(&old);
+}
+
+fn wait_until_freed<T>(value: &std::sync::Weak<T>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while value.upgrade().is_some() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(value.upgrade().is_none(), "still alive");
+}
+
+#[test]
+fn old_parses_are_freed_after_three_edits_without_a_quiet_moment() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
+    drop(analysis);
+    let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    for _ in 0..3 {
+        let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+        f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+        let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
+    }
+    wait_until_freed(&old);
+}

@@ -188,7 +188,9 @@ pub(crate) fn run(connection: Connection, options: ServerOptions) -> anyhow::Res
             })
             .map_err(|e| anyhow::format_err!("cannot spawn a worker: {e}"))?;
     }
-    let host = AnalysisHost::new(config.target.clone(), config.options.clone());
+    let mut host = AnalysisHost::new(config.target.clone(), config.options.clone());
+    // Nothing here drains the execution log, which would grow with every edit.
+    host.set_query_log(false);
     let mut state = GlobalState {
         sender: connection.sender.clone(),
         host,
@@ -404,6 +406,11 @@ impl GlobalState {
                 self.published_generation = generation;
                 for (uri, version, diagnostics) in items {
                     self.publish(uri, version, diagnostics);
+                }
+                // Nothing newer to analyse: a quiet moment to free older revisions' parses
+                // (on a helper thread), which would otherwise slow the next change down.
+                if generation == self.generation {
+                    self.host.free_unused();
                 }
             }
         }
