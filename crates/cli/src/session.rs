@@ -33,7 +33,17 @@ pub(crate) struct SessionArgs {
 struct Session {
     host: AnalysisHost,
     file: Option<String>,
+    /// Queries executed since the last `stats`, drained from the host after every request
+    /// so the host's log stays short in a loop of thousands of candidates.
+    executed: BTreeMap<String, u64>,
+    /// The first executions in order, for `stats` with `detail`; at most `DETAIL_LIMIT`.
+    detail: Vec<String>,
+    /// Executions left out of `detail` because it was full.
+    detail_dropped: u64,
 }
+
+/// Executions `stats` can list one by one; beyond this only the counts are kept.
+const DETAIL_LIMIT: usize = 100_000;
 
 type Reply = Result<Value, String>;
 
@@ -44,6 +54,9 @@ pub(crate) fn session(args: &SessionArgs) -> anyhow::Result<ExitCode> {
     let mut s = Session {
         host: AnalysisHost::new(target, Options { policy, ..Options::tt_mlir_defaults() }),
         file: None,
+        executed: BTreeMap::new(),
+        detail: Vec::new(),
+        detail_dropped: 0,
     };
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
@@ -55,7 +68,9 @@ pub(crate) fn session(args: &SessionArgs) -> anyhow::Result<ExitCode> {
         let (reply, stop) = match serde_json::from_str::<Value>(&line) {
             Ok(req) => {
                 let stop = req.get("cmd").and_then(Value::as_str) == Some("shutdown");
-                (s.handle(&req), stop)
+                let reply = s.handle(&req);
+                s.drain_executed();
+                (reply, stop)
             }
             Err(e) => (Err(format!("malformed request: {e}")), false),
         };
@@ -104,6 +119,18 @@ impl Session {
             Some(p) => {
                 Policy::from_name(p).map(Some).ok_or_else(|| format!("unknown policy `{p}`"))
             }
+        }
+    }
+
+    /// Moves what the host executed into the session's counts and bounded detail.
+    fn drain_executed(&mut self) {
+        let room = DETAIL_LIMIT.saturating_sub(self.detail.len());
+        let (counts, detail) = self.host.take_executed_counts(room);
+        let total: u64 = counts.values().sum();
+        self.detail_dropped += total.saturating_sub(detail.len() as u64);
+        self.detail.extend(detail);
+        for (name, n) in counts {
+            *self.executed.entry(name).or_insert(0) += n;
         }
     }
 
@@ -220,15 +247,16 @@ impl Session {
                 }))
             }
             "stats" => {
-                let executed = self.host.take_executed_queries();
-                let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-                for q in &executed {
-                    let name = q.split('(').next().unwrap_or(q).to_owned();
-                    *counts.entry(name).or_default() += 1;
-                }
+                self.drain_executed();
+                let counts = std::mem::take(&mut self.executed);
+                let detail = std::mem::take(&mut self.detail);
+                let dropped = std::mem::take(&mut self.detail_dropped);
                 let mut reply = json!({"executed": counts});
                 if req.get("detail").and_then(Value::as_bool) == Some(true) {
-                    reply["detail"] = json!(executed);
+                    reply["detail"] = json!(detail);
+                    if dropped > 0 {
+                        reply["detail_dropped"] = json!(dropped);
+                    }
                 }
                 Ok(reply)
             }

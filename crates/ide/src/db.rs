@@ -112,6 +112,26 @@ impl RootDatabase {
         keys.iter().map(|k| self.describe(*k)).collect()
     }
 
+    /// Drains the execution log into per-query counts, describing (as `take_executed`
+    /// does) only the first `detail_limit` executions: a long-lived client that drains after
+    /// every request keeps the log short without formatting twenty thousand keys per edit.
+    pub fn take_executed_counts(
+        &self,
+        detail_limit: usize,
+    ) -> (std::collections::BTreeMap<String, u64>, Vec<String>) {
+        let keys = match self.executed.lock() {
+            Ok(mut log) => std::mem::take(&mut *log),
+            Err(_) => Vec::new(),
+        };
+        let mut counts = std::collections::BTreeMap::new();
+        for k in &keys {
+            let name = self.ingredient_debug_name(k.ingredient_index());
+            *counts.entry(name.into_owned()).or_insert(0) += 1;
+        }
+        let detail = keys.iter().take(detail_limit).map(|k| self.describe(*k)).collect();
+        (counts, detail)
+    }
+
     /// A readable name for an executed query: `legal_op_layouts(@main:%3)`.
     fn describe(&self, key: DatabaseKeyIndex) -> String {
         let name = self.ingredient_debug_name(key.ingredient_index()).into_owned();

@@ -208,6 +208,15 @@ impl AnalysisHost {
         self.db.take_executed()
     }
 
+    /// Drains the execution log as per-query counts plus the first `detail_limit`
+    /// executions described (see [`AnalysisHost::take_executed_queries`]).
+    pub fn take_executed_counts(
+        &self,
+        detail_limit: usize,
+    ) -> (std::collections::BTreeMap<String, u64>, Vec<String>) {
+        self.db.take_executed_counts(detail_limit)
+    }
+
     /// Turns the execution log behind [`AnalysisHost::take_executed_queries`] on (the
     /// default) or off. A host that never drains it must turn it off: it grows by every
     /// query executed, some twenty thousand entries per edit of a 10k-op function.
