@@ -91,6 +91,8 @@ pub fn optimizable(body: &FuncBody) -> Result<(), String> {
 struct ChunkAliases {
     /// Normalized alias value text → alias name, for reuse.
     by_text: FxHashMap<String, String>,
+    /// Layout → its alias name, so a layout used by thousands of values is printed once.
+    by_layout: FxHashMap<TtnnLayout, String>,
     names: rustc_hash::FxHashSet<String>,
     new_buffers: Vec<(String, String)>,
     new_layouts: Vec<(String, String)>,
@@ -200,6 +202,15 @@ impl Rewriter<'_> {
     }
 
     fn layout_ref(&mut self, chunk: usize, l: &TtnnLayout) -> String {
+        if let Some(name) = self.chunks.get(&chunk).and_then(|a| a.by_layout.get(l)) {
+            return name.clone();
+        }
+        let name = self.new_layout_ref(chunk, l);
+        self.chunks.entry(chunk).or_default().by_layout.insert(l.clone(), name.clone());
+        name
+    }
+
+    fn new_layout_ref(&mut self, chunk: usize, l: &TtnnLayout) -> String {
         let buffer = self.buffer_ref(chunk, l.buffer);
         let mut value = String::new();
         let _ = l.write_mlir(&mut value, &|_| buffer.clone());
