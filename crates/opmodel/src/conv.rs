@@ -239,6 +239,29 @@ fn round_up(v: u64, to: u64) -> u64 {
     div_ceil(v, to).saturating_mul(to)
 }
 
+/// What tt-metal (`get_input_channels_alignment`) pads a conv's per-core input channels to. A
+/// height-sharded conv that is not a matmul gathers a row-major input stick by stick through
+/// its halo, so a stick needs only the 16-byte L1 alignment: 8 bf16 channels, or what a
+/// sharded input's shard width is a multiple of. Everything else tilizes its input channels
+/// and pads them to a tile. Three RGB channels thus take 8, not 32.
+fn input_channel_alignment(
+    input: &ttnn_types::TtnnLayout,
+    ml: TensorMemoryLayout,
+    matmul: bool,
+) -> u64 {
+    if matmul
+        || ml != TensorMemoryLayout::HeightSharded
+        || input.page_layout() != PageLayout::RowMajor
+    {
+        return TILE;
+    }
+    if !input.is_l1_sharded() {
+        return 8;
+    }
+    let width = input.memref_shape.last().copied().unwrap_or(0);
+    [TILE, 16, 8].into_iter().find(|a| width > 0 && width.is_multiple_of(*a)).unwrap_or(TILE)
+}
+
 /// A conv's geometry and config, checked once and shared by every sharding it is tried with.
 struct ConvPlan<'a> {
     a: &'a ConvAttrs,
@@ -402,7 +425,8 @@ fn conv2d_on(ctx: &Ctx<'_>, plan: &ConvPlan<'_>, par: &Parallel) -> Result<Estim
 
     let out_px_core_t = div_ceil(px_tiles, par.px_cores).max(1);
     let out_px_core = (out_px_core_t * TILE).min(out_px.max(1));
-    let cin_core = round_up(div_ceil(a.in_channels, par.ch_cores), TILE);
+    let align = input_channel_alignment(&input.layout, par.ml, one_by_one);
+    let cin_core = round_up(div_ceil(a.in_channels, par.ch_cores), align);
     let cout_core_t = div_ceil(cout_t, par.ch_cores).max(1);
     let (kh, kw) = (a.kernel[0].max(1), a.kernel[1].max(1));
 

@@ -907,6 +907,24 @@ fn conv2d_null_hint_height_shards_the_stem_over_56_cores() {
 }
 
 #[test]
+fn conv2d_pads_a_row_major_height_sharded_input_to_8_channels_not_a_tile() {
+    // The halo gathers row-major sticks, so the stem's 3 channels take 8, not 32: a kernel row
+    // is 2 tiles instead of 7, and the input copy and halo shrink fourfold.
+    let (i, w, o) = ([1, 1, 50176, 3], [64, 3, 7, 7], [1, 1, 12544, 64]);
+    let stem_rm = qa("ttnn.conv2d", conv_attrs(3, 64, 224, 7, 2, 3))
+        .input(&i, rm(&i))
+        .input(&w, rm(&w))
+        .out(&o);
+    check(
+        stem_rm,
+        expect![[r#"
+        cb 29568 tensor 61792 peak 91360 out 28672
+        L1 height_sharded 56x1, 7x2 tiles per core (bf16)
+        conv: shard_layout Some("height_sharded")"#]],
+    );
+}
+
+#[test]
 fn conv2d_with_a_dram_output_still_builds_its_halo() {
     let o = [1, 1, 12544, 64];
     check(
@@ -1000,12 +1018,20 @@ fn vit_patch_embedding() -> Q {
 
 #[test]
 fn conv2d_auto_shards_the_vit_patch_embedding_on_the_smallest_candidate() {
+    // Height sharding: one pixel tile on each of 49 cores. The row-major input's 3 channels pad
+    // to 8, so a kernel row is 8 x 16 = 128 channels (4 tiles) and the weights stream
+    // 2 x 4 x 24 tiles (393 216 B); the input shard plus the halo's 64 input rows of 224
+    // pixels take 360 448 B. Block sharding's grid is 8x1 (3 channels are one tile), which
+    // slices no channels, so it does not compete; width sharding has a single core.
     check(
         vit_patch_embedding(),
-        expect!["error: out of L1: needs 3129472 bytes per core, 1325652 available"],
+        expect![[r#"
+            cb 458880 tensor 360448 peak 819328 out 49152
+            L1 height_sharded 49x1, 1x24 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
     );
     expect![[r#"
-        height_sharded: out of L1: needs 3129472 bytes per core, 1325652 available
+        height_sharded 49x1: cb 458880 + tensor 360448 = 819328
         block_sharded: out of L1: needs 9028480 bytes per core, 1325652 available
         width_sharded: out of L1: needs 53074048 bytes per core, 1325652 available"#]]
     .assert_eq(&conv_candidates(&vit_patch_embedding()));
