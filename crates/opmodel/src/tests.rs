@@ -1479,6 +1479,19 @@ fn to_layout_untilize_buffers_two_tile_rows() {
 }
 
 #[test]
+fn to_layout_untilizes_a_row_too_wide_for_l1_in_square_blocks() {
+    // Llama's logits before argmax: 4008 tiles a row, 16 MB for the whole-row CBs. tt-metal
+    // then cuts the tile grid into 64-tile blocks (63 blocks, under the 64 cores).
+    let s = [32, 128256];
+    check(
+        q("ttnn.to_layout").input(&s, dram(&s)).out(&s).hint(rm(&s)),
+        expect![[r#"
+        cb 262144 tensor 0 peak 262144 out 0
+        DRAM interleaved, 32x128256 elements total (bf16, row-major)"#]],
+    );
+}
+
+#[test]
 fn to_memory_config_keeps_the_page_layout() {
     let s = [64, 64];
     check(
