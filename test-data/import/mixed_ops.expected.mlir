@@ -18,7 +18,9 @@
 #ttnn_layout15 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
 #ttnn_layout16 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
 #ttnn_layout17 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
-#ttnn_layout18 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
+#ttnn_layout18 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2xbf16, #dram>, <interleaved>>
+#ttnn_layout19 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2xui32, #dram>, <interleaved>>
+#ttnn_layout20 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
 module @mixed attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x1>]>} {
   func.func @main(%arg0: tensor<1x16x16x8xbf16, #ttnn_layout> {ttir.name = "image"} loc("x"), %arg1: tensor<8x8x3x3xbf16, #ttnn_layout1>, %arg2: tensor<1x1x1x8xbf16, #ttnn_layout2>, %arg3: tensor<2x4xsi32, #ttnn_layout3>, %arg4: tensor<64x32xbf16, #ttnn_layout4>, %arg5: tensor<32xbf16, #ttnn_layout5>, %arg6: tensor<32xbf16, #ttnn_layout5>, %arg7: tensor<2x1x16x32xbf16, #ttnn_layout6>, %arg8: tensor<1xsi32, #ttnn_layout7>) -> (tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>) {
     %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
@@ -41,25 +43,27 @@ module @mixed attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x1>]>} {
     %17 = "ttnn.multiply"(%15, %16) : (tensor<4x2x2xbf16, #ttnn_layout15>, tensor<1x1x1xbf16, #ttnn_layout16>) -> tensor<4x2x2xbf16, #ttnn_layout15> loc("scaled")
     %18 = "ttnn.softmax"(%17) <{dimension = -1 : si32}> : (tensor<4x2x2xbf16, #ttnn_layout15>) -> tensor<4x2x2xbf16, #ttnn_layout15> loc("probs")
     %19 = "ttnn.sum"(%18) <{dim_arg = [2 : i32], keep_dim = false}> : (tensor<4x2x2xbf16, #ttnn_layout15>) -> tensor<4x2xbf16, #ttnn_layout17> loc("rowsum")
-    %20 = "ttnn.argmax"(%19) <{dim = 0 : si32, keep_dim = false}> : (tensor<4x2xbf16, #ttnn_layout17>) -> tensor<2xsi32, #ttnn_layout7> loc("best")
-    %21 = "ttnn.reshape"(%20) <{shape = [2 : i32, 1 : i32]}> : (tensor<2xsi32, #ttnn_layout7>) -> tensor<2x1xsi32, #ttnn_layout3> loc("best_col")
-    %22 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout18> loc("iota")
-    %23 = "ttnn.to_layout"(%22) : (tensor<4xsi32, #ttnn_layout18>) -> tensor<4xsi32, #ttnn_layout7> loc("iota_to_layout")
-    %24 = "ttnn.reshape"(%23) <{shape = [1 : i32, 4 : i32]}> : (tensor<4xsi32, #ttnn_layout7>) -> tensor<1x4xsi32, #ttnn_layout3> loc("iota_reshape")
-    %25 = "ttnn.repeat"(%24) <{repeat_dims = #ttnn.shape<2x1>}> : (tensor<1x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("iota_repeat")
-    %26 = "ttnn.eq"(%25, %21) : (tensor<2x4xsi32, #ttnn_layout3>, tensor<2x1xsi32, #ttnn_layout3>) -> tensor<2x4xbf16, #ttnn_layout17> loc("hit")
-    %27 = "ttnn.constant"(%0) <{value = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xsi32>}> : (!ttnn.device) -> tensor<2x4xsi32, #ttnn_layout3> loc("table")
-    %28 = "ttnn.where"(%26, %27, %25) : (tensor<2x4xbf16, #ttnn_layout17>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("pick")
-    %29 = "ttnn.slice_static"(%12) <{begins = [0 : i32, 0 : i32, 0 : i32], ends = [1 : i32, 4 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x32xbf16, #ttnn_layout9>) -> tensor<1x4x32xbf16, #ttnn_layout16> loc("first")
-    %30 = "ttnn.reshape"(%29) <{shape = [1 : i32, 1 : i32, 4 : i32, 32 : i32]}> : (tensor<1x4x32xbf16, #ttnn_layout16>) -> tensor<1x1x4x32xbf16, #ttnn_layout2> loc("kv")
-    %31 = "ttnn.pad"(%30) <{padding = array<i32: 0, 0, 0, 0, 0, 12, 0, 0>, use_multicore = true, value = 0.000000e+00 : f32}> : (tensor<1x1x4x32xbf16, #ttnn_layout2>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("kv_pad")
-    "ttnn.fill_cache"(%arg7, %31) <{batch_offset = 1 : i32}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>, tensor<1x1x16x32xbf16, #ttnn_layout2>) -> () loc("fill")
-    %32 = "ttnn.slice_static"(%arg7) <{begins = [1 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 1 : i32, 16 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("last")
-    %33 = "ttnn.permute"(%32) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x32x1x16xbf16, #ttnn_layout10> loc("nchw")
-    %34 = "ttnn.permute"(%33) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x32x1x16xbf16, #ttnn_layout10>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("up_permute_in")
-    %35 = "ttnn.upsample"(%34) <{mode = "nearest", scale_factor = array<i32: 16, 1>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x16x16x32xbf16, #ttnn_layout> loc("up")
-    %36 = "ttnn.permute"(%35) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x16x16x32xbf16, #ttnn_layout>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("up_permute_out")
-    %37 = "ttnn.pow_scalar"(%36) <{rhs = 2.000000e+00 : f32}> : (tensor<1x32x16x16xbf16, #ttnn_layout10>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("square")
-    return %7, %12, %28, %37 : tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>
+    %20 = "ttnn.to_layout"(%19) : (tensor<4x2xbf16, #ttnn_layout17>) -> tensor<4x2xbf16, #ttnn_layout18> loc("best_in_0_layout")
+    %21 = "ttnn.argmax"(%20) <{dim = 0 : si32, keep_dim = false}> : (tensor<4x2xbf16, #ttnn_layout18>) -> tensor<2xui32, #ttnn_layout19> loc("best")
+    %22 = "ttnn.to_layout"(%21) : (tensor<2xui32, #ttnn_layout19>) -> tensor<2xsi32, #ttnn_layout7> loc("best_out_layout")
+    %23 = "ttnn.reshape"(%22) <{shape = [2 : i32, 1 : i32]}> : (tensor<2xsi32, #ttnn_layout7>) -> tensor<2x1xsi32, #ttnn_layout3> loc("best_col")
+    %24 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout20> loc("iota")
+    %25 = "ttnn.to_layout"(%24) : (tensor<4xsi32, #ttnn_layout20>) -> tensor<4xsi32, #ttnn_layout7> loc("iota_to_layout")
+    %26 = "ttnn.reshape"(%25) <{shape = [1 : i32, 4 : i32]}> : (tensor<4xsi32, #ttnn_layout7>) -> tensor<1x4xsi32, #ttnn_layout3> loc("iota_reshape")
+    %27 = "ttnn.repeat"(%26) <{repeat_dims = #ttnn.shape<2x1>}> : (tensor<1x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("iota_repeat")
+    %28 = "ttnn.eq"(%27, %23) : (tensor<2x4xsi32, #ttnn_layout3>, tensor<2x1xsi32, #ttnn_layout3>) -> tensor<2x4xbf16, #ttnn_layout17> loc("hit")
+    %29 = "ttnn.constant"(%0) <{value = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xsi32>}> : (!ttnn.device) -> tensor<2x4xsi32, #ttnn_layout3> loc("table")
+    %30 = "ttnn.where"(%28, %29, %27) : (tensor<2x4xbf16, #ttnn_layout17>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("pick")
+    %31 = "ttnn.slice_static"(%12) <{begins = [0 : i32, 0 : i32, 0 : i32], ends = [1 : i32, 4 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x32xbf16, #ttnn_layout9>) -> tensor<1x4x32xbf16, #ttnn_layout16> loc("first")
+    %32 = "ttnn.reshape"(%31) <{shape = [1 : i32, 1 : i32, 4 : i32, 32 : i32]}> : (tensor<1x4x32xbf16, #ttnn_layout16>) -> tensor<1x1x4x32xbf16, #ttnn_layout2> loc("kv")
+    %33 = "ttnn.pad"(%32) <{padding = array<i32: 0, 0, 0, 0, 0, 12, 0, 0>, use_multicore = true, value = 0.000000e+00 : f32}> : (tensor<1x1x4x32xbf16, #ttnn_layout2>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("kv_pad")
+    "ttnn.fill_cache"(%arg7, %33) <{batch_offset = 1 : i32}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>, tensor<1x1x16x32xbf16, #ttnn_layout2>) -> () loc("fill")
+    %34 = "ttnn.slice_static"(%arg7) <{begins = [1 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 1 : i32, 16 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("last")
+    %35 = "ttnn.permute"(%34) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x32x1x16xbf16, #ttnn_layout10> loc("nchw")
+    %36 = "ttnn.permute"(%35) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x32x1x16xbf16, #ttnn_layout10>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("up_permute_in")
+    %37 = "ttnn.upsample"(%36) <{mode = "nearest", scale_factor = array<i32: 16, 1>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x16x16x32xbf16, #ttnn_layout> loc("up")
+    %38 = "ttnn.permute"(%37) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x16x16x32xbf16, #ttnn_layout>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("up_permute_out")
+    %39 = "ttnn.pow_scalar"(%38) <{rhs = 2.000000e+00 : f32}> : (tensor<1x32x16x16xbf16, #ttnn_layout10>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("square")
+    return %7, %12, %30, %39 : tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>
   }
 }

@@ -733,6 +733,10 @@ fn prod(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
     one(cx.emit("ttnn.prod", &[&x], props, ty, op.base.clone()))
 }
 
+/// tt-metal's argmax reads a row-major input (a tiled one falls back to a single core,
+/// tt-metal#46340) and writes row-major `u32` indices. As tt-mlir's workaround pass does, the
+/// input is converted with a `ttnn.to_layout` first and the indices converted back to the
+/// result's tiled type after, which is what the importer's other ops read.
 fn argmax(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
     let ty = cx.result(op, 0)?;
     let (x, xt) = cx.operand(op, 0)?;
@@ -742,7 +746,19 @@ fn argmax(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
         Some([d]) => props.push(p("dim", format!("{} : si32", dim_index(*d, xt.rank())?))),
         Some(_) => return Err("`ttnn.argmax` reduces a single dimension".to_owned()),
     }
-    one(cx.emit("ttnn.argmax", &[&x], props, ty, op.base.clone()))
+    let x = if xt.page == PageLayout::RowMajor {
+        x
+    } else {
+        let rm = TType { page: PageLayout::RowMajor, ..xt };
+        cx.emit("ttnn.to_layout", &[&x], Vec::new(), rm, suffixed(op, "_in_0_layout"))
+    };
+    let indices =
+        TType { shape: ty.shape.clone(), dtype: DataType::U32, page: PageLayout::RowMajor };
+    let a = cx.emit("ttnn.argmax", &[&x], props, indices.clone(), op.base.clone());
+    if indices == ty {
+        return one(a);
+    }
+    one(cx.emit("ttnn.to_layout", &[&a], Vec::new(), ty, suffixed(op, "_out_layout")))
 }
 
 /// `reduce_or(x)` is `sum(x) != 0`: booleans are `bf16` zeros and ones after normalization.

@@ -321,6 +321,42 @@ fn embeddings_read_row_major_indices_and_slice_gathers_become_embeddings() {
 }
 
 #[test]
+fn argmax_reads_a_row_major_input_and_its_u32_indices_are_tiled_back() {
+    // tt-metal#46340: a tiled argmax input falls back to one core, so, as tt-mlir's workaround
+    // pass does, the input goes through `to_layout` first and the row-major u32 indices are
+    // converted back to the tiled result type the rest of the module reads.
+    check(
+        r#"func.func @f(%x: tensor<32x1000xbf16>) -> (tensor<32xi32>, tensor<32x1xi32>) {
+  %0 = "ttir.argmax"(%x) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<32x1000xbf16>) -> tensor<32xi32> loc("pick")
+  %1 = "ttir.argmax"(%x) <{dim_arg = [-1 : i32], keep_dim = true}> : (tensor<32x1000xbf16>) -> tensor<32x1xi32> loc("pick_keep")
+  return %0, %1 : tensor<32xi32>, tensor<32x1xi32>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x32x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x1000xbf16, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x32xui32, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x1xui32, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x1000xbf16, #ttnn_layout>) -> (tensor<32xsi32, #ttnn_layout1>, tensor<32x1xsi32, #ttnn_layout2>) {
+                %0 = "ttnn.to_layout"(%arg0) : (tensor<32x1000xbf16, #ttnn_layout>) -> tensor<32x1000xbf16, #ttnn_layout3> loc("pick_in_0_layout")
+                %1 = "ttnn.argmax"(%0) <{dim = 1 : si32, keep_dim = false}> : (tensor<32x1000xbf16, #ttnn_layout3>) -> tensor<32xui32, #ttnn_layout4> loc("pick")
+                %2 = "ttnn.to_layout"(%1) : (tensor<32xui32, #ttnn_layout4>) -> tensor<32xsi32, #ttnn_layout1> loc("pick_out_layout")
+                %3 = "ttnn.to_layout"(%arg0) : (tensor<32x1000xbf16, #ttnn_layout>) -> tensor<32x1000xbf16, #ttnn_layout3> loc("pick_keep_in_0_layout")
+                %4 = "ttnn.argmax"(%3) <{dim = 1 : si32, keep_dim = true}> : (tensor<32x1000xbf16, #ttnn_layout3>) -> tensor<32x1xui32, #ttnn_layout5> loc("pick_keep")
+                %5 = "ttnn.to_layout"(%4) : (tensor<32x1xui32, #ttnn_layout5>) -> tensor<32x1xsi32, #ttnn_layout2> loc("pick_keep_out_layout")
+                return %2, %5 : tensor<32xsi32, #ttnn_layout1>, tensor<32x1xsi32, #ttnn_layout2>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
     check(
         r#"func.func @f(%m: tensor<2x8xi1>, %x: tensor<4x8xf32>, %bn: tensor<1x4x4x8xbf16>, %s: tensor<8xbf16>, %o: tensor<8xbf16>, %mu: tensor<8xbf16>, %v: tensor<8xbf16>) -> (tensor<2xi1>, tensor<4x8xf32>, tensor<4x8xi32>, tensor<1x4x4x8xbf16>) {

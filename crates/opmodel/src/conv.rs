@@ -1,9 +1,13 @@
 //! Convolutions, pooling and upsample: the sliding-window ops that shard activations by pixel
 //! rows and build a halo (the input rows each core needs, padding included).
 //!
-//! Conv2d picks its own sharding when the hint is null: the memory layout from the tensor's
-//! aspect, and for height sharding the largest core count that splits the output pixel tiles
-//! evenly (12544 px = 392 tiles go on 56 cores, 7 tiles each, not on 64).
+//! Conv2d picks its own sharding when neither a sharded hint, its config nor a sharded input
+//! does, as tt-metal's `determine_conv_config_for_auto_shard` does: it runs the conv height-,
+//! block- and width-sharded and keeps the one with the least L1 per core. Each candidate's grid
+//! is tt-metal's `determine_parallel_config`: the most cores (up to the grid) whose padding of
+//! the output pixel tiles stays under one core's share (12544 px = 392 tiles go on 56 cores, 7
+//! tiles each, not on 64), and for block sharding as many channel cores as split both the input
+//! and the output channel tiles.
 
 use ttnn_types::{
     Conv2dConfig, DataType, DeviceComputeKernelConfig, Grid, PageLayout, TILE, TensorMemoryLayout,
@@ -25,22 +29,26 @@ struct Parallel {
     /// Cores splitting the pixel rows, and cores splitting the channels.
     px_cores: u64,
     ch_cores: u64,
+    /// Neither a hint, the config nor a sharded input chose the sharding: the op shards
+    /// itself (tt-metal's auto-sharding).
+    auto: bool,
 }
 
 impl Parallel {
-    fn new(ml: TensorMemoryLayout, grid: Grid) -> Parallel {
+    fn new(ml: TensorMemoryLayout, grid: Grid, auto: bool) -> Parallel {
         let (px_cores, ch_cores) = match ml {
             TensorMemoryLayout::WidthSharded => (1, grid.volume()),
             TensorMemoryLayout::BlockSharded => (grid.rows, grid.cols),
             _ => (grid.volume(), 1),
         };
-        Parallel { ml, grid, px_cores: px_cores.max(1), ch_cores: ch_cores.max(1) }
+        Parallel { ml, grid, px_cores: px_cores.max(1), ch_cores: ch_cores.max(1), auto }
     }
 }
 
-/// tt-metal's shard-layout choice for a conv it shards itself: height sharding while the
-/// channels are narrow and there are enough pixel rows, width sharding when there are too few
-/// pixel rows for the grid, block sharding in between.
+/// The shard-layout choice for a pool that shards itself, from the tensor's aspect (tt-metal's
+/// older conv rule, `select_shard_spec`): height sharding while the channels are narrow and
+/// there are enough pixel rows, width sharding when there are too few pixel rows for the grid,
+/// block sharding in between. Convs compare their L1 use instead (`conv2d_auto`).
 fn auto_memory_layout(px_tiles: u64, ch_tiles: u64, worker: Grid) -> TensorMemoryLayout {
     if ch_tiles <= 8 && px_tiles >= worker.rows {
         TensorMemoryLayout::HeightSharded
@@ -61,14 +69,13 @@ fn auto_grid(ml: TensorMemoryLayout, px_tiles: u64, ch_tiles: u64, worker: Grid)
     }
 }
 
-/// Chooses memory layout and grid from (in order) an explicit sharded hint, the conv config,
-/// a sharded input, and the auto heuristic.
-fn parallel(
+/// The sharding that (in order) a sharded hint, the conv config or a sharded input fixes: its
+/// memory layout, and its grid when an exact hint or the input fixes that too. `None` when
+/// none of them does and the op shards itself.
+fn given_sharding(
     ctx: &Ctx<'_>,
     cfg_ml: Option<TensorMemoryLayout>,
-    px_tiles: u64,
-    ch_tiles: u64,
-) -> Result<Parallel, OpError> {
+) -> Result<Option<(TensorMemoryLayout, Option<Grid>)>, OpError> {
     let input = ctx.input(0)?;
     let hint = match &ctx.q.output {
         OutputHint::Layout(l) | OutputHint::Partial(l) if l.is_sharded() => Some(l),
@@ -95,17 +102,73 @@ fn parallel(
             ctx.name()
         )));
     }
-    let worker = ctx.worker();
-    let ml = hint_ml
-        .or(cfg_ml)
-        .or(input_ml)
-        .unwrap_or_else(|| auto_memory_layout(px_tiles, ch_tiles, worker));
+    let Some(ml) = hint_ml.or(cfg_ml).or(input_ml) else { return Ok(None) };
     let grid = match (&ctx.q.output, hint) {
-        (OutputHint::Layout(_), Some(l)) => l.grid2d(),
-        _ if input_ml == Some(ml) => input.layout.grid2d(),
-        _ => auto_grid(ml, px_tiles, ch_tiles, worker),
+        (OutputHint::Layout(_), Some(l)) => Some(l.grid2d()),
+        _ if input_ml == Some(ml) => Some(input.layout.grid2d()),
+        _ => None,
     };
-    Ok(Parallel::new(ml, grid))
+    Ok(Some((ml, grid)))
+}
+
+/// What a conv's own grid choice reads besides the pixel tiles.
+struct ConvSplit {
+    cin_tiles: u64,
+    cout_tiles: u64,
+    /// A 1x1 stride-1 unpadded conv runs as a matmul, and tt-metal then pads no channels.
+    matmul: bool,
+    /// Pixel tiles per core must be a multiple of this (`act_block_h_override` in tiles).
+    block_h_tiles: u64,
+}
+
+/// tt-metal's `determine_parallel_config` for a conv it shards itself. Pixel rows go to the
+/// most cores, up to the grid (its rows for block sharding), that pad the pixel tiles by less
+/// than one core's share. Channels go, for block sharding, to the most grid columns that
+/// split both the input and the output channel tiles (with the same padding allowance
+/// unless the conv is a matmul), so no core is left without a channel tile; for width
+/// sharding, to the most cores that split the input channel tiles.
+fn conv_auto_grid(ml: TensorMemoryLayout, px_tiles: u64, c: &ConvSplit, worker: Grid) -> Grid {
+    let px = px_tiles.max(1);
+    let (cin, cout) = (c.cin_tiles.max(1), c.cout_tiles.max(1));
+    match ml {
+        TensorMemoryLayout::WidthSharded => {
+            let n = if c.matmul {
+                largest_divisor_at_most(cin, worker.volume())
+            } else {
+                padded_split(cin, worker.volume(), 1)
+            };
+            Grid::new(1, n)
+        }
+        TensorMemoryLayout::BlockSharded => {
+            let rows = padded_split(px, worker.rows, c.block_h_tiles);
+            let cols = if c.matmul {
+                (1..=worker.cols.min(cin).min(cout))
+                    .rev()
+                    .find(|d| cin.is_multiple_of(*d) && cout.is_multiple_of(*d))
+                    .unwrap_or(1)
+            } else {
+                (1..=worker.cols.max(1))
+                    .rev()
+                    .find(|d| pads_less_than_a_share(cin, *d) && pads_less_than_a_share(cout, *d))
+                    .unwrap_or(1)
+            };
+            Grid::new(rows, cols)
+        }
+        _ => Grid::new(padded_split(px, worker.volume(), c.block_h_tiles), 1),
+    }
+}
+
+/// The most cores, at most `max`, over which `units` (in blocks of `mult`) pad by less than one
+/// core's share.
+fn padded_split(units: u64, max: u64, mult: u64) -> u64 {
+    let mult = mult.max(1);
+    (1..=max.max(1)).rev().find(|d| pads_less_than_a_share(units, d * mult)).unwrap_or(1).max(1)
+}
+
+/// Whether rounding `units` up to a multiple of `cores` adds less than one core's share.
+fn pads_less_than_a_share(units: u64, cores: u64) -> bool {
+    let padded = round_up(units, cores);
+    padded - units < padded / cores
 }
 
 /// Per-core bytes of the halo buffer: the padded input rows one core's output rows read.
@@ -176,50 +239,174 @@ fn round_up(v: u64, to: u64) -> u64 {
     div_ceil(v, to).saturating_mul(to)
 }
 
+/// What tt-metal (`get_input_channels_alignment`) pads a conv's per-core input channels to. A
+/// height-sharded conv that is not a matmul gathers a row-major input stick by stick through
+/// its halo, so a stick needs only the 16-byte L1 alignment: 8 bf16 channels, or what a
+/// sharded input's shard width is a multiple of. Everything else tilizes its input channels
+/// and pads them to a tile. Three RGB channels thus take 8, not 32.
+fn input_channel_alignment(
+    input: &ttnn_types::TtnnLayout,
+    ml: TensorMemoryLayout,
+    matmul: bool,
+) -> u64 {
+    if matmul
+        || ml != TensorMemoryLayout::HeightSharded
+        || input.page_layout() != PageLayout::RowMajor
+    {
+        return TILE;
+    }
+    if !input.is_l1_sharded() {
+        return 8;
+    }
+    let width = input.memref_shape.last().copied().unwrap_or(0);
+    [TILE, 16, 8].into_iter().find(|a| width > 0 && width.is_multiple_of(*a)).unwrap_or(TILE)
+}
+
+/// A conv's geometry and config, checked once and shared by every sharding it is tried with.
+struct ConvPlan<'a> {
+    a: &'a ConvAttrs,
+    transposed: bool,
+    cfg: Conv2dConfig,
+    compute: Option<DeviceComputeKernelConfig>,
+    out_px: u64,
+    in_px: u64,
+    /// Output width, the row length the halo is cut by.
+    wo: u64,
+    px_tiles: u64,
+    split: ConvSplit,
+    /// A depthwise conv over a 1D signal without bias, which tt-metal only height-shards.
+    depthwise_1d: bool,
+}
+
+impl<'a> ConvPlan<'a> {
+    fn new(ctx: &Ctx<'_>, a: &'a ConvAttrs, transposed: bool) -> Result<ConvPlan<'a>, OpError> {
+        let input = ctx.input(0)?;
+        let weight = ctx.input(1)?;
+        if weight.layout.is_sharded() {
+            return Err(unsupported(format!(
+                "{}: the weight operand may not be sharded",
+                ctx.name()
+            )));
+        }
+        if [a.in_channels, a.out_channels, a.input_h, a.input_w].contains(&0) {
+            return Err(invalid(format!(
+                "{}: in/out channels and input height/width attributes must be positive",
+                ctx.name()
+            )));
+        }
+        check_geometry(ctx, a)?;
+        let (ho, wo) = a.output_hw(transposed);
+        let out_px = a.batch.saturating_mul(ho).saturating_mul(wo);
+        let in_px = a.batch.saturating_mul(a.input_h).saturating_mul(a.input_w);
+        let (in_h, in_c) = collapse_2d(&input.shape);
+        let (out_h, out_c) = collapse_2d(&ctx.q.output_shape);
+        if in_h != in_px || in_c != a.in_channels {
+            return Err(invalid(format!(
+                "{}: input {} is not [1, 1, {in_px}, {}] for batch {} x {}x{}",
+                ctx.name(),
+                shape_text(&input.shape),
+                a.in_channels,
+                a.batch,
+                a.input_h,
+                a.input_w
+            )));
+        }
+        if out_h != out_px || out_c != a.out_channels {
+            return Err(invalid(format!(
+                "{}: output {} is not [1, 1, {out_px}, {}] ({ho}x{wo} output pixels)",
+                ctx.name(),
+                shape_text(&ctx.q.output_shape),
+                a.out_channels
+            )));
+        }
+        let (cfg, compute) = match &ctx.q.config {
+            OpConfig::Conv2d { conv, compute } => ((**conv).clone(), *compute),
+            _ => (Conv2dConfig::default(), None),
+        };
+        let one_by_one =
+            !transposed && a.kernel == [1, 1] && a.stride == [1, 1] && a.padding == [0; 4];
+        let split = ConvSplit {
+            cin_tiles: div_ceil(a.in_channels, TILE),
+            cout_tiles: div_ceil(a.out_channels, TILE),
+            matmul: one_by_one,
+            block_h_tiles: cfg.act_block_h_override.map_or(1, |v| (v / TILE).max(1)),
+        };
+        // tt-metal lays a conv1d out as a one-pixel-wide image; ours is one pixel high. Either
+        // way the kernel spans one pixel across the signal.
+        let one_d = (a.input_h == 1 && a.kernel[0] <= 1) || (a.input_w == 1 && a.kernel[1] <= 1);
+        let depthwise = a.groups == a.in_channels && a.groups == a.out_channels;
+        let depthwise_1d = one_d && depthwise && ctx.q.inputs.len() <= 2;
+        Ok(ConvPlan {
+            a,
+            transposed,
+            cfg,
+            compute,
+            out_px,
+            in_px,
+            wo,
+            px_tiles: div_ceil(out_px, TILE),
+            split,
+            depthwise_1d,
+        })
+    }
+}
+
 pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<Estimate, OpError> {
+    let plan = ConvPlan::new(ctx, a, transposed)?;
+    match given_sharding(ctx, plan.cfg.shard_layout)? {
+        Some((ml, grid)) => {
+            let grid = grid
+                .unwrap_or_else(|| conv_auto_grid(ml, plan.px_tiles, &plan.split, ctx.worker()));
+            conv2d_on(ctx, &plan, &Parallel::new(ml, grid, false))
+        }
+        None => conv2d_auto(ctx, &plan),
+    }
+}
+
+/// tt-metal's `determine_conv_config_for_auto_shard`: the conv runs height-, block- and
+/// width-sharded, each on its own `determine_parallel_config` grid, and the one needing the
+/// least L1 per core (CBs plus tensors) wins, ties going to the earlier. Height sharding is
+/// the default; block sharding competes only when its grid has more cores than one grid row
+/// (a block grid one core wide does not slice the channels, and tt-metal's conv code would
+/// reject it), width sharding only for a conv that does not run as a matmul, and a 1D
+/// depthwise conv is always height-sharded. A candidate the model rejects (say, a grid its
+/// channels cannot be split over) drops out; if all do, the height-sharded error stands.
+fn conv2d_auto(ctx: &Ctx<'_>, plan: &ConvPlan<'_>) -> Result<Estimate, OpError> {
+    let worker = ctx.worker();
+    let grid = |ml| conv_auto_grid(ml, plan.px_tiles, &plan.split, worker);
+    let run = |ml| conv2d_on(ctx, plan, &Parallel::new(ml, grid(ml), true));
+    let mut best = run(TensorMemoryLayout::HeightSharded);
+    if plan.depthwise_1d {
+        return best;
+    }
+    if grid(TensorMemoryLayout::BlockSharded).volume() > worker.cols {
+        best = smaller(best, run(TensorMemoryLayout::BlockSharded));
+    }
+    if !plan.split.matmul {
+        best = smaller(best, run(TensorMemoryLayout::WidthSharded));
+    }
+    best
+}
+
+/// The candidate, if it is valid and needs strictly less L1 per core than the best so far.
+fn smaller(
+    best: Result<Estimate, OpError>,
+    candidate: Result<Estimate, OpError>,
+) -> Result<Estimate, OpError> {
+    let l1 = |e: &Estimate| e.peak.unwrap_or_else(|| e.cb.saturating_add(e.tensor));
+    match (&best, &candidate) {
+        (Err(_), Ok(_)) => candidate,
+        (Ok(b), Ok(c)) if l1(c) < l1(b) => candidate,
+        _ => best,
+    }
+}
+
+/// The conv's estimate on one sharding.
+fn conv2d_on(ctx: &Ctx<'_>, plan: &ConvPlan<'_>, par: &Parallel) -> Result<Estimate, OpError> {
+    let ConvPlan { a, transposed, ref cfg, compute, out_px, in_px, wo, px_tiles, .. } = *plan;
     let input = ctx.input(0)?;
-    let weight = ctx.input(1)?;
-    if weight.layout.is_sharded() {
-        return Err(unsupported(format!("{}: the weight operand may not be sharded", ctx.name())));
-    }
-    if [a.in_channels, a.out_channels, a.input_h, a.input_w].contains(&0) {
-        return Err(invalid(format!(
-            "{}: in/out channels and input height/width attributes must be positive",
-            ctx.name()
-        )));
-    }
-    check_geometry(ctx, a)?;
-    let (ho, wo) = a.output_hw(transposed);
-    let out_px = a.batch.saturating_mul(ho).saturating_mul(wo);
-    let in_px = a.batch.saturating_mul(a.input_h).saturating_mul(a.input_w);
-    let (in_h, in_c) = collapse_2d(&input.shape);
-    let (out_h, out_c) = collapse_2d(&ctx.q.output_shape);
-    if in_h != in_px || in_c != a.in_channels {
-        return Err(invalid(format!(
-            "{}: input {} is not [1, 1, {in_px}, {}] for batch {} x {}x{}",
-            ctx.name(),
-            shape_text(&input.shape),
-            a.in_channels,
-            a.batch,
-            a.input_h,
-            a.input_w
-        )));
-    }
-    if out_h != out_px || out_c != a.out_channels {
-        return Err(invalid(format!(
-            "{}: output {} is not [1, 1, {out_px}, {}] ({ho}x{wo} output pixels)",
-            ctx.name(),
-            shape_text(&ctx.q.output_shape),
-            a.out_channels
-        )));
-    }
-    let (cfg, compute) = match &ctx.q.config {
-        OpConfig::Conv2d { conv, compute } => ((**conv).clone(), *compute),
-        _ => (Conv2dConfig::default(), None),
-    };
-    let px_tiles = div_ceil(out_px, TILE);
-    let (cin_t, cout_t) = (div_ceil(a.in_channels, TILE), div_ceil(a.out_channels, TILE));
-    let par = parallel(ctx, cfg.shard_layout, px_tiles, cin_t.max(cout_t))?;
+    let (cin_t, cout_t) = (plan.split.cin_tiles, plan.split.cout_tiles);
+    let one_by_one = plan.split.matmul;
     if par.ch_cores > cin_t.min(cout_t).max(1) && par.ml != TensorMemoryLayout::HeightSharded {
         return Err(invalid(format!(
             "{}: {} channel tiles cannot be split over {} cores",
@@ -238,13 +425,29 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
 
     let out_px_core_t = div_ceil(px_tiles, par.px_cores).max(1);
     let out_px_core = (out_px_core_t * TILE).min(out_px.max(1));
-    let cin_core = round_up(div_ceil(a.in_channels, par.ch_cores), TILE);
+    let align = input_channel_alignment(&input.layout, par.ml, one_by_one);
+    let cin_core = round_up(div_ceil(a.in_channels, par.ch_cores), align);
     let cout_core_t = div_ceil(cout_t, par.ch_cores).max(1);
     let (kh, kw) = (a.kernel[0].max(1), a.kernel[1].max(1));
-    let one_by_one = !transposed && a.kernel == [1, 1] && a.stride == [1, 1] && a.padding == [0; 4];
 
-    let ah = match cfg.act_block_h_override {
-        Some(v) if v > 0 => {
+    // tt-metal's auto-sharding fills an unset act_block_h_override with one tile of rows, to
+    // be conservative with L1, and runs the conv with it.
+    let block_h = match cfg.act_block_h_override {
+        Some(v) if v > 0 => Some(v),
+        _ if par.auto => Some(TILE),
+        _ => None,
+    };
+    // For width sharding it likewise splits the activation block down to one channel tile
+    // per kernel column, unless act_block_w_div is set.
+    let block_w_div = match cfg.act_block_w_div {
+        Some(d) if d > 1 => Some(d),
+        _ if par.auto && par.ml == TensorMemoryLayout::WidthSharded => {
+            Some(div_ceil(a.in_channels, par.ch_cores.saturating_mul(TILE)).max(1))
+        }
+        d => d,
+    };
+    let ah = match block_h {
+        Some(v) => {
             if !v.is_multiple_of(TILE) {
                 return Err(invalid(format!(
                     "{}: act_block_h_override = {v} is not a multiple of {TILE}",
@@ -257,7 +460,7 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
     };
     let k_tiles = div_ceil(cin_core.saturating_mul(kh).saturating_mul(kw), TILE).max(1);
     let mut aw = if one_by_one { k_tiles } else { div_ceil(cin_core * kw, TILE).max(1) };
-    if let Some(div) = cfg.act_block_w_div.filter(|d| *d > 1) {
+    if let Some(div) = block_w_div.filter(|d| *d > 1) {
         if !aw.is_multiple_of(div) {
             return Err(invalid(format!(
                 "{}: act_block_w_div = {div} does not divide the {aw}-tile activation block",
@@ -307,8 +510,13 @@ pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<E
 
     let mut est = Estimate::new(cb, out);
     est.tensor = tensor;
-    let mut used = cfg;
+    let mut used = cfg.clone();
     used.shard_layout = Some(par.ml);
+    // Reported like the shard layout, so that the config, written back, reproduces the run.
+    if par.auto {
+        used.act_block_h_override = block_h;
+        used.act_block_w_div = block_w_div;
+    }
     est.config = OpConfig::Conv2d { conv: Box::new(used), compute };
     Ok(est)
 }
@@ -360,12 +568,22 @@ pub(crate) fn pool2d(ctx: &Ctx<'_>, op: PoolOp, p: &PoolAttrs) -> Result<Estimat
     }
     let px_tiles = div_ceil(out_px, TILE);
     let ch_tiles = div_ceil(channels, TILE);
-    let par = parallel(ctx, None, px_tiles, ch_tiles)?;
+    let worker = ctx.worker();
+    let par = match given_sharding(ctx, None)? {
+        Some((ml, grid)) => Parallel::new(
+            ml,
+            grid.unwrap_or_else(|| auto_grid(ml, px_tiles, ch_tiles, worker)),
+            false,
+        ),
+        None => {
+            let ml = auto_memory_layout(px_tiles, ch_tiles, worker);
+            Parallel::new(ml, auto_grid(ml, px_tiles, ch_tiles, worker), true)
+        }
+    };
     let page = match &ctx.q.output {
         OutputHint::Layout(l) | OutputHint::Partial(l) => l.page_layout(),
         OutputHint::Null => input.layout.page_layout(),
     };
-    let worker = ctx.worker();
     let own = sharded(&ctx.q.output_shape, ctx.q.output_dtype, page, par.ml, par.grid, worker)?;
     let out = match &ctx.q.output {
         OutputHint::Layout(l) | OutputHint::Partial(l) if !l.is_sharded() => ctx.output_like(l)?,

@@ -253,7 +253,8 @@ pub(crate) fn repeat(ctx: &Ctx<'_>, repeat_dims: &[i64]) -> Result<Estimate, OpE
     Ok(Estimate::new(cb, out))
 }
 
-/// to_layout: tilize or untilize (2 CBs of a whole tile row each), a typecast or a move.
+/// to_layout: tilize or untilize (2 CBs of a whole tile row each, or of one block row when a
+/// tile row does not fit), a typecast or a move.
 pub(crate) fn to_layout(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
     let input = ctx.input(0)?;
     let out = match &ctx.q.output {
@@ -269,16 +270,61 @@ pub(crate) fn to_layout(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
     if out == input.layout && input.shape == ctx.q.output_shape {
         return Ok(Estimate::view(out));
     }
-    let wt = ctx.in_wt(0);
     let retile = out.page_layout() != input.layout.page_layout();
     let cb = if retile {
-        2 * wt * ctx.in_tb(0).max(ctx.out_tb())
+        retile_cb(ctx, &input.layout, &out)
     } else if ctx.in_dtype(0) != ctx.q.output_dtype {
         2 * ctx.in_tb(0) + 2 * ctx.out_tb()
     } else {
         move_cb(ctx, &input.layout, &out)
     };
     Ok(Estimate::new(cb, out))
+}
+
+/// CBs of a tilize or untilize. tt-metal buffers one whole tile row in and out (`2 Wt tb`). When
+/// that row does not fit the free L1 (its `is_enough_space`: `Wt (tb_in + tb_out)` against the
+/// L1 above the reserved base and below the lowest live buffer), an interleaved conversion
+/// takes the block variant (`untilize_multi_core_block`, `tilize_multi_core_block`): the tile
+/// grid is cut into square blocks, one per core, and a core buffers one block row in and out.
+/// A 32x128256 logits row (4008 tiles, 16 MB) thus needs 64-tile blocks, 262 144 bytes.
+fn retile_cb(ctx: &Ctx<'_>, from: &TtnnLayout, to: &TtnnLayout) -> u64 {
+    let (tb_in, tb_out) = (ctx.in_tb(0), ctx.out_tb());
+    let shape = ctx.q.inputs.first().map(|t| t.shape.as_slice()).unwrap_or_default();
+    let (ht, wt) = tiles_2d(shape);
+    let wt = wt.max(1);
+    let whole_row = 2u64.saturating_mul(wt).saturating_mul(tb_in.max(tb_out));
+    let free = ctx
+        .target
+        .l1_size()
+        .saturating_sub(ctx.target.l1_unreserved_base())
+        .saturating_sub(ctx.q.l1_in_use);
+    let row_fits = wt.saturating_mul(tb_in + tb_out) < free;
+    if row_fits || from.is_sharded() || to.is_sharded() {
+        return whole_row;
+    }
+    tilize_block_side(wt, ht.max(1), ctx.worker().volume()).saturating_mul(tb_in + tb_out)
+}
+
+/// Side, in tiles, of the square blocks tt-metal's `split_blocks_for_tilize_wh` cuts a
+/// `wt x ht` tile grid into: the smallest side, from the square root of the tiles per core up,
+/// that leaves fewer blocks than cores.
+fn tilize_block_side(wt: u64, ht: u64, cores: u64) -> u64 {
+    if cores < 2 {
+        return 1;
+    }
+    let blocks = |side: u64| div_ceil(wt, side).saturating_mul(div_ceil(ht, side));
+    let root = div_ceil(wt.saturating_mul(ht), cores).max(1).isqrt();
+    if root * root == div_ceil(wt.saturating_mul(ht), cores).max(1) && blocks(root) < cores {
+        return root;
+    }
+    // The block count only falls as the side grows, and one block of the longer side is below
+    // any two cores, so the smallest side that works is found by bisection.
+    let (mut lo, mut hi) = (root + 1, wt.max(ht).max(root + 1));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if blocks(mid) < cores { hi = mid } else { lo = mid + 1 }
+    }
+    lo
 }
 
 /// to_memory_config: a move between buffers or a reshard; the page layout stays.

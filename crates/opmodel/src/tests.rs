@@ -41,6 +41,7 @@ fn bs(shape: &[u64], r: u64, c: u64) -> TtnnLayout {
 }
 
 /// A query under construction.
+#[derive(Clone)]
 struct Q(OpQuery);
 
 fn q(name: &str) -> Q {
@@ -862,12 +863,66 @@ fn stem() -> Q {
     qa("ttnn.conv2d", conv_attrs(3, 64, 224, 7, 2, 3)).input(&i, dram(&i)).input(&w, rm(&w)).out(&o)
 }
 
+/// The conv run on each sharding the way auto-sharding tries it (the layout forced through the
+/// config, one-tile activation blocks, the grid the conv picks), one line per layout.
+fn conv_candidates(q: &Q) -> String {
+    let layouts = [
+        TensorMemoryLayout::HeightSharded,
+        TensorMemoryLayout::BlockSharded,
+        TensorMemoryLayout::WidthSharded,
+    ];
+    let lines = layouts.map(|ml| {
+        let conv = Conv2dConfig {
+            shard_layout: Some(ml),
+            act_block_h_override: Some(32),
+            ..Default::default()
+        };
+        match q.clone().config(OpConfig::Conv2d { conv: Box::new(conv), compute: None }).run() {
+            Ok(c) => {
+                let grid = c.output_layout.grid2d();
+                let (rows, cols) = (grid.rows, grid.cols);
+                format!(
+                    "{ml} {rows}x{cols}: cb {} + tensor {} = {}",
+                    c.cb_peak, c.tensor_peak, c.peak
+                )
+            }
+            Err(e) => format!("{ml}: {e}"),
+        }
+    });
+    lines.join("\n")
+}
+
 #[test]
 fn conv2d_null_hint_height_shards_the_stem_over_56_cores() {
+    // 392 pixel tiles go on 56 cores (7 each) rather than 64. Block sharding cannot compete:
+    // 3 input channels are one tile, so its grid is one core wide and slices no channels.
     check(
         stem(),
         expect![[r#"
-            cb 287616 tensor 189824 peak 477440 out 28672
+            cb 91008 tensor 189824 peak 280832 out 28672
+            L1 height_sharded 56x1, 7x2 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
+    expect![[r#"
+        height_sharded 56x1: cb 91008 + tensor 189824 = 280832
+        block_sharded 8x1: cb 96384 + tensor 887168 = 983552
+        width_sharded: out of L1: needs 6722432 bytes per core, 1325652 available"#]]
+    .assert_eq(&conv_candidates(&stem()));
+}
+
+#[test]
+fn conv2d_pads_a_row_major_height_sharded_input_to_8_channels_not_a_tile() {
+    // The halo gathers row-major sticks, so the stem's 3 channels take 8, not 32: a kernel row
+    // is 2 tiles instead of 7, and the input copy and halo shrink fourfold.
+    let (i, w, o) = ([1, 1, 50176, 3], [64, 3, 7, 7], [1, 1, 12544, 64]);
+    let stem_rm = qa("ttnn.conv2d", conv_attrs(3, 64, 224, 7, 2, 3))
+        .input(&i, rm(&i))
+        .input(&w, rm(&w))
+        .out(&o);
+    check(
+        stem_rm,
+        expect![[r#"
+            cb 29568 tensor 61792 peak 91360 out 28672
             L1 height_sharded 56x1, 7x2 tiles per core (bf16)
             conv: shard_layout Some("height_sharded")"#]],
     );
@@ -879,7 +934,7 @@ fn conv2d_with_a_dram_output_still_builds_its_halo() {
     check(
         stem().hint(dram(&o)),
         expect![[r#"
-            cb 287616 tensor 189824 peak 477440 out 0
+            cb 91008 tensor 189824 peak 280832 out 0
             DRAM interleaved, 392x2 tiles total (bf16)
             conv: shard_layout Some("height_sharded")"#]],
     );
@@ -887,12 +942,125 @@ fn conv2d_with_a_dram_output_still_builds_its_halo() {
 
 #[test]
 fn conv2d_act_block_h_override_shrinks_the_activation_cbs() {
-    let cfg = Conv2dConfig { act_block_h_override: Some(32), ..Default::default() };
+    // With the shard layout given, nothing fills the override in: the whole 7-tile per-core
+    // height is one activation block.
+    let hs_cfg = Conv2dConfig {
+        shard_layout: Some(TensorMemoryLayout::HeightSharded),
+        ..Default::default()
+    };
+    let small_cfg = Conv2dConfig { act_block_h_override: Some(32), ..hs_cfg.clone() };
     let small =
-        stem().config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }).run().unwrap();
-    let full = stem().run().unwrap();
+        stem().config(OpConfig::Conv2d { conv: Box::new(small_cfg), compute: None }).run().unwrap();
+    let full =
+        stem().config(OpConfig::Conv2d { conv: Box::new(hs_cfg), compute: None }).run().unwrap();
     assert!(small.cb_peak < full.cb_peak, "{} vs {}", small.cb_peak, full.cb_peak);
     expect!["91008 vs 287616"].assert_eq(&format!("{} vs {}", small.cb_peak, full.cb_peak));
+}
+
+#[test]
+fn conv2d_auto_sharding_runs_with_one_tile_row_activation_blocks() {
+    // tt-metal's auto-sharding sets an unset act_block_h_override to 32 and runs with it; the
+    // reported config says so, so that writing it back reproduces the run.
+    let c = stem().run().unwrap();
+    let OpConfig::Conv2d { conv, .. } = &c.config else { panic!("no conv config") };
+    expect![[r#"(Some(HeightSharded), Some(32), 91008)"#]]
+        .assert_eq(&format!("{:?}", (conv.shard_layout, conv.act_block_h_override, c.cb_peak)));
+    let given = Conv2dConfig { act_block_h_override: Some(64), ..Default::default() };
+    let c = stem().config(OpConfig::Conv2d { conv: Box::new(given), compute: None }).run().unwrap();
+    let OpConfig::Conv2d { conv, .. } = &c.config else { panic!("no conv config") };
+    expect![[r#"Some(64)"#]].assert_eq(&format!("{:?}", conv.act_block_h_override));
+}
+
+#[test]
+fn conv2d_block_shards_a_1x1_expansion_because_it_needs_less_l1_than_height_sharding() {
+    // ResNet's 1x1 expansion: 4 input and 16 output channel tiles. Height sharding streams all
+    // 16 output channel tiles of weights on every core; block sharding splits them, and needs
+    // less L1. Its channels go on 4 columns, the most dividing both channel counts (8 would
+    // leave half the columns without input channels), its pixels on 8 rows (196 tiles padded
+    // to 200). Width sharding does not compete: the conv runs as a matmul.
+    let (i, w, o) = ([1, 1, 6272, 128], [512, 128, 1, 1], [1, 1, 6272, 512]);
+    let mut attrs = conv_attrs(128, 512, 28, 1, 1, 0);
+    attrs[2] = ("batch_size", AttrValue::Int(8));
+    let expansion = qa("ttnn.conv2d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o);
+    check(
+        expansion.clone(),
+        expect![[r#"
+            cb 21632 tensor 204800 peak 226432 out 204800
+            L1 block_sharded 8x4, 25x4 tiles per core (bf16)
+            conv: shard_layout Some("block_sharded")"#]],
+    );
+    expect![[r#"
+        height_sharded 49x1: cb 172544 + tensor 131072 = 303616
+        block_sharded 8x4: cb 21632 + tensor 204800 = 226432
+        width_sharded: out of L1: needs 1649152 bytes per core, 1325652 available"#]]
+    .assert_eq(&conv_candidates(&expansion));
+}
+
+#[test]
+fn conv2d_pads_channel_tiles_to_use_more_columns_unless_it_runs_as_a_matmul() {
+    // 3 input and 10 output channel tiles: no column count above one divides both, but 3
+    // columns pad 10 to 12, less than one column's share, so a 3x3 conv takes 3 columns.
+    let (i, w, o) = ([1, 1, 784, 96], [320, 96, 3, 3], [1, 1, 784, 320]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(96, 320, 28, 3, 1, 1))
+            .input(&i, dram(&i))
+            .input(&w, rm(&w))
+            .out(&o),
+        expect![[r#"
+            cb 70144 tensor 48128 peak 118272 out 32768
+            L1 block_sharded 7x3, 4x4 tiles per core (bf16)
+            conv: shard_layout Some("block_sharded")"#]],
+    );
+}
+
+/// ViT's patch embedding: batch 8 of 224x224 RGB, a 16x16 stride-16 kernel to 768 channels,
+/// the input flattened to 1x1x401408x3 in DRAM, tiled as the importer leaves it or row-major
+/// as tt-mlir's conv workaround makes it when its optimizer is off.
+fn vit_patch_embedding(page: PageLayout) -> Q {
+    let (i, w, o) = ([1, 1, 401408, 3], [768, 3, 16, 16], [1, 1, 1568, 768]);
+    let mut attrs = conv_attrs(3, 768, 224, 16, 16, 0);
+    attrs[2] = ("batch_size", AttrValue::Int(8));
+    let input = TtnnLayout::dram_interleaved(&i, BF16, page);
+    qa("ttnn.conv2d", attrs).input(&i, input).input(&w, rm(&w)).out(&o)
+}
+
+#[test]
+fn conv2d_auto_shards_the_tiled_vit_patch_embedding_out_of_l1_on_every_layout() {
+    // Height sharding, one pixel tile on each of 49 cores, is the smallest: the 3 channels pad
+    // to a tile, so a kernel row is 16 tiles and the weights stream 2 x 16 x 24 tiles (1.5 MB)
+    // on every core, next to a 524 288 B input shard and a 917 504 B halo (64 input rows).
+    // Block sharding's grid is 8x1 (one input channel tile), which slices no channels, so it
+    // does not compete; width sharding runs on a single core.
+    let vit = vit_patch_embedding(PageLayout::Tile);
+    check(
+        vit.clone(),
+        expect!["error: out of L1: needs 3129472 bytes per core, 1325652 available"],
+    );
+    expect![[r#"
+        height_sharded: out of L1: needs 3129472 bytes per core, 1325652 available
+        block_sharded: out of L1: needs 9028480 bytes per core, 1325652 available
+        width_sharded: out of L1: needs 53074048 bytes per core, 1325652 available"#]]
+    .assert_eq(&conv_candidates(&vit));
+}
+
+#[test]
+fn conv2d_fits_the_row_major_vit_patch_embedding_with_8_channel_sticks() {
+    // A row-major input pads the 3 channels to 8: a kernel row is 8 x 16 = 128 channels
+    // (4 tiles), the weights stream 2 x 4 x 24 tiles (393 216 B), and the input shard and
+    // halo shrink fourfold.
+    let vit = vit_patch_embedding(PageLayout::RowMajor);
+    check(
+        vit.clone(),
+        expect![[r#"
+            cb 458880 tensor 360448 peak 819328 out 49152
+            L1 height_sharded 49x1, 1x24 tiles per core (bf16)
+            conv: shard_layout Some("height_sharded")"#]],
+    );
+    expect![[r#"
+        height_sharded 49x1: cb 458880 + tensor 360448 = 819328
+        block_sharded: out of L1: needs 9028480 bytes per core, 1325652 available
+        width_sharded: out of L1: needs 53074048 bytes per core, 1325652 available"#]]
+    .assert_eq(&conv_candidates(&vit));
 }
 
 #[test]
@@ -976,7 +1144,7 @@ fn conv2d_picks_width_sharding_when_pixels_are_few() {
             .input(&w, rm(&w))
             .out(&o),
         expect![[r#"
-            cb 41156 tensor 9280 peak 50436 out 4096
+            cb 26820 tensor 9280 peak 36100 out 4096
             L1 width_sharded 1x16, 2x1 tiles per core (bf16)
             conv: shard_layout Some("width_sharded")"#]],
     );
@@ -1016,9 +1184,9 @@ fn conv_transpose2d_upsamples_by_its_stride() {
             .input(&w, rm(&w))
             .out(&o),
         expect![[r#"
-            cb 336000 tensor 67584 peak 403584 out 8192
-            L1 height_sharded 25x1, 1x4 tiles per core (bf16)
-            conv: shard_layout Some("height_sharded")"#]],
+            cb 35328 tensor 34176 peak 69504 out 8192
+            L1 block_sharded 7x4, 4x1 tiles per core (bf16)
+            conv: shard_layout Some("block_sharded")"#]],
     );
 }
 
@@ -1039,9 +1207,9 @@ fn conv1d_runs_as_a_height_one_conv2d() {
     check(
         qa("ttnn.conv1d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
         expect![[r#"
-            cb 77952 tensor 8704 peak 86656 out 4096
-            L1 height_sharded 32x1, 1x2 tiles per core (bf16)
-            conv: shard_layout Some("height_sharded")"#]],
+            cb 27136 tensor 16640 peak 43776 out 8192
+            L1 block_sharded 8x2, 4x1 tiles per core (bf16)
+            conv: shard_layout Some("block_sharded")"#]],
     );
 }
 
@@ -1333,6 +1501,19 @@ fn to_layout_untilize_buffers_two_tile_rows() {
         expect![[r#"
             cb 524288 tensor 0 peak 524288 out 0
             DRAM interleaved, 32x4096 elements total (bf16, row-major)"#]],
+    );
+}
+
+#[test]
+fn to_layout_untilizes_a_row_too_wide_for_l1_in_square_blocks() {
+    // Llama's logits before argmax: 4008 tiles a row, 16 MB for the whole-row CBs. tt-metal
+    // then cuts the tile grid into 64-tile blocks (63 blocks, under the 64 cores).
+    let s = [32, 128256];
+    check(
+        q("ttnn.to_layout").input(&s, dram(&s)).out(&s).hint(rm(&s)),
+        expect![[r#"
+            cb 262144 tensor 0 peak 262144 out 0
+            DRAM interleaved, 32x128256 elements total (bf16, row-major)"#]],
     );
 }
 
