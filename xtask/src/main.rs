@@ -15,6 +15,10 @@ mod optimize_corpus;
 mod r#gen;
 mod util;
 
+/// The same allocator as the `ttnn-analyzer` binary, so the benchmarks measure what users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const TASKS: &str = "calibrate, bench, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
 
 fn main() -> anyhow::Result<()> {
