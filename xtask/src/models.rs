@@ -48,6 +48,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let models_dir = dir.join("ttir-models");
     let mut out = std::io::stdout().lock();
     if !models_dir.is_dir() {
+        // `--strict` is an acceptance check (CI runs it): passing it without looking at a
+        // single model would say nothing, so a missing corpus fails it.
+        if flags.switch("--strict") {
+            return Err(anyhow::format_err!(
+                "no corpus models at {}; pass `--corpus DIR` (the directory holding `ttir-models`)",
+                models_dir.display()
+            ));
+        }
         writeln!(out, "note: no corpus models at {}, nothing to check", models_dir.display())?;
         return Ok(());
     }
