@@ -944,7 +944,7 @@ impl Report<'_> {
         );
         let _ = writeln!(
             s,
-            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit it re-parses and re-lowers the whole file, re-runs two lookups for every op (its signature and its overrides, which read the changed function body), re-derives the edited op's layouts and re-runs the function-wide chain, merge and plan steps; `## Language server latency: where an edit's time goes` below breaks that down."
+            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit it re-parses and re-lowers the whole file, re-runs one lookup for every op (its signature, which reads the changed function body), re-derives the edited op's layouts and re-runs the function-wide chain, merge and plan steps; `## Language server latency: where an edit's time goes` below breaks that down."
         );
         let _ = writeln!(
             s,

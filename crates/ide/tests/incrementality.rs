@@ -116,10 +116,6 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
             func_loc_names(@main)
             func_ops(@main)
             lower_file
-            op_overrides(@main:%0)
-            op_overrides(@main:%1)
-            op_overrides(@main:%2)
-            op_overrides(@main:%3)
             op_signature(@main:%0)
             op_signature(@main:%1)
             op_signature(@main:%2)
@@ -146,10 +142,6 @@ fn editing_one_result_type_reruns_only_that_op() {
             legal_op_configs(@main:%3)
             legal_op_layouts(@main:%3)
             lower_file
-            op_overrides(@main:%0)
-            op_overrides(@main:%1)
-            op_overrides(@main:%2)
-            op_overrides(@main:%3)
             op_signature(@main:%0)
             op_signature(@main:%1)
             op_signature(@main:%2)

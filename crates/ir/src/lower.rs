@@ -642,8 +642,18 @@ impl<'a> Lower<'a> {
         dup: u32,
         mut body: FuncBody,
         sm: FuncSourceMap,
-        loc_names: LocNames,
+        mut loc_names: LocNames,
     ) {
+        let mut by_key: Vec<(String, String)> = body
+            .ops
+            .iter()
+            .zip(&loc_names.names)
+            .filter_map(|(o, n)| Some((o.key.clone(), n.clone()?)))
+            .collect();
+        // Stable: among ops sharing a key the first stays first, and dedup keeps it.
+        by_key.sort_by(|a, b| a.0.cmp(&b.0));
+        by_key.dedup_by(|b, a| a.0 == b.0);
+        loc_names.by_key = by_key;
         // Without the index `FuncBody::op_index` falls back to a linear search, and every
         // per-op query (`op_signature`, `op_overrides`, ...) looks its op up by key: a 10k-op
         // function then spends most of an override edit comparing keys.

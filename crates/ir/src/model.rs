@@ -332,6 +332,19 @@ pub struct FuncSourceMap {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct LocNames {
     pub names: Vec<Option<String>>,
+    /// `(op key, loc name)` for the ops that have a name, sorted by key (the first op of a
+    /// duplicated key wins). Lets a per-op query find its op's name without reading the
+    /// function body, so editing an op's attributes does not re-run every op's lookup.
+    pub by_key: Vec<(String, String)>,
+}
+
+impl LocNames {
+    /// The `loc("name")` of the op with this key.
+    #[must_use]
+    pub fn of_key(&self, key: &str) -> Option<&str> {
+        let i = self.by_key.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+        Some(self.by_key[i].1.as_str())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

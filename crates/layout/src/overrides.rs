@@ -77,10 +77,10 @@ pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
     // backdate a result that became less durable, so if this query read only the (MEDIUM)
     // table while it was empty and the (LOW) file once it was not, adding the first override
     // would re-run every op's layout queries.
-    let func = op.func(db);
-    let (_, idx) = ir::op_in_body(db, op)?;
-    let names = ir::func_loc_names(db, func);
-    let name = names.names.get(idx)?.as_ref()?;
+    // The name comes from the (backdated) loc names alone, not the function body, so an
+    // edit elsewhere in the function does not re-run this for every op.
+    let names = ir::func_loc_names(db, op.func(db));
+    let name = names.of_key(op.key(db))?;
     let table = override_table(db);
     table.by_name.get(name).cloned().map(Arc::new)
 }
