@@ -30,7 +30,10 @@ use ide::{AnalysisHost, Change, Options, OverrideOption, Policy, TextEdit};
 
 use crate::{
     r#gen::{GraphKind, generate},
-    util::{Flags, Rng, read_text, workspace_root, write_file},
+    util::{
+        Flags, Rng, machine_description, peak_rss_kib, read_text, replace_section, workspace_root,
+        write_file,
+    },
 };
 
 /// The heading this task owns in `docs/performance.md`; other sections are left alone.
@@ -514,68 +517,6 @@ fn section(machine: &str, profile: &str, results: &[(Spec, Measured)]) -> String
         "Columns: (a) a fresh host with the file set, `Analysis::cost`, then `final_ir_for` on top; (b) `set_override` on one op (a legal layout other than the planned one), then `final_ir_for` and `cost`, over up to {OVERRIDE_OPS} ops spread over the graph; ratio a/b is (a) with the final IR over the median of (b); (c) `final_ir_for` and `cost` asked again without a change, and after appending a space to the file; (d) renaming one op's `loc` and hovering over its result; (e) random legal layouts on those ops through `set_override`, `cost` and a revert, the `tune` command's loop, against a fresh host and `cost` per candidate (the first figure of (a)); ratio is (e) over from scratch."
     );
     s
-}
-
-/// `nproc`, the CPU model and the memory of this machine, with the load when the run started.
-/// (The same description as `bench-parse` gives; kept separate so the two tasks can change
-/// independently.)
-fn machine_description() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    let cpuinfo = read_text(Path::new("/proc/cpuinfo")).unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
-        .map_or("unknown CPU".to_owned(), |(_, m)| m.trim().to_owned());
-    let meminfo = read_text(Path::new("/proc/meminfo")).unwrap_or_default();
-    let mem = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| format!(", {:.0} GiB memory", kib as f64 / 1024.0 / 1024.0))
-        .unwrap_or_default();
-    let load = read_text(Path::new("/proc/loadavg"))
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .map(|l| format!(" (1-minute load average {l} when the run started)"))
-        .unwrap_or_default();
-    format!("`nproc` {cores}, {model}{mem}, shared with other builds{load}")
-}
-
-/// The process's peak resident set (`VmHWM`), in KiB, where `/proc` provides it.
-fn peak_rss_kib() -> Option<u64> {
-    let status = read_text(Path::new("/proc/self/status")).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
-    line.trim().trim_end_matches("kB").trim().parse().ok()
-}
-
-/// Replaces the `heading` section of a markdown document (up to the next `## ` or `# `
-/// heading) with `section`, or appends it; every other section is kept byte for byte.
-fn replace_section(doc: &str, heading: &str, section: &str) -> String {
-    let lines: Vec<&str> = doc.lines().collect();
-    let mut out = String::with_capacity(doc.len() + section.len());
-    let Some(start) = lines.iter().position(|l| l.trim_end() == heading) else {
-        out.push_str(doc.trim_end());
-        out.push_str("\n\n");
-        out.push_str(section);
-        return out;
-    };
-    let end = lines[start + 1..]
-        .iter()
-        .position(|l| l.starts_with("## ") || l.starts_with("# "))
-        .map_or(lines.len(), |i| start + 1 + i);
-    for l in &lines[..start] {
-        out.push_str(l);
-        out.push('\n');
-    }
-    out.push_str(section);
-    if end < lines.len() {
-        out.push('\n');
-    }
-    for l in &lines[end..] {
-        out.push_str(l);
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]

@@ -37,9 +37,8 @@ use rustc_hash::FxHashSet;
 use serde_json::{Value, json};
 
 use crate::{
-    bench_parse::{machine_description, replace_section},
     r#gen::{GraphKind, generate},
-    util::{Flags, read_text, workspace_root, write_file},
+    util::{Flags, machine_description, read_text, replace_section, workspace_root, write_file},
 };
 
 /// The heading this task owns in `docs/performance.md`; other sections are left alone.

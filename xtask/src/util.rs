@@ -134,6 +134,77 @@ impl Rng {
     }
 }
 
+/// Cores, CPU model and memory, read from the OS where it tells us.
+pub(crate) fn machine_description() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let cpuinfo = read_text(Path::new("/proc/cpuinfo")).unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
+        .map_or("unknown CPU".to_owned(), |(_, m)| m.trim().to_owned());
+    let meminfo = read_text(Path::new("/proc/meminfo")).unwrap_or_default();
+    let mem = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| format!(", {:.0} GiB", kib as f64 / 1024.0 / 1024.0))
+        .unwrap_or_default();
+    // Other builds share the machine; the load average says how much the figures may be off.
+    let load = read_text(Path::new("/proc/loadavg"))
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .map(|l| format!(" (1-minute load average {l} when the run started)"))
+        .unwrap_or_default();
+    format!("{cores} cores (`nproc` {cores}), {model}{mem}, shared with other builds{load}")
+}
+
+/// The process's peak resident set (`VmHWM`), in KiB, where `/proc` provides it.
+pub(crate) fn peak_rss_kib() -> Option<u64> {
+    let status = read_text(Path::new("/proc/self/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    line.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// Replaces the `heading` section of a markdown document (up to the next `## ` heading) with
+/// `section`, or appends it. Every other section is kept byte for byte.
+pub(crate) fn replace_section(doc: &str, heading: &str, section: &str) -> String {
+    let mut lines: Vec<&str> = doc.lines().collect();
+    let start = lines.iter().position(|l| l.trim_end() == heading);
+    let mut out = String::with_capacity(doc.len() + section.len());
+    match start {
+        Some(start) => {
+            let end = lines[start + 1..]
+                .iter()
+                .position(|l| l.starts_with("## ") || l.starts_with("# "))
+                .map_or(lines.len(), |i| start + 1 + i);
+            for l in &lines[..start] {
+                out.push_str(l);
+                out.push('\n');
+            }
+            out.push_str(section);
+            if end < lines.len() {
+                out.push('\n');
+            }
+            for l in &lines[end..] {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        None => {
+            while lines.last().is_some_and(|l| l.trim().is_empty()) {
+                lines.pop();
+            }
+            for l in &lines {
+                out.push_str(l);
+                out.push('\n');
+            }
+            out.push('\n');
+            out.push_str(section);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
