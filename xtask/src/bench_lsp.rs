@@ -99,7 +99,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 
     let ours_exe = match flags.value("--server") {
         Some(p) => PathBuf::from(p),
-        None => build_server()?,
+        None => crate::util::build_cli(&workspace_root())?,
     };
     let delay = server::ServerOptions::default().diagnostics_delay;
     writeln!(out, "ttnn-analyzer: {}", ours_exe.display())?;
@@ -673,27 +673,6 @@ fn read_messages(output: impl Read, tx: &mpsc::Sender<Result<(Instant, Value), S
             return;
         }
     }
-}
-
-/// Builds the release server and returns the binary cargo reports for it.
-fn build_server() -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args(["build", "--release", "-p", "cli", "--message-format=json-render-diagnostics"])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| anyhow::format_err!("cannot run cargo: {e}"))?;
-    if !output.status.success() {
-        return Err(anyhow::format_err!("`cargo build --release -p cli` failed"));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "ttnn-analyzer")
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .ok_or_else(|| anyhow::format_err!("cargo did not report a `ttnn-analyzer` binary"))
 }
 
 /// The first line a tool prints for `--version`, for the report.

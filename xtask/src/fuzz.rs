@@ -259,7 +259,7 @@ fn load_seeds(corpus: &Path) -> anyhow::Result<Vec<Seed>> {
             continue;
         }
         let mut files = Vec::new();
-        collect(&dir, &mut files)?;
+        crate::corpus::collect_mlir_files(&dir, &mut files)?;
         files.sort();
         for path in files {
             let text = read_text(&path)?;
@@ -273,21 +273,7 @@ fn load_seeds(corpus: &Path) -> anyhow::Result<Vec<Seed>> {
             seeds.push(Seed { name, bytes: generate(ops, seed, kind).into_bytes() });
         }
     }
-    return Ok(seeds);
-
-    fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| anyhow::format_err!("cannot list {}: {e}", dir.display()))?;
-        for entry in entries {
-            let path = entry?.path();
-            if path.is_dir() {
-                collect(&path, out)?;
-            } else if path.extension().is_some_and(|e| e == "mlir") {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
+    Ok(seeds)
 }
 
 /// Fragments that steer mutations toward the parser's interesting states: bracket kinds,

@@ -65,7 +65,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mlir_opt = if flags.switch("--no-mlir-opt") { None } else { find_mlir_opt() };
     let update = std::env::var_os("UPDATE_EXPECT").is_some();
 
-    let bin = build_cli(&root)?;
+    let bin = crate::util::build_cli(&root)?;
     let start = Instant::now();
     let tmp = std::env::temp_dir().join(format!("ttnn-xtask-models-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
@@ -203,30 +203,6 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     writeln!(out, "all {} models passed", files.len())?;
     Ok(())
-}
-
-/// Builds the CLI in release mode and returns the binary's path, read from cargo's own
-/// messages so a `CARGO_TARGET_DIR` or a configured target directory is honoured.
-fn build_cli(root: &Path) -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
-        .current_dir(root)
-        .args(["build", "--release", "-q", "-p", "cli", "--message-format=json-render-diagnostics"])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| anyhow::format_err!("cannot run cargo: {e}"))?;
-    if !output.status.success() {
-        return Err(anyhow::format_err!("building the CLI failed"));
-    }
-    // Each message is one JSON line; the artifact line of the binary carries `"executable":"..."`.
-    let messages = String::from_utf8_lossy(&output.stdout);
-    messages
-        .lines()
-        .filter_map(|l| l.split_once("\"executable\":\"").map(|(_, rest)| rest))
-        .filter_map(|rest| rest.split_once('"').map(|(path, _)| path))
-        .find(|path| path.ends_with("ttnn-analyzer") || path.ends_with("ttnn-analyzer.exe"))
-        .map(PathBuf::from)
-        .ok_or_else(|| anyhow::format_err!("cargo did not report the ttnn-analyzer binary"))
 }
 
 struct Output {

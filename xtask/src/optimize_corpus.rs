@@ -12,21 +12,12 @@ use std::{
     process::{Command, Stdio},
 };
 
-use anyhow::Context as _;
 use ide::{AnalysisHost, Change, Options, Policy, Severity};
 use opmodel::AnalyticalModel;
 use rustc_hash::FxHashSet;
 
-fn mlir_opt() -> Option<String> {
-    let candidates = ["/usr/lib/llvm-19/bin/mlir-opt", "mlir-opt-19", "mlir-opt"];
-    candidates
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .map(str::to_owned)
-}
-
 /// True when `mlir-opt` parses and verifies `text` (fed on stdin, so nothing is written).
-fn mlir_accepts(bin: &str, text: &str) -> bool {
+fn mlir_accepts(bin: &Path, text: &str) -> bool {
     let child = Command::new(bin)
         .args(["--allow-unregistered-dialect", "--split-input-file", "-"])
         .stdin(Stdio::piped())
@@ -70,9 +61,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut files = Vec::new();
-    collect(&dir, &mut files)?;
+    crate::corpus::collect_mlir_files(&dir, &mut files)?;
     files.sort();
-    let mlir = mlir_opt();
+    let mlir = crate::corpus::find_mlir_opt();
     let target = target::Target::n150();
     let (mut optimized, mut refused, mut failures) = (0usize, 0usize, Vec::new());
     let mut new_violations = 0usize;
@@ -163,16 +154,4 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
         Err(anyhow::format_err!("{} failures", failures.len()))
     }
-}
-
-fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "mlir") {
-            out.push(path);
-        }
-    }
-    Ok(())
 }

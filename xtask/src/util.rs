@@ -205,6 +205,30 @@ pub(crate) fn replace_section(doc: &str, heading: &str, section: &str) -> String
     out
 }
 
+/// Builds the CLI in release mode and returns the binary's path, read from cargo's own
+/// messages so a `CARGO_TARGET_DIR` or a configured target directory is honoured.
+pub(crate) fn build_cli(root: &Path) -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .current_dir(root)
+        .args(["build", "--release", "-q", "-p", "cli", "--message-format=json-render-diagnostics"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| anyhow::format_err!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(anyhow::format_err!("building the CLI failed"));
+    }
+    // Each message is one JSON line; the artifact line of the binary carries `"executable":"..."`.
+    let messages = String::from_utf8_lossy(&output.stdout);
+    messages
+        .lines()
+        .filter_map(|l| l.split_once("\"executable\":\"").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split_once('"').map(|(path, _)| path))
+        .find(|path| path.ends_with("ttnn-analyzer") || path.ends_with("ttnn-analyzer.exe"))
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow::format_err!("cargo did not report the ttnn-analyzer binary"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

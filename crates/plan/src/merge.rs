@@ -338,18 +338,13 @@ impl Merger<'_> {
         for (k, operand) in sig.operands.iter().enumerate() {
             let Some(t) = operand.ty.as_tensor() else { continue };
             let shape = t.static_shape().unwrap_or_default();
-            let layout = subst
-                .iter()
-                .find(|(sk, _)| *sk == k)
-                .map(|(_, l)| l.clone())
-                .or_else(|| self.input_layout(i, k))
-                .unwrap_or_else(|| {
-                    TtnnLayout::dram_interleaved(
-                        &shape,
-                        t.data_type().unwrap_or(DataType::BF16),
-                        PageLayout::Tile,
-                    )
-                });
+            let layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
+                TtnnLayout::dram_interleaved(
+                    &shape,
+                    t.data_type().unwrap_or(DataType::BF16),
+                    PageLayout::Tile,
+                )
+            });
             inputs.push(TensorDesc::new(&shape, layout));
         }
         let out = output.or(plan.layout.as_ref());
@@ -465,6 +460,21 @@ impl Merger<'_> {
         touched
     }
 
+    /// Operand `k` of op `i` as merging sees it: a substitution being tried, else what the
+    /// plan so far feeds it.
+    fn operand_layout(
+        &self,
+        i: u32,
+        k: usize,
+        subst: &[(usize, TtnnLayout)],
+    ) -> Option<TtnnLayout> {
+        subst
+            .iter()
+            .find(|(sk, _)| *sk == k)
+            .map(|(_, l)| l.clone())
+            .or_else(|| self.input_layout(i, k))
+    }
+
     /// The estimated time of op `i` with operand substitutions and an optional output.
     fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
         let Some(sig) = &self.sigs[i as usize] else { return 0 };
@@ -474,12 +484,7 @@ impl Merger<'_> {
         for (k, operand) in sig.operands.iter().enumerate() {
             let Some(t) = operand.ty.as_tensor() else { continue };
             let shape = t.static_shape().unwrap_or_default();
-            let layout = subst
-                .iter()
-                .find(|(sk, _)| *sk == k)
-                .map(|(_, l)| l.clone())
-                .or_else(|| self.input_layout(i, k))
-                .or_else(|| t.layout.clone());
+            let layout = self.operand_layout(i, k, subst).or_else(|| t.layout.clone());
             if let Some(layout) = layout {
                 inputs.push(TensorDesc::new(&shape, layout));
             }
