@@ -311,7 +311,7 @@ fn child(key: &str) -> anyhow::Result<()> {
 
     // (a) From scratch.
     let started = Instant::now();
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    let mut host = AnalysisHost::for_tuning(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(path, text.clone()));
     let file = host.file(path).ok_or_else(|| anyhow::format_err!("file not loaded"))?;
     let baseline = host.analysis().cost(file, policy).map_err(cancelled)?;

@@ -5,6 +5,16 @@
 //! and settings (`MEDIUM`), the target device almost never (`HIGH`). A query that read only
 //! `MEDIUM` and `HIGH` inputs is re-validated in O(1) after a file edit.
 //!
+//! A host that runs a tuning loop over a fixed graph shifts that by one step, as
+//! rust-analyzer gives library files a higher durability than workspace files: there the
+//! graph is what never changes (`MEDIUM`) and the per-op overrides are what changes
+//! constantly (`LOW`), so after one op's override changes only the queries that read that
+//! op's override slot are re-validated deeply. See `HostMode` in the `ide` crate.
+//!
+//! The overrides text is read only for its diagnostics: the host parses it and writes what
+//! it says into one `OpOverrideSlot` per op name and into `OverrideSlots::settings`, so
+//! per-op queries depend on their own op's slot and not on the text.
+//!
 //! Inputs are written only through `Change::apply` in the `ide` crate, which diffs before
 //! setting: a salsa setter always starts a new revision, even for an equal value.
 
@@ -12,11 +22,12 @@ mod overrides;
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 pub use salsa::{self, Durability};
 
 pub use crate::overrides::{
-    Conv2dOverride, OptionSetting, OutputLayoutOverride, OverrideEntry, OverrideError,
-    OverrideFile, OverrideKind, parse_overrides,
+    Conv2dOverride, OpOverrides, OptionSetting, OutputLayoutOverride, OverrideEntry, OverrideError,
+    OverrideFile, OverrideKind, OverrideSettings, parse_overrides,
 };
 
 /// One IR file. `path` is a display name (a path or URI) used only in diagnostics; analysis
@@ -45,6 +56,25 @@ pub struct OverridesInput {
     pub origin: String,
     #[returns(ref)]
     pub text: Arc<str>,
+}
+
+/// One op name's overrides, position-free (`None`: the name has none). The host creates a
+/// slot per name the overrides mention (a tuning host also one per op of its graph, ahead of
+/// time) and sets it only when that name's overrides change.
+#[salsa::input(debug)]
+pub struct OpOverrideSlot {
+    #[returns(ref)]
+    pub value: Option<Arc<OpOverrides>>,
+}
+
+/// The override slots by op name, and the options the overrides text sets. One per
+/// database. `by_name` changes only when a name gets its first slot, which re-validates
+/// every op's lookup; changing a slot's value re-validates only that op's queries.
+#[salsa::input(singleton, debug)]
+pub struct OverrideSlots {
+    #[returns(ref)]
+    pub by_name: Arc<FxHashMap<String, OpOverrideSlot>>,
+    pub settings: OverrideSettings,
 }
 
 /// Analysis options that are not per-op overrides. One per database, created at startup.
@@ -118,6 +148,9 @@ pub fn init_inputs(
     let _ = TargetInput::builder(target).durability(Durability::HIGH).new(db);
     let _ = OptionsInput::builder(options).durability(Durability::MEDIUM).new(db);
     let _ = OverridesInput::builder(overrides_origin, overrides_text)
+        .durability(Durability::MEDIUM)
+        .new(db);
+    let _ = OverrideSlots::builder(Arc::default(), OverrideSettings::default())
         .durability(Durability::MEDIUM)
         .new(db);
 }

@@ -15,6 +15,8 @@
 //! name can contain `:` and `.` but not `,`, `=` or spaces. Unlike tt-mlir, a later entry for the
 //! same op is reported instead of silently replacing the earlier one.
 
+use std::collections::BTreeMap;
+
 use syntax::TextRange;
 use ttnn_types::{
     BufferType, Conv2dConfig, DataType, Grid, PageLayout, TensorMemoryLayout, UnaryWithParam,
@@ -26,6 +28,57 @@ pub struct OverrideFile {
     pub entries: Vec<OverrideEntry>,
     pub settings: Vec<OptionSetting>,
     pub errors: Vec<OverrideError>,
+}
+
+impl OverrideFile {
+    /// What the entries say about each op, by op name, without positions. A later entry for
+    /// the same op and option replaces the earlier one (the parser reports it).
+    #[must_use]
+    pub fn table(&self) -> BTreeMap<String, OpOverrides> {
+        let mut table: BTreeMap<String, OpOverrides> = BTreeMap::new();
+        for e in &self.entries {
+            let entry = table.entry(e.op_name.clone()).or_default();
+            match &e.kind {
+                OverrideKind::OutputLayout(o) => entry.output_layout = Some(*o),
+                OverrideKind::Conv2dConfig(c) => entry.conv2d = Some(c.clone()),
+                OverrideKind::InsertMemReconfig(idx) => entry.reshard_operands = idx.clone(),
+            }
+        }
+        table
+    }
+
+    /// The option settings, without positions; the last setting of an option wins.
+    #[must_use]
+    pub fn option_settings(&self) -> OverrideSettings {
+        let mut out = OverrideSettings::default();
+        for s in &self.settings {
+            match s {
+                OptionSetting::MaxLegalLayouts { value, .. } => {
+                    out.max_legal_layouts = Some(*value)
+                }
+                OptionSetting::RowMajorEnabled { value, .. } => {
+                    out.row_major_enabled = Some(*value)
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Everything the overrides say about one op.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct OpOverrides {
+    pub output_layout: Option<OutputLayoutOverride>,
+    pub conv2d: Option<Conv2dOverride>,
+    /// Operand indices to reshard in front of (`insert-memreconfig`).
+    pub reshard_operands: Vec<u32>,
+}
+
+/// The analysis options an overrides text sets (`max-legal-layouts`, `row-major-enabled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct OverrideSettings {
+    pub max_legal_layouts: Option<u32>,
+    pub row_major_enabled: Option<bool>,
 }
 
 /// One per-op override: `op_name=params` inside an option value.

@@ -52,7 +52,7 @@ pub(crate) fn session(args: &SessionArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::from_name(&args.policy)
         .with_context(|| format!("unknown policy `{}`", args.policy))?;
     let mut s = Session {
-        host: AnalysisHost::new(target, Options { policy, ..Options::tt_mlir_defaults() }),
+        host: AnalysisHost::for_tuning(target, Options { policy, ..Options::tt_mlir_defaults() }),
         file: None,
         executed: BTreeMap::new(),
         detail: Vec::new(),

@@ -147,7 +147,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let target = common::load_target(args.target.as_deref())?;
     let input = input::read(&args.file)?;
     let options = Options { policy, ..Options::tt_mlir_defaults() };
-    let mut host = AnalysisHost::new(target.clone(), options);
+    let mut host = AnalysisHost::for_tuning(target.clone(), options);
     let origin = output.to_string();
     host.apply_change(
         Change::new()

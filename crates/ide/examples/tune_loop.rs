@@ -41,7 +41,7 @@ fn run(path: &str, op_arg: Option<&str>) -> Result<(), String> {
     let policy = Policy::DfShardingMerge;
 
     // 1. Open the graph once. Everything later is an edit of the same database.
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    let mut host = AnalysisHost::for_tuning(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(path, text).set_overrides("<tune_loop>", ""));
     let file = host.file(path).ok_or("the file was not loaded")?;
     let baseline = step(&host, out, "open + optimize (from scratch)", file, policy, None, None)?;

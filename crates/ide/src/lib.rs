@@ -34,7 +34,10 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use base_db::{Durability, OptionsInput, OverridesInput, SourceFile, TargetInput, salsa::Setter};
+use base_db::{
+    Durability, OpOverrideSlot, OptionsInput, OverrideSlots, OverridesInput, SourceFile,
+    TargetInput, salsa::Setter,
+};
 use rustc_hash::FxHashMap;
 use syntax::{LineCol, LineIndex, TextRange};
 
@@ -147,9 +150,46 @@ struct Retained {
     previous: Vec<Arc<dyn Any + Send + Sync>>,
 }
 
+/// What a host is for, which decides how durable each kind of input is.
+///
+/// salsa re-validates a memo in O(1) after a change to inputs less durable than every input
+/// the memo read, and walks the memo's dependencies otherwise; on a 10k-op graph that walk
+/// costs tens of milliseconds. So the inputs that change constantly get the lowest
+/// durability, and what changes constantly depends on the host, as rust-analyzer gives
+/// library files a higher durability than the files a user edits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostMode {
+    /// An editor: file texts change on every keystroke (`LOW`), overrides and options now and
+    /// then (`MEDIUM`), the target almost never (`HIGH`).
+    #[default]
+    Editor,
+    /// A tuning loop over a graph that does not change: per-op overrides change on every
+    /// candidate (`LOW`), the graph and the options almost never (`MEDIUM`), the target never
+    /// (`HIGH`). The host also creates an override slot for every named op of a file when
+    /// the file is set, so a first override on an op does not re-validate every other op.
+    Tuning,
+}
+
+impl HostMode {
+    fn file_durability(self) -> Durability {
+        match self {
+            HostMode::Editor => Durability::LOW,
+            HostMode::Tuning => Durability::MEDIUM,
+        }
+    }
+
+    fn slot_durability(self) -> Durability {
+        match self {
+            HostMode::Editor => Durability::MEDIUM,
+            HostMode::Tuning => Durability::LOW,
+        }
+    }
+}
+
 /// Owns the database and applies changes to it.
 pub struct AnalysisHost {
     db: RootDatabase,
+    mode: HostMode,
     retained: Arc<Mutex<Retained>>,
     /// Retained values no revision needs any more, to free in [`AnalysisHost::free_unused`].
     unused: Vec<Arc<dyn Any + Send + Sync>>,
@@ -166,11 +206,23 @@ impl AnalysisHost {
         base_db::init_inputs(&db, target, options, String::new(), Arc::from(""));
         AnalysisHost {
             db,
+            mode: HostMode::Editor,
             retained: Arc::default(),
             unused: Vec::new(),
             files: FxHashMap::default(),
             removed: FxHashMap::default(),
         }
+    }
+
+    /// A host for a tuning loop over graphs that do not change (see [`HostMode::Tuning`]).
+    #[must_use]
+    pub fn for_tuning(target: target::Target, options: Options) -> AnalysisHost {
+        AnalysisHost { mode: HostMode::Tuning, ..AnalysisHost::new(target, options) }
+    }
+
+    #[must_use]
+    pub fn mode(&self) -> HostMode {
+        self.mode
     }
 
     pub(crate) fn db(&self) -> &RootDatabase {
@@ -227,6 +279,7 @@ impl AnalysisHost {
     /// Applies a change. Returns the paths whose text changed.
     pub fn apply_change(&mut self, change: Change) -> Vec<String> {
         let _p = tracing::info_span!("apply_change").entered();
+        let file_durability = self.mode.file_durability();
         let mut changed = Vec::new();
         for (path, fc) in change.files {
             let new_text: Option<Arc<str>> = match fc {
@@ -247,16 +300,16 @@ impl AnalysisHost {
                 Some(text) => {
                     if let Some(file) = self.files.get(&path).copied() {
                         if **file.text(&self.db) != *text {
-                            file.set_text(&mut self.db).with_durability(Durability::LOW).to(text);
+                            file.set_text(&mut self.db).with_durability(file_durability).to(text);
                             changed.push(path);
                         }
                     } else if let Some(file) = self.removed.remove(&path) {
-                        file.set_text(&mut self.db).with_durability(Durability::LOW).to(text);
+                        file.set_text(&mut self.db).with_durability(file_durability).to(text);
                         self.files.insert(path.clone(), file);
                         changed.push(path);
                     } else {
                         let file = SourceFile::builder(path.clone(), text)
-                            .durability(Durability::LOW)
+                            .durability(file_durability)
                             .new(&self.db);
                         self.files.insert(path.clone(), file);
                         changed.push(path);
@@ -274,10 +327,14 @@ impl AnalysisHost {
         if let Some((origin, text)) = change.overrides {
             let input = OverridesInput::get(&self.db);
             if *input.origin(&self.db) != origin {
-                input.set_origin(&mut self.db).with_durability(Durability::MEDIUM).to(origin);
+                let durability = self.mode.slot_durability();
+                input.set_origin(&mut self.db).with_durability(durability).to(origin);
             }
             if **input.text(&self.db) != *text {
-                input.set_text(&mut self.db).with_durability(Durability::MEDIUM).to(text);
+                self.sync_override_slots(&text);
+                // Only diagnostics read the text itself; it changes as often as the slots.
+                let durability = self.mode.slot_durability();
+                input.set_text(&mut self.db).with_durability(durability).to(text);
             }
         }
         if let Some(options) = change.options {
@@ -292,8 +349,73 @@ impl AnalysisHost {
                 input.set_target(&mut self.db).with_durability(Durability::HIGH).to(target);
             }
         }
+        if self.mode == HostMode::Tuning && !changed.is_empty() {
+            self.create_slots_for_ops();
+        }
         self.rotate_retained();
         changed
+    }
+
+    /// Writes what an overrides text says about each op name into the names' slots, setting
+    /// only the slots whose value changes.
+    fn sync_override_slots(&mut self, text: &str) {
+        let parsed = base_db::parse_overrides(text);
+        let slots = OverrideSlots::get(&self.db);
+        let settings = parsed.option_settings();
+        if *slots.settings(&self.db) != settings {
+            slots.set_settings(&mut self.db).with_durability(Durability::MEDIUM).to(settings);
+        }
+        let mut table = parsed.table();
+        let by_name = Arc::clone(slots.by_name(&self.db));
+        let durability = self.mode.slot_durability();
+        for (name, slot) in by_name.iter() {
+            let value = table.remove(name).map(Arc::new);
+            if *slot.value(&self.db) != value {
+                slot.set_value(&mut self.db).with_durability(durability).to(value);
+            }
+        }
+        // Names seen for the first time get a slot, and the map a new revision.
+        if !table.is_empty() {
+            let mut grown = (*by_name).clone();
+            for (name, value) in table {
+                let slot = OpOverrideSlot::builder(Some(Arc::new(value)))
+                    .durability(durability)
+                    .new(&self.db);
+                grown.insert(name, slot);
+            }
+            slots.set_by_name(&mut self.db).with_durability(Durability::MEDIUM).to(Arc::new(grown));
+        }
+    }
+
+    /// Gives every named op of every file an (empty) override slot, so that overriding an op
+    /// for the first time changes its slot and not the map every op reads.
+    fn create_slots_for_ops(&mut self) {
+        let slots = OverrideSlots::get(&self.db);
+        let by_name = Arc::clone(slots.by_name(&self.db));
+        let mut missing: Vec<String> = Vec::new();
+        for file in self.files.values() {
+            for &func in ir::file_funcs(&self.db, *file).iter() {
+                let names = ir::func_loc_names(&self.db, func);
+                missing.extend(
+                    names
+                        .names
+                        .iter()
+                        .flatten()
+                        .filter(|n| !by_name.contains_key(n.as_str()))
+                        .cloned(),
+                );
+            }
+        }
+        if missing.is_empty() {
+            return;
+        }
+        let mut grown = (*by_name).clone();
+        for name in missing {
+            grown.entry(name).or_insert_with(|| {
+                OpOverrideSlot::builder(None).durability(Durability::MEDIUM).new(&self.db)
+            });
+        }
+        slots.set_by_name(&mut self.db).with_durability(Durability::MEDIUM).to(Arc::new(grown));
     }
 
     /// Starts a new generation of [`Retained`] values; the oldest become unused.

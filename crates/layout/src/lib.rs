@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! func_body(f) ──► op_signature(op)          position-free, layout-relevant; backdates
-//!                  op_overrides(op)          the only reader of the override table
+//!                  op_overrides(op)          reads only its own op's override slot
 //!                  scalar_types(f)           data types in the function, overrides included
 //! TargetInput ───► legal_tensor_layouts(key) keyed by interned (shape, dtype); shared
 //!                  legal_op_layouts(op)      selection + op-model filter + max-legal-layouts
@@ -27,9 +27,7 @@ pub use crate::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, OverrideUse, WrittenCheck,
         full_override_layout, legal_op_configs, legal_op_layouts, query_for, written_check,
     },
-    overrides::{
-        OpOverrides, OverrideTable, effective_options, op_overrides, override_file, override_table,
-    },
+    overrides::{OpOverrides, effective_options, op_overrides, override_file},
     signature::{OpSignature, OperandSig, OperandSource, op_signature},
     tensor_layouts::{
         TensorKey, TensorLayouts, generate as generate_tensor_layouts, legal_tensor_layouts,
