@@ -14,7 +14,9 @@ use std::{
 
 use anyhow::Context as _;
 use clap::Args;
-use ide::{AnalysisHost, Change, Options, OverrideOption, Policy, Severity, TextEdit};
+use ide::{
+    AnalysisHost, Change, HostConfig, HostMode, Options, OverrideOption, Policy, Severity, TextEdit,
+};
 use serde_json::{Value, json};
 use syntax::{LineCol, LineIndex, TextRange};
 
@@ -52,7 +54,12 @@ pub(crate) fn session(args: &SessionArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::from_name(&args.policy)
         .with_context(|| format!("unknown policy `{}`", args.policy))?;
     let mut s = Session {
-        host: AnalysisHost::for_tuning(target, Options { policy, ..Options::tt_mlir_defaults() }),
+        // The session reports which queries each request executed, so it keeps a log.
+        host: AnalysisHost::with_config(
+            target,
+            Options { policy, ..Options::tt_mlir_defaults() },
+            HostConfig { mode: HostMode::Tuning, query_log: true },
+        ),
         file: None,
         executed: BTreeMap::new(),
         detail: Vec::new(),

@@ -186,6 +186,15 @@ impl HostMode {
     }
 }
 
+/// How a host is set up: its [`HostMode`] and whether it keeps an execution log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostConfig {
+    pub mode: HostMode,
+    /// Record which queries execute, for [`AnalysisHost::take_executed_queries`]. A host
+    /// without a log cannot turn one on later, and validates memos faster.
+    pub query_log: bool,
+}
+
 /// Owns the database and applies changes to it.
 pub struct AnalysisHost {
     db: RootDatabase,
@@ -200,13 +209,27 @@ pub struct AnalysisHost {
 }
 
 impl AnalysisHost {
+    /// An editor host with an execution log.
     #[must_use]
     pub fn new(target: target::Target, options: Options) -> AnalysisHost {
-        let db = RootDatabase::default();
+        AnalysisHost::with_config(
+            target,
+            options,
+            HostConfig { mode: HostMode::Editor, query_log: true },
+        )
+    }
+
+    #[must_use]
+    pub fn with_config(
+        target: target::Target,
+        options: Options,
+        config: HostConfig,
+    ) -> AnalysisHost {
+        let db = RootDatabase::new(config.query_log);
         base_db::init_inputs(&db, target, options, String::new(), Arc::from(""));
         AnalysisHost {
             db,
-            mode: HostMode::Editor,
+            mode: config.mode,
             retained: Arc::default(),
             unused: Vec::new(),
             files: FxHashMap::default(),
@@ -214,10 +237,15 @@ impl AnalysisHost {
         }
     }
 
-    /// A host for a tuning loop over graphs that do not change (see [`HostMode::Tuning`]).
+    /// A host for a tuning loop over graphs that do not change (see [`HostMode::Tuning`]),
+    /// without an execution log.
     #[must_use]
     pub fn for_tuning(target: target::Target, options: Options) -> AnalysisHost {
-        AnalysisHost { mode: HostMode::Tuning, ..AnalysisHost::new(target, options) }
+        AnalysisHost::with_config(
+            target,
+            options,
+            HostConfig { mode: HostMode::Tuning, query_log: false },
+        )
     }
 
     #[must_use]
@@ -269,8 +297,9 @@ impl AnalysisHost {
         self.db.take_executed_counts(detail_limit)
     }
 
-    /// Turns the execution log behind [`AnalysisHost::take_executed_queries`] on (the
-    /// default) or off. A host that never drains it must turn it off: it grows by every
+    /// Pauses (`false`) or resumes the execution log behind
+    /// [`AnalysisHost::take_executed_queries`], on a host created with one. A host that never
+    /// drains it should be created without one ([`HostConfig::query_log`]): it grows by every
     /// query executed, some twenty thousand entries per edit of a 10k-op function.
     pub fn set_query_log(&mut self, on: bool) {
         self.db.set_log_executed(on);

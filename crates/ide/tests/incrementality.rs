@@ -5,7 +5,7 @@
 //! merely re-validated). Queries keyed by other ops must be absent from the snapshot.
 
 use expect_test::{Expect, expect};
-use ide::{AnalysisHost, Change, Options, TextEdit};
+use ide::{AnalysisHost, Change, HostConfig, HostMode, Options, TextEdit};
 use syntax::TextRange;
 
 const FILE: &str = "m.mlir";
@@ -207,8 +207,9 @@ fn changing_an_existing_override_reruns_only_that_ops_queries() {
 #[test]
 fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
     // A tuning host gave every named op a slot when the file was set.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
     let host = prepared(
-        AnalysisHost::for_tuning(target::Target::n150(), Options::tt_mlir_defaults()),
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
         &[],
     );
     check_on(

@@ -16,7 +16,7 @@ use std::{
 
 use base_db::SourceFile;
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
-use ide::{AnalysisHost, CancelHandle, Cancelled, Change, TextEdit};
+use ide::{AnalysisHost, CancelHandle, Cancelled, Change, HostConfig, HostMode, TextEdit};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types as lsp;
 use rustc_hash::FxHashMap;
@@ -188,9 +188,13 @@ pub(crate) fn run(connection: Connection, options: ServerOptions) -> anyhow::Res
             })
             .map_err(|e| anyhow::format_err!("cannot spawn a worker: {e}"))?;
     }
-    let mut host = AnalysisHost::new(config.target.clone(), config.options.clone());
-    // Nothing here drains the execution log, which would grow with every edit.
-    host.set_query_log(false);
+    // Nothing here drains an execution log, which would grow with every edit and slow down
+    // every re-validation.
+    let host = AnalysisHost::with_config(
+        config.target.clone(),
+        config.options.clone(),
+        HostConfig { mode: HostMode::Editor, query_log: false },
+    );
     let mut state = GlobalState {
         sender: connection.sender.clone(),
         host,
