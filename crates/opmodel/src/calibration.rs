@@ -2,6 +2,9 @@
 //! (opmodel.md §6.1–6.2, tt-mlir's op-model unit tests before 081a2ae4b4, tt-metal of about
 //! Nov 2025, n150 8x8) run through [`AnalyticalModel`], with relative errors.
 //!
+//! Each query is built the way the unit test built it (operand shapes, layouts and dtypes, the
+//! output layout it passed), and a note names the test.
+//!
 //! Matmul, linear, conv2d and transformer points are held out on purpose (§6.3–6.4).
 //! `cargo xtask calibrate` prints [`calibration_report`]; a snapshot test pins it.
 
@@ -499,68 +502,89 @@ fn points() -> Vec<Point> {
         r(Some(16384), None, None, Some(2048)),
         "",
     );
+    // tt-mlir's embedding op model, in the versions these numbers come from, turned an explicit
+    // output layout into a preallocated output tensor built from the *weight's* shape (its
+    // `getEmbeddingOpArgs` hands `weightShape` to the output TensorSpec), and tt-metal's
+    // embedding hands a preallocated output back unchanged for 2-D indices. So in the three
+    // rows with an L1 hint the output tensor tt-metal saw had the weight's shape, and the
+    // queries say so through `output_shape`; the model's rule (result shape, hint's memory
+    // config) is untouched. A null hint allocates the true result (the 262144 row).
     let w = [256, 128];
     let emb_out = [64, 1024, 128];
     add(
         "embedding",
-        "idx 64x1024 L1, weight 256x128, L1 out",
+        "idx 64x1024 L1, weight 256x128 L1, L1 out",
         query(
             OpKind::Embedding,
-            vec![t(&s, l1(&s, DataType::U32)), t(&w, dram(&w, BF16))],
-            &emb_out,
+            vec![t(&s, l1(&s, BF16)), t(&w, l1(&w, BF16))],
+            &w,
             BF16,
             out_l1(&emb_out, BF16),
         ),
         r(Some(16384), None, None, Some(2048)),
-        "out 2048 cannot hold a 64x1024x128 result (262144 per core)",
+        "TestOpModelInterface EmbeddingOpInterface: operands without encoding default to bf16 L1 interleaved, the hint is L1 interleaved; tt-mlir preallocated the output with the weight's shape",
     );
     add(
         "embedding",
-        "idx 64x1024 L1, weight 256x128, null out",
+        "idx 64x1024 L1, weight 256x128 L1, null out",
         query(
             OpKind::Embedding,
-            vec![t(&s, l1(&s, DataType::U32)), t(&w, dram(&w, BF16))],
+            vec![t(&s, l1(&s, BF16)), t(&w, l1(&w, BF16))],
             &emb_out,
             BF16,
             OutputHint::Null,
         ),
         r(Some(16384), None, None, Some(262144)),
-        "",
+        "TestOpModelInterface EmbeddingOpNullOutputLayout: no preallocated output, the true result",
     );
     let i1 = [1, 1024];
-    let emb1 = [1, 1024, 128];
     add(
         "embedding",
-        "idx 1x1024, weight 256x128, L1 out",
+        "idx 1x1024 DRAM, weight 256x128 DRAM, L1 out",
         query(
             OpKind::Embedding,
-            vec![t(&i1, dram(&i1, DataType::U32)), t(&w, dram(&w, BF16))],
-            &emb1,
+            vec![t(&i1, dram(&i1, BF16)), t(&w, dram(&w, BF16))],
+            &w,
             BF16,
-            out_l1(&emb1, BF16),
+            out_l1(&[1, 1024, 128], BF16),
         ),
-        r(Some(16384), None, Some(8192), Some(2048)),
-        "peak below cb: the notes' numbers are not self-consistent",
+        r(Some(16384), Some(8192), None, Some(2048)),
+        "TestOpModelLib EmbeddingTests #1: bf16 tiled operands, L1 interleaved hint; output preallocated with the weight's shape. The notes put the 8192 under peak; it is the test's second field (tensor), as a total peak below the CB is impossible",
     );
+    let i2 = [2, 512];
+    let w2 = [512, 256];
     add(
         "embedding",
-        "idx 1x1024, weight 256x128 f32 (2nd variant)",
+        "idx 2x512 L1, weight 512x256 DRAM, L1 out",
         query(
             OpKind::Embedding,
-            vec![t(&i1, dram(&i1, DataType::U32)), t(&w, dram(&w, DataType::F32))],
-            &emb1,
-            DataType::F32,
-            out_l1(&emb1, DataType::F32),
+            vec![t(&i2, l1(&i2, BF16)), t(&w2, dram(&w2, BF16))],
+            &w2,
+            BF16,
+            out_l1(&[2, 512, 256], BF16),
         ),
-        r(Some(32768), None, Some(16384), Some(4096)),
-        "shapes of the 2nd variant not recorded; f32 assumed",
+        r(Some(32768), Some(16384), None, Some(4096)),
+        "TestOpModelLib EmbeddingTests #2 (the notes' 2nd variant, bf16 not f32): output preallocated with the weight's shape; 16384 is the tensor field",
     );
+    let bw_idx = [2, 1024];
+    let bw_w = [3200, 4096];
+    let bw_grad = [1, 1, 2048, 4096];
     add(
         "embedding_bw",
-        "shapes not recorded",
-        None,
-        r(Some(12400), None, None, Some(409600)),
-        "the notes give no shapes, so the model cannot be run",
+        "idx 2x1024 RM, weight 3200x4096 RM, grad L1",
+        query(
+            OpKind::EmbeddingBw,
+            vec![
+                t(&bw_idx, rm_dram(&bw_idx, BF16)),
+                t(&bw_w, rm_dram(&bw_w, BF16)),
+                t(&bw_grad, l1(&bw_grad, BF16)),
+            ],
+            &[1, 1, 3200, 4096],
+            BF16,
+            out_l1(&bw_grad, BF16),
+        ),
+        r(Some(12400), Some(409600), Some(422000), Some(409600)),
+        "TestOpModelLib EmbeddingBackwardOp: the hint is built for the gradient's shape but only its memory config reaches tt-metal, which makes a 1x1x3200x4096 result",
     );
     let z = [1024, 256];
     add(
@@ -702,12 +726,19 @@ fn points() -> Vec<Point> {
         "",
     );
     let c = [1, 32, 32, 32];
+    let w32 = [32];
     add(
         "rms_norm",
-        "1x32x32x32 L1 -> L1",
-        query(rms(), vec![t(&c, l1(&c, BF16))], &c, BF16, out_l1(&c, BF16)),
+        "1x32x32x32 + weight, bias, all L1 -> L1",
+        query(
+            rms(),
+            vec![t(&c, l1(&c, BF16)), t(&w32, l1(&w32, BF16)), t(&w32, l1(&w32, BF16))],
+            &c,
+            BF16,
+            out_l1(&c, BF16),
+        ),
         r(Some(45056), None, None, Some(2048)),
-        "",
+        "TestOpModelLib RMSNormTests #3 / TestOpModelInterface rmsNormOpL1Memory pass a weight and a bias of 32 in L1",
     );
     let d = [2, 16, 64, 64];
     let w64 = [64];
@@ -765,18 +796,23 @@ fn points() -> Vec<Point> {
         r(Some(49152), None, None, None),
         "",
     );
+    let bn_l1 = |shape: &[u64], st: &[u64]| {
+        let mut v = vec![t(shape, l1(shape, BF16))];
+        v.extend((0..4).map(|_| t(st, l1(st, BF16))));
+        v
+    };
     add(
         "batch_norm",
-        "training, L1 interface test",
+        "training 1x32x128x128 + stats, L1 interface",
         query(
             kind("ttnn.batch_norm_training", vec![]),
-            bn_inputs(&a, &stat),
+            bn_l1(&a, &stat),
             &a,
             BF16,
             out_l1(&a, BF16),
         ),
         r(Some(94208), None, None, Some(16384)),
-        "shape not recorded; 1x32x128x128 assumed",
+        "TestOpModelInterface batchNormOpTraining: running mean/var, weight and bias of 1x32x1x1, all bf16 L1 interleaved. 46 CB tiles unexplained: the composite's largest program we found is running_statistics (24)",
     );
     p
 }

@@ -386,13 +386,28 @@ pub(crate) fn embedding(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
 }
 
 /// embedding_bw: gradient rows scattered into a weight-shaped output.
+///
+/// The program splits the embedding width (in tiles) over the whole compute grid, so a core
+/// owns `m = ceil(Et / cores)` tile columns. Its CBs, unaligned:
+///
+/// ```text
+/// grad m tiles + out m tiles + packed out m tiles      (tile sizes of grad and output)
+/// + 32 indices (index element size) + a 32-byte uint8 mask + a 16-byte chunk counter
+/// ```
+///
+/// A null hint takes the gradient's memory config, as tt-metal's `memory_config` default does.
 pub(crate) fn embedding_bw(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
-    let out = ctx.resolve_output(NullPolicy::Dram)?;
-    no_sharded_output(ctx, &out, "embedding backward accumulates rows")?;
+    let idx = ctx.input(0)?;
     let grad = ctx.input(2)?;
-    let wt = tiles_2d(&grad.shape).1.max(1);
-    let idx_row = row_page_bytes(&ctx.input(0)?.shape, DataType::U32, ctx.target.l1_alignment());
-    let cb = 2 * wt * ctx.in_tb(2) + 2 * ctx.out_tb() + idx_row;
+    let out = match &ctx.q.output {
+        OutputHint::Null => ctx.output_like(&grad.layout)?,
+        _ => ctx.resolve_output(NullPolicy::Dram)?,
+    };
+    no_sharded_output(ctx, &out, "embedding backward accumulates rows")?;
+    let et = tiles_2d(&grad.shape).1.max(1);
+    let per_core = et.div_ceil(ctx.worker().volume().max(1));
+    let idx_elem = idx.layout.data_type().unwrap_or(DataType::U32).elem_bytes();
+    let cb = per_core * (ctx.in_tb(2) + 2 * ctx.out_tb()) + 32 * idx_elem + 32 + 16;
     Ok(Estimate::new(cb, out))
 }
 

@@ -1555,6 +1555,53 @@ fn embedding_has_no_sharded_output() {
     );
 }
 
+fn rm_u32(shape: &[u64]) -> TtnnLayout {
+    TtnnLayout::dram_interleaved(shape, DataType::U32, PageLayout::RowMajor)
+}
+
+#[test]
+fn embedding_bw_gives_each_core_a_share_of_the_embedding_width() {
+    // 128 width tiles over 64 cores: two per core in the grad, output and packed-output CBs,
+    // plus 32 uint32 indices, the uint8 mask and the chunk counter.
+    let (i, w, g, o) = ([1, 32], [512, 4096], [1, 1, 32, 4096], [512, 4096]);
+    check(
+        q("ttnn.embedding_bw").input(&i, rm_u32(&i)).input(&w, rm(&w)).input(&g, l1(&g)).out(&o),
+        expect![[r#"
+            cb 12464 tensor 65536 peak 78000 out 65536
+            L1 interleaved, 1x32 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn embedding_bw_with_a_null_hint_lands_where_the_gradient_is() {
+    // Two width tiles: one per core on two cores, the rest idle.
+    let (i, w, g, o) = ([1, 32], [64, 64], [1, 1, 32, 64], [64, 64]);
+    check(
+        q("ttnn.embedding_bw").input(&i, rm_u32(&i)).input(&w, rm(&w)).input(&g, dram(&g)).out(&o),
+        expect![[r#"
+            cb 6320 tensor 0 peak 6320 out 0
+            DRAM interleaved, 2x2 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
+fn embedding_bw_hint_contributes_only_its_memory_config() {
+    // tt-mlir's unit test builds the hint for the gradient's shape; tt-metal only sees its
+    // memory config and sizes the weight-shaped result, 10x4 tiles, one tile on 40 cores.
+    let (i, w, g, o) = ([1, 64], [320, 128], [1, 1, 64, 128], [320, 128]);
+    check(
+        q("ttnn.embedding_bw")
+            .input(&i, rm_u32(&i))
+            .input(&w, rm(&w))
+            .input(&g, l1(&g))
+            .out(&o)
+            .hint(l1(&g)),
+        expect![[r#"
+            cb 6320 tensor 2048 peak 8368 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
+    );
+}
+
 #[test]
 fn argmax_needs_a_row_major_input() {
     let s = [64, 64];
@@ -1597,6 +1644,18 @@ fn rms_norm_accepts_block_sharding_on_a_full_grid() {
         expect![[r#"
             cb 159744 tensor 32768 peak 192512 out 32768
             L1 block_sharded 8x8, 4x4 tiles per core (bf16)"#]],
+    );
+}
+
+#[test]
+fn rms_norm_with_gamma_and_beta_on_a_one_tile_row_takes_22_tiles() {
+    // The base 18 tiles, gamma's row and its 2b staging, and beta's row.
+    let (s, wv) = ([1, 32, 32, 32], [32]);
+    check(
+        q("ttnn.rms_norm").input(&s, l1(&s)).input(&wv, l1(&wv)).input(&wv, l1(&wv)).out(&s),
+        expect![[r#"
+            cb 45056 tensor 2048 peak 47104 out 2048
+            L1 interleaved, 1x1 tiles per core (bf16)"#]],
     );
 }
 
