@@ -185,6 +185,7 @@ pub fn merge_decisions(db: &dyn Db, func: FuncId) -> Arc<MergeDecisions> {
         merged_target: vec![false; base.chains.len()],
         cost: cost::CostModel::for_target(target),
         last_of: last_ops(&base.chains, body.ops.len()),
+        live: vec![0; base.schedule.order.len()],
     };
     // Going past tt-mlir: a chain the cost model expects to lose in L1 even without its
     // spill is declined before merging, so no merge builds on it.
@@ -274,6 +275,10 @@ struct Merger<'a> {
     /// Per op (body index): the chain it is the last op of. Looked up for every op of every
     /// window checked; a scan of the chains made merging quadratic in the graph.
     last_of: Vec<Option<u32>>,
+    /// Per schedule position: the bytes the reservations made so far hold there. Every op of
+    /// every window checked asks for it; summing the reservations each time made merging
+    /// quadratic in the number of merges.
+    live: Vec<u64>,
 }
 
 /// Per op, the first chain whose last op it is.
@@ -291,12 +296,7 @@ fn last_ops(chains: &[ChainPlan], n_ops: usize) -> Vec<Option<u32>> {
 
 impl Merger<'_> {
     fn active(&self, pos: u32) -> u64 {
-        self.out
-            .reservations
-            .iter()
-            .filter(|r| r.start <= pos && pos <= r.end)
-            .map(|r| r.bytes)
-            .sum()
+        self.live.get(pos as usize).copied().unwrap_or(0)
     }
 
     fn shape(&self, i: u32) -> Option<Vec<u64>> {
@@ -560,7 +560,12 @@ impl Merger<'_> {
     fn reserve(&mut self, op: u32, layout: TtnnLayout, end: u32) {
         let bytes = layout.l1_bytes_per_core();
         self.residents.insert(op, layout);
-        self.out.reservations.push(Reservation { op, start: self.pos[op as usize], end, bytes });
+        let start = self.pos[op as usize];
+        let to = (end as usize).min(self.live.len().saturating_sub(1));
+        for slot in self.live.iter_mut().take(to + 1).skip(start as usize) {
+            *slot = slot.saturating_add(bytes);
+        }
+        self.out.reservations.push(Reservation { op, start, end, bytes });
     }
 
     fn resolve_concats(&mut self) {
