@@ -17,7 +17,7 @@
 
 use std::{collections::BTreeMap, io::Write as _, process::ExitCode, time::Instant};
 
-use ide::{AnalysisHost, Change, Options, OverrideOption, Policy, Severity};
+use ide::{AnalysisHost, Change, HostConfig, HostMode, Options, OverrideOption, Policy, Severity};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -41,7 +41,10 @@ fn run(path: &str, op_arg: Option<&str>) -> Result<(), String> {
     let policy = Policy::DfShardingMerge;
 
     // 1. Open the graph once. Everything later is an edit of the same database.
-    let mut host = AnalysisHost::for_tuning(target::Target::n150(), Options::tt_mlir_defaults());
+    // A tuning host (the graph does not change), with an execution log to print.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host =
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config);
     host.apply_change(Change::new().set_file(path, text).set_overrides("<tune_loop>", ""));
     let file = host.file(path).ok_or("the file was not loaded")?;
     let baseline = step(&host, out, "open + optimize (from scratch)", file, policy, None, None)?;
