@@ -105,18 +105,32 @@ fn snapshot(host: &AnalysisHost) -> String {
 }
 
 fn fresh(text: &str, overrides: &str) -> AnalysisHost {
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    opened(AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()), text, overrides)
+}
+
+fn opened(mut host: AnalysisHost, text: &str, overrides: &str) -> AnalysisHost {
     host.apply_change(Change::new().set_file(FILE, text).set_overrides("o", overrides));
     host
 }
 
 #[test]
 fn incremental_results_equal_from_scratch_results_after_random_edits() {
+    random_edits(AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()));
+}
+
+/// A tuning host sets overrides at another durability and creates every op's override slot
+/// up front; edits of the file (ops inserted with fresh names) must still be seen.
+#[test]
+fn a_tuning_host_equals_from_scratch_results_after_random_edits() {
+    random_edits(AnalysisHost::for_tuning(target::Target::n150(), Options::tt_mlir_defaults()));
+}
+
+fn random_edits(host: AnalysisHost) {
     let edits: usize = std::env::var("DIFF_EDITS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let seed: u64 = std::env::var("DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
     let mut rng = Rng(seed);
     let base = graph(&mut rng, 24);
-    let mut host = fresh(&base, "");
+    let mut host = opened(host, &base, "");
     let mut overrides = String::new();
     let mut inserted = 0usize;
     for step in 0..edits {
