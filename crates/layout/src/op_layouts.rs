@@ -389,7 +389,7 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
     match &sig.kind {
         OpKind::Conv2d(_) | OpKind::ConvTranspose2d(_) if !layouts.fixed => {
             let (base, compute) = match &sig.config {
-                OpConfig::Conv2d { conv, compute } => ((**conv).clone(), *compute),
+                OpConfig::Conv2d { conv, compute, .. } => ((**conv).clone(), *compute),
                 _ => (Conv2dConfig::default(), None),
             };
             let mut base = overlay(base, overrides.as_ref().and_then(|o| o.conv2d.as_ref()));
@@ -405,7 +405,7 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
                     if layout.is_sharded() && base.shard_layout.is_none() {
                         conv.shard_layout = layout.memory_layout;
                     }
-                    let config = OpConfig::Conv2d { conv: Box::new(conv), compute };
+                    let config = OpConfig::Conv2d { conv: Box::new(conv), compute, slice: None };
                     let valid = query_for(
                         &sig,
                         inputs.clone(),
