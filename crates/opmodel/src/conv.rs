@@ -565,7 +565,8 @@ fn l1_peak(e: &Estimate) -> u64 {
 ///   one band is the whole conv run on its input as it is (`run_sliced_op`).
 /// * `num_slices = 0` asks for tt-metal's choice (`determine_slice_config`): the fewest bands
 ///   whose largest fits the free L1 (`usable - l1_in_use`). When none fits, the count that needs
-///   the least is reported, and the budget check calls it out of memory.
+///   the least is reported, and the budget check calls it out of memory. Counts above
+///   [`MAX_SLICES`] are not evaluated.
 /// * A 1x1 conv that runs as a matmul is never sliced (`conv2d_DRAM` hands it to the L1 path).
 ///
 /// The reported config is the given one with the slice count used: the shard layout and block
@@ -638,12 +639,19 @@ fn conv2d_dram(
                 slice.num_slices
             )));
         }
+        if slice.num_slices > MAX_SLICES {
+            return Err(unsupported(format!(
+                "{}: {} slices are more than the {MAX_SLICES} the model evaluates",
+                ctx.name(),
+                slice.num_slices
+            )));
+        }
         (slice.num_slices, run(slice.num_slices)?)
     } else {
         let free = ctx.target.usable_l1_per_core().saturating_sub(ctx.q.l1_in_use);
         let mut best: Option<(u64, Estimate)> = None;
         let mut first_err = None;
-        for n in 1..=max {
+        for n in 1..=max.min(MAX_SLICES) {
             match run(n) {
                 Ok(est) if l1_peak(&est) <= free => {
                     best = Some((n, est));
@@ -675,6 +683,11 @@ fn conv2d_dram(
     };
     Ok(est)
 }
+
+/// The most slices the model evaluates. Every count up to it is tried, each over all its
+/// slices, so the bound keeps an attribute from IR (an output a million rows high) from costing
+/// quadratic time; real convs have at most a few hundred output rows or 32-column units.
+const MAX_SLICES: u64 = 1024;
 
 fn with_slice(config: &OpConfig, slice: Option<Conv2dSliceConfig>) -> OpConfig {
     let (conv, compute) = conv_config(config);

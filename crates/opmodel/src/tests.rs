@@ -2122,9 +2122,44 @@ fn degenerate_queries_never_panic() {
                 },
             )
         });
-        let res = qa(name, huge.collect()).input(&s, dram(&s)).input(&s, dram(&s)).out(&s).run();
+        let query = qa(name, huge.collect()).input(&s, dram(&s)).input(&s, dram(&s)).out(&s);
+        for ty in [Conv2dSliceType::L1Full, Conv2dSliceType::DramHeight, Conv2dSliceType::DramWidth]
+        {
+            let res = query.clone().config(sliced(ty, 0)).run();
+            let rejected =
+                matches!(res, Err(OpError::Invalid { .. } | OpError::Unsupported { .. }));
+            assert!(rejected, "{name} {ty}: {res:?}");
+        }
+        let res = query.run();
         assert!(matches!(res, Err(OpError::Invalid { .. })), "{name}: {res:?}");
     }
+}
+
+#[test]
+fn slicing_a_million_row_image_tries_a_bounded_number_of_slice_counts() {
+    // 2^20 output rows would allow 2^20 slices. The model tries at most 1024 counts, so the
+    // query answers quickly even when no count fits (here, with nearly all L1 in use), and it
+    // refuses to evaluate more slices than that.
+    let rows = 1 << 20;
+    let (i, w, o) = ([1, 1, 4 * rows, 32], [32, 32, 3, 3], [1, 1, 4 * rows, 32]);
+    let mut attrs = conv_attrs(32, 32, 4, 3, 1, 1);
+    attrs[3] = ("input_height", AttrValue::Int(rows as i64));
+    let q = qa("ttnn.conv2d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o).hint(dram(&o));
+    let auto = q.clone().config(sliced(Conv2dSliceType::DramHeight, 0));
+    let lines = [0, 1_300_000].map(|in_use| {
+        let q = auto.clone().in_use(in_use);
+        let text = render(&q, &q.run());
+        format!("{in_use}: {}", text.lines().next().unwrap_or_default())
+            + &text.lines().nth(2).map(|l| format!(" ({l})")).unwrap_or_default()
+    });
+    expect![[r#"
+        0: cb 64128 tensor 1241984 peak 1306112 out 0 (conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 56>)
+        1300000: error: out of L1: needs 1400608 bytes per core, 1325652 available"#]].assert_eq(&lines.join("\n"));
+    let res = q.clone().config(sliced(Conv2dSliceType::DramHeight, 2048)).run();
+    expect![
+        "error: unsupported: ttnn.conv2d: 2048 slices are more than the 1024 the model evaluates"
+    ]
+    .assert_eq(&render(&q, &res));
 }
 
 // ---- cache ----------------------------------------------------------------------------------
