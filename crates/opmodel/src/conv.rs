@@ -584,7 +584,8 @@ fn conv2d_dram(
             slice.slice_type
         )));
     }
-    check_geometry(ctx, a)?;
+    // The slices are built from the attributes alone; the operands must agree with them.
+    ConvPlan::new(ctx, a, false)?;
     let input = ctx.input(0)?;
     if !input.layout.is_dram_interleaved() {
         return Err(unsupported(format!(

@@ -1257,6 +1257,21 @@ fn a_dram_sliced_conv_reads_and_writes_dram_interleaved_tensors() {
 }
 
 #[test]
+fn a_dram_sliced_conv_checks_its_operands_against_its_attributes() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 28, 3, 1, 1))
+            .input(&i, dram(&i))
+            .input(&w, rm(&w))
+            .out(&o)
+            .config(sliced(Conv2dSliceType::DramHeight, 2)),
+        expect![
+            "error: invalid: ttnn.conv2d: input 1x1x3136x64 is not [1, 1, 784, 64] for batch 1 x 28x28"
+        ],
+    );
+}
+
+#[test]
 fn an_explicit_slice_count_is_bounded_by_the_sliced_dimension() {
     let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
     let q = qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
