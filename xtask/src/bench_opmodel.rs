@@ -181,7 +181,7 @@ fn mix(worker: Grid) -> Vec<OpQuery> {
                         inputs,
                         &o,
                         hint.clone(),
-                        OpConfig::Conv2d { conv: Box::new(conv), compute: None },
+                        OpConfig::Conv2d { conv: Box::new(conv), compute: None, slice: None },
                     ));
                 }
             }

@@ -73,11 +73,12 @@ impl PlanReport {
 pub(crate) fn config_text(c: &opmodel::OpConfig) -> Option<String> {
     match c {
         opmodel::OpConfig::None => None,
-        opmodel::OpConfig::Conv2d { conv, .. } => Some(format!(
-            "conv2d act_block_h_override={} deallocate_activation={}{}",
+        opmodel::OpConfig::Conv2d { conv, slice, .. } => Some(format!(
+            "conv2d act_block_h_override={} deallocate_activation={}{}{}",
             conv.act_block_h_override.map_or("-".to_owned(), |v| v.to_string()),
             conv.deallocate_activation.map_or("-".to_owned(), |v| v.to_string()),
-            conv.shard_layout.map_or(String::new(), |s| format!(" shard_layout={s}"))
+            conv.shard_layout.map_or(String::new(), |s| format!(" shard_layout={s}")),
+            slice.map_or(String::new(), |s| format!(" slices={} x{}", s.slice_type, s.num_slices))
         )),
         opmodel::OpConfig::Matmul { program: Some(p), .. } => {
             let (m, n) = p.per_core();

@@ -10,9 +10,9 @@
 use rustc_hash::FxHashMap;
 use syntax::{Parse, Token, TokenKind, ast, split_dims, unescape_string};
 use ttnn_types::{
-    BufferType, Conv2dConfig, CoreCoord, CoreRange, CoreRangeSet, DataType,
-    DeviceComputeKernelConfig, ElementType, Grid, LayoutData, MathFidelity, MatmulProgramConfig,
-    PageLayout, ScalarType, TensorMemoryLayout, TtnnLayout, UnaryWithParam,
+    BufferType, Conv2dConfig, Conv2dSliceConfig, Conv2dSliceType, CoreCoord, CoreRange,
+    CoreRangeSet, DataType, DeviceComputeKernelConfig, ElementType, Grid, LayoutData, MathFidelity,
+    MatmulProgramConfig, PageLayout, ScalarType, TensorMemoryLayout, TtnnLayout, UnaryWithParam,
 };
 
 use crate::model::{ChipDesc, Decoded, DeviceDesc, MemoryConfig, ShardSpec, SystemDesc};
@@ -240,6 +240,9 @@ impl DecodeCtx<'_> {
             ("ttnn", "memory_config") => Decoded::MemoryConfig(self.memory_config(cur)?),
             ("ttnn", "shard_spec") => Decoded::ShardSpec(self.shard_spec(cur)?),
             ("ttnn", "conv2d_config") => Decoded::Conv2dConfig(self.conv2d_config(cur)?),
+            ("ttnn", "conv2d_slice_config") => {
+                Decoded::Conv2dSliceConfig(conv2d_slice_config(cur)?)
+            }
             ("ttnn", "device_compute_kernel_config") => {
                 Decoded::ComputeConfig(compute_config(cur)?)
             }
@@ -846,4 +849,20 @@ fn system_desc(cur: Cur<'_>) -> DResult<SystemDesc> {
         }
     }
     Ok(SystemDesc { chips })
+}
+
+/// `#ttnn.conv2d_slice_config<dram_height, 4>`: a slice type keyword and a slice count, both
+/// positional.
+fn conv2d_slice_config(cur: Cur<'_>) -> DResult<Conv2dSliceConfig> {
+    let items = cur.items();
+    let [kind, count] = items.as_slice() else {
+        return Err("a conv2d slice config is `<slice type, number of slices>`".to_owned());
+    };
+    let mut kind = *kind;
+    let kw = kind.keyword().ok_or("expected `l1_full`, `dram_height` or `dram_width`")?;
+    let slice_type = Conv2dSliceType::from_keyword(kw)
+        .ok_or_else(|| format!("unknown conv2d slice type `{kw}`"))?;
+    let mut count = *count;
+    let num_slices = count.uint().ok_or("the number of slices must be a non-negative integer")?;
+    Ok(Conv2dSliceConfig { slice_type, num_slices })
 }

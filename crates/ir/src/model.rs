@@ -8,8 +8,8 @@ use std::{fmt, sync::Arc};
 
 use syntax::TextRange;
 use ttnn_types::{
-    BufferType, Conv2dConfig, CoreRangeSet, DataType, DeviceComputeKernelConfig, Grid,
-    MatmulProgramConfig, TensorMemoryLayout, TensorType, TtnnLayout,
+    BufferType, Conv2dConfig, Conv2dSliceConfig, CoreRangeSet, DataType, DeviceComputeKernelConfig,
+    Grid, MatmulProgramConfig, TensorMemoryLayout, TensorType, TtnnLayout,
 };
 
 /// A semantic type: aliases resolved, layouts decoded.
@@ -134,6 +134,7 @@ pub enum Decoded {
     MemoryConfig(MemoryConfig),
     ShardSpec(ShardSpec),
     Conv2dConfig(Conv2dConfig),
+    Conv2dSliceConfig(Conv2dSliceConfig),
     ComputeConfig(DeviceComputeKernelConfig),
     MatmulProgramConfig(MatmulProgramConfig),
     Device(DeviceDesc),

@@ -96,6 +96,31 @@ fn op_configs_decode_with_any_key_order() {
 }
 
 #[test]
+fn conv2d_slice_configs_decode_and_bad_ones_are_reported() {
+    check(
+        r##"func.func @f(%x: tensor<1x1x1024x64xbf16>, %w: tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16> {
+  %0 = "ttnn.conv2d"(%x, %w) <{conv2d_slice_config = #ttnn.conv2d_slice_config<dram_height, 4>}> : (tensor<1x1x1024x64xbf16>, tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16>
+  %1 = "ttnn.conv2d"(%0, %w) <{conv2d_slice_config = #ttnn.conv2d_slice_config<l1_full, 0>}> : (tensor<1x1x1024x64xbf16>, tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16>
+  %2 = "ttnn.conv2d"(%1, %w) <{conv2d_slice_config = #ttnn.conv2d_slice_config<dram_diagonal, 2>}> : (tensor<1x1x1024x64xbf16>, tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16>
+  %3 = "ttnn.conv2d"(%2, %w) <{conv2d_slice_config = #ttnn.conv2d_slice_config<dram_width>}> : (tensor<1x1x1024x64xbf16>, tensor<64x64x3x3xbf16>) -> tensor<1x1x1024x64xbf16>
+  return %3 : tensor<1x1x1024x64xbf16>
+}
+"##,
+        expect![[r##"
+            func @f (2 args)
+              %0 = ttnn.conv2d
+                conv2d_slice_config: Conv2dSliceConfig(Conv2dSliceConfig { slice_type: DramHeight, num_slices: 4 })
+              %1 = ttnn.conv2d
+                conv2d_slice_config: Conv2dSliceConfig(Conv2dSliceConfig { slice_type: L1Full, num_slices: 0 })
+              %2 = ttnn.conv2d
+              %3 = ttnn.conv2d
+            error[invalid-attribute] "#ttnn.conv2d_slice_config<dram_diagonal, 2>": invalid `#ttnn.conv2d_slice_config`: unknown conv2d slice type `dram_diagonal`
+            error[invalid-attribute] "#ttnn.conv2d_slice_config<dram_width>": invalid `#ttnn.conv2d_slice_config`: a conv2d slice config is `<slice type, number of slices>`
+        "##]],
+    );
+}
+
+#[test]
 fn undefined_values_and_type_mismatches_are_reported() {
     check(
         r#"func.func @f(%a: tensor<4x4xf32>) -> tensor<4x4xbf16> {

@@ -16,11 +16,10 @@ use std::sync::Arc;
 
 use base_db::{OutputLayoutOverride, TargetInput};
 use ir::OpId;
-use opmodel::{
-    MatmulShapes, OpConfig, OpError, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc,
-};
+use opmodel::{MatmulShapes, OpConfig, OpError, OpKind, OpModel, OpQuery, OutputHint, TensorDesc};
 use ttnn_types::{
-    BufferType, Conv2dConfig, DataType, PageLayout, TensorMemoryLayout, TensorType, TtnnLayout,
+    BufferType, Conv2dConfig, Conv2dSliceConfig, Conv2dSliceType, DataType, PageLayout,
+    TensorMemoryLayout, TensorType, TtnnLayout,
 };
 
 use crate::{
@@ -202,6 +201,11 @@ pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
             return Ok(());
         };
         let first = model.query(target, &q).map(|_| ());
+        if matches!(first, Err(OpError::OutOfMemory { .. }))
+            && dram_sliced(model, target, &q).is_some()
+        {
+            return Ok(());
+        }
         if first.is_ok() || !layout.is_sharded() {
             return first;
         }
@@ -388,9 +392,14 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
     let mut configs = Vec::new();
     match &sig.kind {
         OpKind::Conv2d(_) | OpKind::ConvTranspose2d(_) if !layouts.fixed => {
-            let (base, compute) = match &sig.config {
-                OpConfig::Conv2d { conv, compute } => ((**conv).clone(), *compute),
-                _ => (Conv2dConfig::default(), None),
+            // A DRAM slice config written on the op is an earlier decision, not a request:
+            // the search starts from the whole conv in L1, as tt-mlir's does, and slices only
+            // what does not fit.
+            let (base, compute, slice) = match &sig.config {
+                OpConfig::Conv2d { conv, compute, slice } => {
+                    ((**conv).clone(), *compute, slice.filter(|s| !s.slice_type.is_dram()))
+                }
+                _ => (Conv2dConfig::default(), None, None),
             };
             let mut base = overlay(base, overrides.as_ref().and_then(|o| o.conv2d.as_ref()));
             if base.weights_dtype.is_none() {
@@ -405,17 +414,26 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
                     if layout.is_sharded() && base.shard_layout.is_none() {
                         conv.shard_layout = layout.memory_layout;
                     }
-                    let config = OpConfig::Conv2d { conv: Box::new(conv), compute };
-                    let valid = query_for(
+                    let config = OpConfig::Conv2d { conv: Box::new(conv), compute, slice };
+                    let q = query_for(
                         &sig,
                         inputs.clone(),
                         OutputHint::Layout(layout.clone()),
                         config.clone(),
                         0,
-                    )
-                    .is_none_or(|q| model.query(target, &q).is_ok());
+                    );
+                    let verdict = q.as_ref().map(|q| model.query(target, q).map(|_| ()));
+                    // Out of L1 with a DRAM output, the conv runs in DRAM slices instead
+                    // (tt-mlir's config fallback); the candidate carries the slice count the
+                    // op model settled on.
+                    if let (Some(Err(OpError::OutOfMemory { .. })), Some(q)) = (&verdict, &q)
+                        && let Some(sliced) = dram_sliced(model, target, q)
+                    {
+                        configs.push(ConfigCandidate { layout: layout.clone(), config: sliced });
+                        continue;
+                    }
                     // The first layout (DRAM interleaved) stays as the fallback.
-                    if valid || i == 0 {
+                    if verdict.is_none_or(|v| v.is_ok()) || i == 0 {
                         configs.push(ConfigCandidate { layout: layout.clone(), config });
                     }
                 }
@@ -471,6 +489,37 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
         }
     }
     Arc::new(LegalOpConfigs::new(configs))
+}
+
+/// The DRAM-sliced config of a conv2d that is out of L1 on a DRAM-interleaved output, as the
+/// op model reports it (with its slice count), or `None` when slicing does not apply or does
+/// not help.
+///
+/// The slice types go in tt-mlir's fallback order (`OperationValidationAndFallback`: width,
+/// then height), each with `num_slices = 0` so the op model picks the fewest slices that fit,
+/// as tt-metal's `determine_slice_config` does.
+fn dram_sliced(model: &impl OpModel, target: &target::Target, q: &OpQuery) -> Option<OpConfig> {
+    if !matches!(q.kind, OpKind::Conv2d(_)) {
+        return None;
+    }
+    let out = match &q.output {
+        OutputHint::Layout(l) | OutputHint::Partial(l) => l,
+        OutputHint::Null => return None,
+    };
+    if out.buffer != BufferType::Dram || out.memory_layout != Some(TensorMemoryLayout::Interleaved)
+    {
+        return None;
+    }
+    let OpConfig::Conv2d { conv, compute, .. } = &q.config else { return None };
+    [Conv2dSliceType::DramWidth, Conv2dSliceType::DramHeight].into_iter().find_map(|slice_type| {
+        let config = OpConfig::Conv2d {
+            conv: conv.clone(),
+            compute: *compute,
+            slice: Some(Conv2dSliceConfig { slice_type, num_slices: 0 }),
+        };
+        let q = OpQuery { config, ..q.clone() };
+        model.query(target, &q).ok().map(|r| r.config)
+    })
 }
 
 /// Pins the override's fields over the op's own config.

@@ -93,10 +93,14 @@ fn op_config(data: &OpData) -> OpConfig {
         Some(Decoded::ComputeConfig(c)) => Some(*c),
         _ => None,
     };
+    let slice = match data.property("conv2d_slice_config").and_then(AttrValue::decoded) {
+        Some(Decoded::Conv2dSliceConfig(s)) => Some(*s),
+        _ => None,
+    };
     if let Some(Decoded::Conv2dConfig(conv)) =
         data.property("conv2d_config").and_then(AttrValue::decoded)
     {
-        return OpConfig::Conv2d { conv: Box::new(conv.clone()), compute };
+        return OpConfig::Conv2d { conv: Box::new(conv.clone()), compute, slice };
     }
     if let Some(Decoded::MatmulProgramConfig(p)) =
         data.property("matmul_program_config").and_then(AttrValue::decoded)
@@ -105,7 +109,7 @@ fn op_config(data: &OpData) -> OpConfig {
     }
     match data.name.as_str() {
         "ttnn.conv2d" | "ttnn.conv_transpose2d" => {
-            OpConfig::Conv2d { conv: Box::default(), compute }
+            OpConfig::Conv2d { conv: Box::default(), compute, slice }
         }
         "ttnn.matmul" | "ttnn.linear" => OpConfig::Matmul { program: None, compute },
         _ => OpConfig::None,

@@ -10,12 +10,12 @@
 //! and the output channel tiles.
 
 use ttnn_types::{
-    Conv2dConfig, DataType, DeviceComputeKernelConfig, Grid, PageLayout, TILE, TensorMemoryLayout,
-    collapse_2d, div_ceil,
+    Conv2dConfig, Conv2dSliceConfig, Conv2dSliceType, DataType, DeviceComputeKernelConfig, Grid,
+    PageLayout, TILE, TensorMemoryLayout, TtnnLayout, collapse_2d, div_ceil,
 };
 
 use crate::{
-    ConvAttrs, OpConfig, OpError, OutputHint, PoolAttrs, PoolOp,
+    ConvAttrs, OpConfig, OpError, OpQuery, OutputHint, PoolAttrs, PoolOp, TensorDesc,
     util::{
         Ctx, Estimate, LayoutExt, NullPolicy, even_split, invalid, largest_divisor_at_most,
         shape_text, sharded, unsupported,
@@ -319,10 +319,7 @@ impl<'a> ConvPlan<'a> {
                 a.out_channels
             )));
         }
-        let (cfg, compute) = match &ctx.q.config {
-            OpConfig::Conv2d { conv, compute } => ((**conv).clone(), *compute),
-            _ => (Conv2dConfig::default(), None),
-        };
+        let (cfg, compute) = conv_config(&ctx.q.config);
         let one_by_one =
             !transposed && a.kernel == [1, 1] && a.stride == [1, 1] && a.padding == [0; 4];
         let split = ConvSplit {
@@ -351,7 +348,30 @@ impl<'a> ConvPlan<'a> {
     }
 }
 
+/// The conv config and compute config a query carries, the defaults when it has none.
+fn conv_config(config: &OpConfig) -> (Conv2dConfig, Option<DeviceComputeKernelConfig>) {
+    match config {
+        OpConfig::Conv2d { conv, compute, .. } => ((**conv).clone(), *compute),
+        _ => (Conv2dConfig::default(), None),
+    }
+}
+
+fn slice_config(config: &OpConfig) -> Option<Conv2dSliceConfig> {
+    match config {
+        OpConfig::Conv2d { slice, .. } => *slice,
+        _ => None,
+    }
+}
+
 pub(crate) fn conv2d(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<Estimate, OpError> {
+    match slice_config(&ctx.q.config) {
+        Some(slice) if slice.slice_type.is_dram() => conv2d_dram(ctx, a, transposed, slice),
+        _ => conv2d_l1(ctx, a, transposed),
+    }
+}
+
+/// The whole conv at once in L1 (no slice config, or `l1_full`).
+fn conv2d_l1(ctx: &Ctx<'_>, a: &ConvAttrs, transposed: bool) -> Result<Estimate, OpError> {
     let plan = ConvPlan::new(ctx, a, transposed)?;
     match given_sharding(ctx, plan.cfg.shard_layout)? {
         Some((ml, grid)) => {
@@ -393,10 +413,9 @@ fn smaller(
     best: Result<Estimate, OpError>,
     candidate: Result<Estimate, OpError>,
 ) -> Result<Estimate, OpError> {
-    let l1 = |e: &Estimate| e.peak.unwrap_or_else(|| e.cb.saturating_add(e.tensor));
     match (&best, &candidate) {
         (Err(_), Ok(_)) => candidate,
-        (Ok(b), Ok(c)) if l1(c) < l1(b) => candidate,
+        (Ok(b), Ok(c)) if l1_peak(c) < l1_peak(b) => candidate,
         _ => best,
     }
 }
@@ -517,8 +536,269 @@ fn conv2d_on(ctx: &Ctx<'_>, plan: &ConvPlan<'_>, par: &Parallel) -> Result<Estim
         used.act_block_h_override = block_h;
         used.act_block_w_div = block_w_div;
     }
-    est.config = OpConfig::Conv2d { conv: Box::new(used), compute };
+    est.config =
+        OpConfig::Conv2d { conv: Box::new(used), compute, slice: slice_config(&ctx.q.config) };
     Ok(est)
+}
+
+/// A conv's L1 per core at its peak, the number the validity check compares.
+fn l1_peak(e: &Estimate) -> u64 {
+    e.peak.unwrap_or_else(|| e.cb.saturating_add(e.tensor))
+}
+
+/// tt-metal's `conv2d_DRAM`: input and output stay interleaved in DRAM, and the conv runs over
+/// `num_slices` bands of output rows (`dram_height`) or columns (`dram_width`), each one a whole
+/// conv in L1 over the input rows or columns its band reads (`Conv2dSliceAttr`). The L1 per core
+/// is the largest band's, by the same formulas as the unsliced conv (`op_slicing.cpp ::
+/// compute_L1_usage_for_slice_config`).
+///
+/// * Bands: the sliced output dim, in units of 32 for column bands of a tiled output (else 1),
+///   goes `units / n` to each band, the first `units % n` bands one unit more; at most one band
+///   per unit (`compute_max_num_slices`).
+/// * A band reads input `[start s - pad, (end - 1) s - pad + d (k - 1) + 1)`, clamped to the
+///   tensor, with the conv's own padding only at the tensor's edges.
+///   With a tiled output, a band whose output width is not a multiple of 32 is padded on the
+///   right up to one (`get_input_slice_and_padding`), so every band of a 14-wide output is
+///   computed 32 wide.
+/// * A band's input arrives from DRAM through `padded_slice` as row-major sticks, so its
+///   channels pad to 8 as a row-major input's do (`get_input_channels_alignment`'s `sliced_op`);
+///   one band is the whole conv run on its input as it is (`run_sliced_op`).
+/// * `num_slices = 0` asks for tt-metal's choice (`determine_slice_config`): the fewest bands
+///   whose largest fits the free L1 (`usable - l1_in_use`). When none fits, the count that needs
+///   the least is reported, and the budget check calls it out of memory. Counts above
+///   [`MAX_SLICES`] are not evaluated.
+/// * A 1x1 conv that runs as a matmul is never sliced (`conv2d_DRAM` hands it to the L1 path).
+///
+/// The reported config is the given one with the slice count used: the shard layout and block
+/// sizes tt-metal picks are per band, so they are not written back.
+fn conv2d_dram(
+    ctx: &Ctx<'_>,
+    a: &ConvAttrs,
+    transposed: bool,
+    slice: Conv2dSliceConfig,
+) -> Result<Estimate, OpError> {
+    if transposed {
+        return Err(unsupported(format!(
+            "{}: DRAM slicing is modelled for conv2d only, not {}",
+            ctx.name(),
+            slice.slice_type
+        )));
+    }
+    // The slices are built from the attributes alone; the operands must agree with them.
+    ConvPlan::new(ctx, a, false)?;
+    let input = ctx.input(0)?;
+    if !input.layout.is_dram_interleaved() {
+        return Err(unsupported(format!(
+            "{}: a {} sliced conv reads its input from DRAM interleaved, not {}",
+            ctx.name(),
+            slice.slice_type,
+            input.layout.describe()
+        )));
+    }
+    let (cfg, compute) = conv_config(&ctx.q.config);
+    let out = match &ctx.q.output {
+        OutputHint::Null => ctx.dram_output(cfg.output_layout.unwrap_or(PageLayout::Tile)),
+        OutputHint::Partial(l) => ctx.resolve_partial(l)?,
+        OutputHint::Layout(l) => ctx.output_like(l)?,
+    };
+    if !out.is_dram_interleaved() {
+        return Err(unsupported(format!(
+            "{}: a {} sliced conv writes its output to DRAM interleaved, not {}",
+            ctx.name(),
+            slice.slice_type,
+            out.describe()
+        )));
+    }
+    let (ho, wo) = a.output_hw(false);
+    let tile_out = out.page_layout() == PageLayout::Tile;
+    let (dim, unit) = match slice.slice_type {
+        Conv2dSliceType::DramWidth if tile_out => (wo, TILE),
+        Conv2dSliceType::DramWidth => (wo, 1),
+        _ => (ho, 1),
+    };
+    let matmul = a.kernel == [1, 1] && a.stride == [1, 1] && a.padding == [0; 4];
+    let max = if matmul { 1 } else { div_ceil(dim, unit).max(1) };
+    let whole = OpQuery { config: with_slice(&ctx.q.config, None), ..ctx.q.clone() };
+    let run = |n: u64| -> Result<Estimate, OpError> {
+        if n == 1 {
+            return conv2d_l1(&Ctx { target: ctx.target, q: &whole }, a, false);
+        }
+        let mut worst: Option<Estimate> = None;
+        for band in bands(a, slice.slice_type, n, unit, tile_out) {
+            let est = conv2d_band(ctx, &band, &cfg, compute)?;
+            if worst.as_ref().is_none_or(|w| l1_peak(&est) > l1_peak(w)) {
+                worst = Some(est);
+            }
+        }
+        worst.ok_or_else(|| invalid(format!("{}: no slice of the output has work", ctx.name())))
+    };
+    let (n, mut est) = if slice.num_slices > 0 {
+        if slice.num_slices > max {
+            return Err(invalid(format!(
+                "{}: {} slices exceed the {max} a {dim}-wide sliced output dimension allows",
+                ctx.name(),
+                slice.num_slices
+            )));
+        }
+        if slice.num_slices > MAX_SLICES {
+            return Err(unsupported(format!(
+                "{}: {} slices are more than the {MAX_SLICES} the model evaluates",
+                ctx.name(),
+                slice.num_slices
+            )));
+        }
+        (slice.num_slices, run(slice.num_slices)?)
+    } else {
+        let free = ctx.target.usable_l1_per_core().saturating_sub(ctx.q.l1_in_use);
+        let mut best: Option<(u64, Estimate)> = None;
+        let mut first_err = None;
+        for n in 1..=max.min(MAX_SLICES) {
+            match run(n) {
+                Ok(est) if l1_peak(&est) <= free => {
+                    best = Some((n, est));
+                    break;
+                }
+                Ok(est) => {
+                    if best.as_ref().is_none_or(|(_, b)| l1_peak(&est) < l1_peak(b)) {
+                        best = Some((n, est));
+                    }
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match (best, first_err) {
+            (Some(b), _) => b,
+            (None, Some(e)) => return Err(e),
+            (None, None) => {
+                return Err(invalid(format!("{}: no slice count to try", ctx.name())));
+            }
+        }
+    };
+    est.output = out;
+    est.config = OpConfig::Conv2d {
+        conv: Box::new(cfg),
+        compute,
+        slice: Some(Conv2dSliceConfig { slice_type: slice.slice_type, num_slices: n }),
+    };
+    Ok(est)
+}
+
+/// The most slices the model evaluates. Every count up to it is tried, each over all its
+/// slices, so the bound keeps an attribute from IR (an output a million rows high) from costing
+/// quadratic time; real convs have at most a few hundred output rows or 32-column units.
+const MAX_SLICES: u64 = 1024;
+
+fn with_slice(config: &OpConfig, slice: Option<Conv2dSliceConfig>) -> OpConfig {
+    let (conv, compute) = conv_config(config);
+    OpConfig::Conv2d { conv: Box::new(conv), compute, slice }
+}
+
+/// The convs the bands of an `n`-way slicing run, one per distinct geometry (bands of the same
+/// size away from the tensor's edges read the same number of rows).
+pub(crate) fn bands(
+    a: &ConvAttrs,
+    ty: Conv2dSliceType,
+    n: u64,
+    unit: u64,
+    tile_out: bool,
+) -> Vec<ConvAttrs> {
+    let (ho, wo) = a.output_hw(false);
+    let axis = usize::from(ty == Conv2dSliceType::DramWidth);
+    let dim = if axis == 0 { ho } else { wo };
+    let in_dim = if axis == 0 { a.input_h } else { a.input_w };
+    let (lo, hi) = (a.padding[2 * axis], a.padding[2 * axis + 1]);
+    let (k, s, d) = (a.kernel[axis].max(1), a.stride[axis].max(1), a.dilation[axis].max(1));
+    let units = div_ceil(dim, unit);
+    let (base, rem) = (units / n.max(1), units % n.max(1));
+    // Signed: a band's first input row may lie in the padding. check_geometry keeps every
+    // term below 2^41.
+    let (lo_i, in_dim_i) = (lo as i64, in_dim as i64);
+    let mut out: Vec<ConvAttrs> = Vec::new();
+    let mut start = 0;
+    for i in 0..n {
+        if start >= dim {
+            break;
+        }
+        let size = unit * (base + u64::from(i < rem));
+        let end = (start + size).min(dim);
+        if end == start {
+            continue;
+        }
+        let mut in_start = (start * s) as i64 - lo_i;
+        let mut in_end = ((end - 1) * s + d * (k - 1) + 1) as i64 - lo_i;
+        let mut pad_lo = u64::try_from(-in_start).unwrap_or(0);
+        let mut pad_hi = u64::try_from(in_end - in_dim_i).unwrap_or(0);
+        in_start = in_start.max(0);
+        in_end = in_end.min(in_dim_i);
+        if start == 0 {
+            pad_lo = lo;
+            in_start = 0;
+        }
+        if end == dim {
+            pad_hi = hi;
+            in_end = in_dim_i;
+        }
+        let band_out = end - start;
+        start += size;
+        let Ok(len) = u64::try_from(in_end - in_start) else { continue };
+        if len == 0 {
+            continue;
+        }
+        let mut band = a.clone();
+        band.padding[2 * axis] = pad_lo;
+        band.padding[2 * axis + 1] = pad_hi;
+        if axis == 0 {
+            band.input_h = len;
+        } else {
+            band.input_w = len;
+        }
+        // The halo builds tile-wide output rows: a tiled band pads its output width to 32.
+        let band_w = if axis == 0 { wo } else { band_out };
+        if tile_out && len < in_dim && !band_w.is_multiple_of(TILE) {
+            band.padding[3] += (TILE - band_w % TILE) * a.stride[1].max(1);
+        }
+        if !out.contains(&band) {
+            out.push(band);
+        }
+    }
+    out
+}
+
+/// One band's conv: its input read from DRAM as row-major sticks into L1, its tiled output
+/// written back to DRAM.
+fn conv2d_band(
+    ctx: &Ctx<'_>,
+    band: &ConvAttrs,
+    cfg: &Conv2dConfig,
+    compute: Option<DeviceComputeKernelConfig>,
+) -> Result<Estimate, OpError> {
+    let (ho, wo) = band.output_hw(false);
+    let in_shape = [1, 1, band.batch * band.input_h * band.input_w, band.in_channels];
+    let out_shape = [1, 1, band.batch * ho * wo, band.out_channels];
+    let dtype = ctx.in_dtype(0);
+    // Block floats have no row-major form; they stay tiled.
+    let page = if dtype.scalar_type().is_some() { PageLayout::RowMajor } else { PageLayout::Tile };
+    let mut inputs =
+        vec![TensorDesc::new(&in_shape, TtnnLayout::dram_interleaved(&in_shape, dtype, page))];
+    inputs.extend(ctx.q.inputs.iter().skip(1).cloned());
+    // tt-metal runs every band with a tiled output, whatever the final output's layout.
+    let cfg = Conv2dConfig { output_layout: Some(PageLayout::Tile), ..cfg.clone() };
+    let q = OpQuery {
+        kind: ctx.q.kind.clone(),
+        inputs,
+        output_shape: out_shape.to_vec(),
+        output_dtype: ctx.q.output_dtype,
+        output: OutputHint::Layout(TtnnLayout::dram_interleaved(
+            &out_shape,
+            ctx.q.output_dtype,
+            PageLayout::Tile,
+        )),
+        config: OpConfig::Conv2d { conv: Box::new(cfg), compute, slice: None },
+        l1_in_use: ctx.q.l1_in_use,
+    };
+    conv2d_l1(&Ctx { target: ctx.target, q: &q }, band, false)
 }
 
 /// conv3d: interleaved row-major activations only; CBs from a conservative default blocking

@@ -29,7 +29,8 @@ use std::fmt;
 
 pub use target::Target;
 use ttnn_types::{
-    Conv2dConfig, DataType, DeviceComputeKernelConfig, MatmulProgramConfig, TtnnLayout,
+    Conv2dConfig, Conv2dSliceConfig, DataType, DeviceComputeKernelConfig, MatmulProgramConfig,
+    TtnnLayout,
 };
 
 pub use crate::{
@@ -78,6 +79,8 @@ pub enum OpConfig {
     Conv2d {
         conv: Box<Conv2dConfig>,
         compute: Option<DeviceComputeKernelConfig>,
+        /// `conv2d_slice_config`; `None` runs the whole conv in L1, as `l1_full` does.
+        slice: Option<Conv2dSliceConfig>,
     },
     Matmul {
         program: Option<Box<MatmulProgramConfig>>,

@@ -4,8 +4,8 @@
 use expect_test::{Expect, expect};
 use target::Target;
 use ttnn_types::{
-    Conv2dConfig, DataType, DeviceComputeKernelConfig, Grid, MatmulProgramConfig, PageLayout,
-    TensorMemoryLayout, TtnnLayout,
+    Conv2dConfig, Conv2dSliceConfig, Conv2dSliceType, DataType, DeviceComputeKernelConfig, Grid,
+    MatmulProgramConfig, PageLayout, TensorMemoryLayout, TtnnLayout,
 };
 
 use crate::{
@@ -122,11 +122,14 @@ fn render(q: &Q, res: &Result<crate::OpConstraints, OpError>) -> String {
                 OpConfig::Matmul { program: Some(p), .. } => {
                     s.push_str(&format!("\nprogram: {}", program_text(p)))
                 }
-                OpConfig::Conv2d { conv, .. } => {
+                OpConfig::Conv2d { conv, slice, .. } => {
                     s.push_str(&format!(
                         "\nconv: shard_layout {:?}",
                         conv.shard_layout.map(|m| m.keyword())
                     ));
+                    if let Some(slice) = slice {
+                        s.push_str(&format!(", {slice}"));
+                    }
                 }
             }
             s
@@ -877,7 +880,11 @@ fn conv_candidates(q: &Q) -> String {
             act_block_h_override: Some(32),
             ..Default::default()
         };
-        match q.clone().config(OpConfig::Conv2d { conv: Box::new(conv), compute: None }).run() {
+        match q
+            .clone()
+            .config(OpConfig::Conv2d { conv: Box::new(conv), compute: None, slice: None })
+            .run()
+        {
             Ok(c) => {
                 let grid = c.output_layout.grid2d();
                 let (rows, cols) = (grid.rows, grid.cols);
@@ -949,10 +956,14 @@ fn conv2d_act_block_h_override_shrinks_the_activation_cbs() {
         ..Default::default()
     };
     let small_cfg = Conv2dConfig { act_block_h_override: Some(32), ..hs_cfg.clone() };
-    let small =
-        stem().config(OpConfig::Conv2d { conv: Box::new(small_cfg), compute: None }).run().unwrap();
-    let full =
-        stem().config(OpConfig::Conv2d { conv: Box::new(hs_cfg), compute: None }).run().unwrap();
+    let small = stem()
+        .config(OpConfig::Conv2d { conv: Box::new(small_cfg), compute: None, slice: None })
+        .run()
+        .unwrap();
+    let full = stem()
+        .config(OpConfig::Conv2d { conv: Box::new(hs_cfg), compute: None, slice: None })
+        .run()
+        .unwrap();
     assert!(small.cb_peak < full.cb_peak, "{} vs {}", small.cb_peak, full.cb_peak);
     expect!["91008 vs 287616"].assert_eq(&format!("{} vs {}", small.cb_peak, full.cb_peak));
 }
@@ -966,7 +977,10 @@ fn conv2d_auto_sharding_runs_with_one_tile_row_activation_blocks() {
     expect![[r#"(Some(HeightSharded), Some(32), 91008)"#]]
         .assert_eq(&format!("{:?}", (conv.shard_layout, conv.act_block_h_override, c.cb_peak)));
     let given = Conv2dConfig { act_block_h_override: Some(64), ..Default::default() };
-    let c = stem().config(OpConfig::Conv2d { conv: Box::new(given), compute: None }).run().unwrap();
+    let c = stem()
+        .config(OpConfig::Conv2d { conv: Box::new(given), compute: None, slice: None })
+        .run()
+        .unwrap();
     let OpConfig::Conv2d { conv, .. } = &c.config else { panic!("no conv config") };
     expect![[r#"Some(64)"#]].assert_eq(&format!("{:?}", conv.act_block_h_override));
 }
@@ -1063,11 +1077,256 @@ fn conv2d_fits_the_row_major_vit_patch_embedding_with_8_channel_sticks() {
     .assert_eq(&conv_candidates(&vit));
 }
 
+fn sliced(ty: Conv2dSliceType, n: u64) -> OpConfig {
+    OpConfig::Conv2d {
+        conv: Box::default(),
+        compute: None,
+        slice: Some(Conv2dSliceConfig { slice_type: ty, num_slices: n }),
+    }
+}
+
+/// The L1 per core of each slice count from 1 up to `max`, one line each.
+fn slice_counts(q: &Q, ty: Conv2dSliceType, max: u64) -> String {
+    let lines = (1..=max).map(|n| match q.clone().config(sliced(ty, n)).run() {
+        Ok(c) => format!("{n}: cb {} + tensor {} = {}", c.cb_peak, c.tensor_peak, c.peak),
+        Err(e) => format!("{n}: {e}"),
+    });
+    lines.collect::<Vec<_>>().join("\n")
+}
+
+/// The per-slice convs as (input rows x columns, padding top, bottom, left, right).
+fn band_text(q: &Q, ty: Conv2dSliceType, n: u64) -> String {
+    let OpKind::Conv2d(a) = &q.0.kind else { panic!("not a conv") };
+    let unit = if ty == Conv2dSliceType::DramWidth { 32 } else { 1 };
+    let bands = crate::conv::bands(a, ty, n, unit, true);
+    let lines = bands.iter().map(|b| {
+        let (ho, wo) = b.output_hw(false);
+        format!("in {}x{} pad {:?} -> out {ho}x{wo}", b.input_h, b.input_w, b.padding)
+    });
+    lines.collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn dram_height_slicing_fits_the_tiled_vit_patch_embedding_in_two_slices() {
+    // One slice is the whole conv on its tiled input: 3 channels padded to a tile, out of L1.
+    // From two slices on, each slice reads its input rows from DRAM as row-major sticks (8
+    // channels), so the weights stream 4-tile kernel rows, and every slice of the 14-wide
+    // output is computed 32 wide, as tt-metal pads a tiled slice's output width to a tile.
+    let o = [1, 1, 1568, 768];
+    let vit = vit_patch_embedding(PageLayout::Tile).hint(dram(&o));
+    check(
+        vit.clone().config(sliced(Conv2dSliceType::DramHeight, 0)),
+        expect![[r#"
+            cb 458880 tensor 188416 peak 647296 out 0
+            DRAM interleaved, 49x24 tiles total (bf16)
+            conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 2>"#]],
+    );
+    expect![[r#"
+        1: out of L1: needs 3129472 bytes per core, 1325652 available
+        2: cb 458880 + tensor 188416 = 647296
+        3: cb 458880 + tensor 188416 = 647296
+        4: cb 458880 + tensor 188416 = 647296
+        5: cb 458880 + tensor 188416 = 647296
+        6: cb 458880 + tensor 188416 = 647296
+        7: cb 458880 + tensor 188416 = 647296
+        8: cb 458880 + tensor 188416 = 647296
+        9: cb 458880 + tensor 188416 = 647296
+        10: cb 458880 + tensor 188416 = 647296
+        11: cb 458880 + tensor 188416 = 647296
+        12: cb 458880 + tensor 188416 = 647296
+        13: cb 458880 + tensor 188416 = 647296
+        14: cb 458880 + tensor 188416 = 647296"#]]
+    .assert_eq(&slice_counts(&vit, Conv2dSliceType::DramHeight, 14));
+    expect!["in 112x224 pad [0, 0, 0, 288] -> out 7x32"].assert_eq(&band_text(
+        &vit,
+        Conv2dSliceType::DramHeight,
+        2,
+    ));
+}
+
+#[test]
+fn dram_width_slicing_cuts_a_tiled_output_32_columns_at_a_time() {
+    // A 14-wide tiled output is one 32-column unit, so width slicing cannot cut it: one slice
+    // is all it allows, and that one is the whole conv, out of L1.
+    let o = [1, 1, 1568, 768];
+    let vit = vit_patch_embedding(PageLayout::Tile).hint(dram(&o));
+    check(
+        vit.clone().config(sliced(Conv2dSliceType::DramWidth, 0)),
+        expect!["error: out of L1: needs 3129472 bytes per core, 1325652 available"],
+    );
+    check(
+        vit.config(sliced(Conv2dSliceType::DramWidth, 2)),
+        expect![
+            "error: invalid: ttnn.conv2d: 2 slices exceed the 1 a 14-wide sliced output dimension allows"
+        ],
+    );
+}
+
+#[test]
+fn a_slice_reads_the_input_rows_its_output_rows_need_with_padding_only_at_the_edges() {
+    // 3x3, stride 2, padding 1 over 16 rows: 8 output rows in 3 slices of 3, 3 and 2 rows. The
+    // first reads input rows 0..6 under the top padding, the middle 5..12, the last 11..16
+    // with the bottom padding; the 8-wide output is padded to 32 columns on the right.
+    let (i, w, o) = ([1, 1, 256, 32], [32, 32, 3, 3], [1, 1, 64, 32]);
+    let q = qa("ttnn.conv2d", conv_attrs(32, 32, 16, 3, 2, 1))
+        .input(&i, dram(&i))
+        .input(&w, rm(&w))
+        .out(&o)
+        .hint(dram(&o));
+    expect![[r#"
+        in 6x16 pad [1, 0, 1, 49] -> out 3x32
+        in 7x16 pad [0, 0, 1, 49] -> out 3x32
+        in 5x16 pad [0, 1, 1, 49] -> out 2x32"#]]
+    .assert_eq(&band_text(&q, Conv2dSliceType::DramHeight, 3));
+}
+
+/// A 3x3 conv over 64 channels of a 128x128 image, in and out of DRAM.
+fn conv_128() -> Q {
+    let (i, w, o) = ([1, 1, 16384, 64], [64, 64, 3, 3], [1, 1, 16384, 64]);
+    qa("ttnn.conv2d", conv_attrs(64, 64, 128, 3, 1, 1))
+        .input(&i, dram(&i))
+        .input(&w, rm(&w))
+        .out(&o)
+        .hint(dram(&o))
+}
+
+#[test]
+fn more_slices_need_less_l1_per_core() {
+    // Each core's input rows, halo and output shard shrink with the slice: 128 output rows
+    // over n slices, each on up to 64 cores.
+    expect![[r#"
+        1: cb 78848 + tensor 99328 = 178176
+        2: cb 78336 + tensor 66560 = 144896
+        3: cb 78208 + tensor 58880 = 137088
+        4: cb 28672 + tensor 84736 = 113408
+        5: cb 28288 + tensor 86912 = 115200
+        6: cb 28032 + tensor 74496 = 102528
+        7: cb 27904 + tensor 71424 = 99328
+        8: cb 27648 + tensor 51712 = 79360"#]]
+    .assert_eq(&slice_counts(&conv_128(), Conv2dSliceType::DramHeight, 8));
+}
+
+#[test]
+fn auto_slicing_takes_the_fewest_slices_that_fit_the_free_l1() {
+    // With L1 already in use the slices must be smaller, so more of them are needed; when no
+    // count fits, the error gives the least any count needs.
+    let auto = conv_128().config(sliced(Conv2dSliceType::DramHeight, 0));
+    let lines = [0, 1_200_000, 1_250_000, 1_300_000].map(|in_use| {
+        let q = auto.clone().in_use(in_use);
+        let res = q.run();
+        let text = render(&q, &res);
+        format!("{in_use}: {}", text.lines().next().unwrap_or_default())
+            + &text.lines().nth(2).map(|l| format!(" ({l})")).unwrap_or_default()
+    });
+    expect![[r#"
+        0: cb 78848 tensor 99328 peak 178176 out 0 (conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 1>)
+        1200000: cb 28672 tensor 84736 peak 113408 out 0 (conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 4>)
+        1250000: cb 27136 tensor 35200 peak 62336 out 0 (conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 16>)
+        1300000: error: out of L1: needs 1349792 bytes per core, 1325652 available"#]].assert_eq(&lines.join("\n"));
+}
+
+#[test]
+fn a_dram_sliced_conv_reads_and_writes_dram_interleaved_tensors() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    let conv = |input: TtnnLayout| {
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+            .input(&i, input)
+            .input(&w, rm(&w))
+            .out(&o)
+            .config(sliced(Conv2dSliceType::DramHeight, 2))
+    };
+    check(
+        conv(hs(&i, 49)).hint(dram(&o)),
+        expect![
+            "error: unsupported: ttnn.conv2d: a dram_height sliced conv reads its input from DRAM interleaved, not L1 height_sharded 49x1, 2x2 tiles per core (bf16)"
+        ],
+    );
+    check(
+        conv(dram(&i)).hint(hs(&o, 49)),
+        expect![
+            "error: unsupported: ttnn.conv2d: a dram_height sliced conv writes its output to DRAM interleaved, not L1 height_sharded 49x1, 2x2 tiles per core (bf16)"
+        ],
+    );
+    check(
+        conv(dram(&i)),
+        expect![[r#"
+        cb 27520 tensor 43904 peak 71424 out 0
+        DRAM interleaved, 98x2 tiles total (bf16)
+        conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 2>"#]],
+    );
+}
+
+#[test]
+fn a_dram_sliced_conv_checks_its_operands_against_its_attributes() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 28, 3, 1, 1))
+            .input(&i, dram(&i))
+            .input(&w, rm(&w))
+            .out(&o)
+            .config(sliced(Conv2dSliceType::DramHeight, 2)),
+        expect![
+            "error: invalid: ttnn.conv2d: input 1x1x3136x64 is not [1, 1, 784, 64] for batch 1 x 28x28"
+        ],
+    );
+}
+
+#[test]
+fn an_explicit_slice_count_is_bounded_by_the_sliced_dimension() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    let q = qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+        .input(&i, dram(&i))
+        .input(&w, rm(&w))
+        .out(&o)
+        .hint(dram(&o));
+    check(
+        q.clone().config(sliced(Conv2dSliceType::DramHeight, 57)),
+        expect![
+            "error: invalid: ttnn.conv2d: 57 slices exceed the 56 a 56-wide sliced output dimension allows"
+        ],
+    );
+    check(
+        q.config(sliced(Conv2dSliceType::DramHeight, 4)),
+        expect![[r#"
+        cb 27136 tensor 25088 peak 52224 out 0
+        DRAM interleaved, 98x2 tiles total (bf16)
+        conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 4>"#]],
+    );
+}
+
+#[test]
+fn dram_slicing_leaves_a_matmul_conv_whole_and_is_not_modelled_for_conv_transpose2d() {
+    let (i, w, o) = ([1, 1, 6272, 128], [512, 128, 1, 1], [1, 1, 6272, 512]);
+    let mut attrs = conv_attrs(128, 512, 28, 1, 1, 0);
+    attrs[2] = ("batch_size", AttrValue::Int(8));
+    let expansion =
+        qa("ttnn.conv2d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o).hint(dram(&o));
+    check(
+        expansion.config(sliced(Conv2dSliceType::DramHeight, 0)),
+        expect![[r#"
+        cb 21632 tensor 204800 peak 226432 out 0
+        DRAM interleaved, 196x16 tiles total (bf16)
+        conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 1>"#]],
+    );
+    let (i, w, o) = ([1, 1, 196, 256], [256, 128, 2, 2], [1, 1, 784, 128]);
+    check(
+        qa("ttnn.conv_transpose2d", conv_attrs(256, 128, 14, 2, 2, 0))
+            .input(&i, dram(&i))
+            .input(&w, rm(&w))
+            .out(&o)
+            .hint(dram(&o))
+            .config(sliced(Conv2dSliceType::DramHeight, 2)),
+        expect![
+            "error: unsupported: ttnn.conv_transpose2d: DRAM slicing is modelled for conv2d only, not dram_height"
+        ],
+    );
+}
+
 #[test]
 fn conv2d_act_block_h_override_must_be_a_multiple_of_32() {
     let cfg = Conv2dConfig { act_block_h_override: Some(48), ..Default::default() };
     check(
-        stem().config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }),
+        stem().config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None, slice: None }),
         expect![[
             r#"error: invalid: ttnn.conv2d: act_block_h_override = 48 is not a multiple of 32"#
         ]],
@@ -1080,7 +1339,11 @@ fn conv2d_config_shard_layout_must_match_the_output() {
     let cfg =
         Conv2dConfig { shard_layout: Some(TensorMemoryLayout::BlockSharded), ..Default::default() };
     check(
-        stem().hint(hs(&o, 56)).config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }),
+        stem().hint(hs(&o, 56)).config(OpConfig::Conv2d {
+            conv: Box::new(cfg),
+            compute: None,
+            slice: None,
+        }),
         expect![[
             r#"error: invalid: ttnn.conv2d: conv2d_config shard_layout block_sharded disagrees with the height_sharded output"#
         ]],
@@ -1113,7 +1376,7 @@ fn conv2d_without_a_hint_refuses_a_config_shard_layout_unlike_its_sharded_input(
             .input(&i, hs(&i, 49))
             .input(&w, rm(&w))
             .out(&o)
-            .config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None }),
+            .config(OpConfig::Conv2d { conv: Box::new(cfg), compute: None, slice: None }),
         expect![
             "error: unsupported: ttnn.conv2d: input and output must use the same sharding type, not height_sharded and width_sharded"
         ],
@@ -1933,9 +2196,44 @@ fn degenerate_queries_never_panic() {
                 },
             )
         });
-        let res = qa(name, huge.collect()).input(&s, dram(&s)).input(&s, dram(&s)).out(&s).run();
+        let query = qa(name, huge.collect()).input(&s, dram(&s)).input(&s, dram(&s)).out(&s);
+        for ty in [Conv2dSliceType::L1Full, Conv2dSliceType::DramHeight, Conv2dSliceType::DramWidth]
+        {
+            let res = query.clone().config(sliced(ty, 0)).run();
+            let rejected =
+                matches!(res, Err(OpError::Invalid { .. } | OpError::Unsupported { .. }));
+            assert!(rejected, "{name} {ty}: {res:?}");
+        }
+        let res = query.run();
         assert!(matches!(res, Err(OpError::Invalid { .. })), "{name}: {res:?}");
     }
+}
+
+#[test]
+fn slicing_a_million_row_image_tries_a_bounded_number_of_slice_counts() {
+    // 2^20 output rows would allow 2^20 slices. The model tries at most 1024 counts, so the
+    // query answers quickly even when no count fits (here, with nearly all L1 in use), and it
+    // refuses to evaluate more slices than that.
+    let rows = 1 << 20;
+    let (i, w, o) = ([1, 1, 4 * rows, 32], [32, 32, 3, 3], [1, 1, 4 * rows, 32]);
+    let mut attrs = conv_attrs(32, 32, 4, 3, 1, 1);
+    attrs[3] = ("input_height", AttrValue::Int(rows as i64));
+    let q = qa("ttnn.conv2d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o).hint(dram(&o));
+    let auto = q.clone().config(sliced(Conv2dSliceType::DramHeight, 0));
+    let lines = [0, 1_300_000].map(|in_use| {
+        let q = auto.clone().in_use(in_use);
+        let text = render(&q, &q.run());
+        format!("{in_use}: {}", text.lines().next().unwrap_or_default())
+            + &text.lines().nth(2).map(|l| format!(" ({l})")).unwrap_or_default()
+    });
+    expect![[r#"
+        0: cb 64128 tensor 1241984 peak 1306112 out 0 (conv: shard_layout None, #ttnn.conv2d_slice_config<dram_height, 56>)
+        1300000: error: out of L1: needs 1400608 bytes per core, 1325652 available"#]].assert_eq(&lines.join("\n"));
+    let res = q.clone().config(sliced(Conv2dSliceType::DramHeight, 2048)).run();
+    expect![
+        "error: unsupported: ttnn.conv2d: 2048 slices are more than the 1024 the model evaluates"
+    ]
+    .assert_eq(&render(&q, &res));
 }
 
 // ---- cache ----------------------------------------------------------------------------------

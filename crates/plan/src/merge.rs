@@ -845,12 +845,13 @@ impl Merger<'_> {
                         return true;
                     }
                     // A conv2d that deallocates its activation cannot read a forked input.
-                    if let OpConfig::Conv2d { conv, compute } = &self.plans[u as usize].config
+                    if let OpConfig::Conv2d { conv, compute, slice } =
+                        &self.plans[u as usize].config
                         && conv.deallocate_activation == Some(true)
                     {
                         let mut c2 = conv.clone();
                         c2.deallocate_activation = Some(false);
-                        let cfg = OpConfig::Conv2d { conv: c2, compute: *compute };
+                        let cfg = OpConfig::Conv2d { conv: c2, compute: *compute, slice: *slice };
                         if self.validate(u, &[(k, layout.clone())], None, Some(&cfg), at).is_ok() {
                             keep_activation.push(u);
                             return true;

@@ -191,7 +191,14 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
                     legal.first_rejection.as_deref().unwrap_or("no reason given")
                 ),
                 Some(l) if l.is_l1() => "its layout is fixed (as written)".to_owned(),
-                Some(_) => "not in an L1 chain: DRAM interleaved".to_owned(),
+                Some(_) => match &config {
+                    OpConfig::Conv2d { slice: Some(s), .. } if s.slice_type.is_dram() => format!(
+                        "not in an L1 chain: DRAM interleaved, run in {} {} slices because \
+                         the whole conv does not fit L1",
+                        s.num_slices, s.slice_type
+                    ),
+                    _ => "not in an L1 chain: DRAM interleaved".to_owned(),
+                },
                 None => String::new(),
             };
             OpPlan {

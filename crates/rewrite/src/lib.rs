@@ -2,7 +2,8 @@
 //!
 //! For every optimizable function (public, with a body, a forward function), ops are emitted
 //! in schedule order with result types rewritten to the planned layouts, op configs attached
-//! (`conv2d_config`, `matmul_program_config`), and conversions inserted:
+//! (`conv2d_config` and `conv2d_slice_config`, `matmul_program_config`), and conversions
+//! inserted:
 //!
 //! - a reshard (`ttnn.to_memory_config`, or `ttnn.to_layout` when the page layout changes)
 //!   in front of an operand whose incoming value differs from the layout the op was
@@ -609,8 +610,10 @@ impl Rewriter<'_> {
             _ => {}
         }
         match config {
-            Some(OpConfig::Conv2d { conv, .. }) => {
-                set_prop(&mut props, "conv2d_config", Some(conv.to_string()))
+            Some(OpConfig::Conv2d { conv, slice, .. }) => {
+                set_prop(&mut props, "conv2d_config", Some(conv.to_string()));
+                // A conv planned whole in L1 loses a DRAM slice config it was written with.
+                set_prop(&mut props, "conv2d_slice_config", slice.map(|s| s.to_string()));
             }
             Some(OpConfig::Matmul { program, .. }) => {
                 let fused = matches!(

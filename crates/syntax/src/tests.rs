@@ -445,3 +445,20 @@ module {
         "##]],
     );
 }
+
+#[test]
+fn printer_keeps_a_conv2d_slice_config_as_written() {
+    check_print(
+        r#"func.func @f(%x: tensor<1x1x64x32xbf16>, %w: tensor<32x32x3x3xbf16>) -> tensor<1x1x64x32xbf16> {
+  %0 = "ttnn.conv2d"(%x, %w) <{conv2d_slice_config = #ttnn.conv2d_slice_config<dram_height, 4>, groups = 1 : i32}> : (tensor<1x1x64x32xbf16>, tensor<32x32x3x3xbf16>) -> tensor<1x1x64x32xbf16>
+  return %0 : tensor<1x1x64x32xbf16>
+}
+"#,
+        expect![[r#"
+            func.func @f(%x: tensor<1x1x64x32xbf16>, %w: tensor<32x32x3x3xbf16>) -> tensor<1x1x64x32xbf16> {
+              %0 = "ttnn.conv2d"(%x, %w) <{conv2d_slice_config = #ttnn.conv2d_slice_config<dram_height, 4>, groups = 1 : i32}> : (tensor<1x1x64x32xbf16>, tensor<32x32x3x3xbf16>) -> tensor<1x1x64x32xbf16>
+              return %0 : tensor<1x1x64x32xbf16>
+            }
+        "#]],
+    );
+}

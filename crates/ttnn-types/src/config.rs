@@ -1,4 +1,5 @@
-//! Op-specific configs: `#ttnn.conv2d_config`, matmul program configs, compute kernel configs.
+//! Op-specific configs: `#ttnn.conv2d_config`, `#ttnn.conv2d_slice_config`, matmul program
+//! configs, compute kernel configs.
 //!
 //! Every field of these attributes is optional in IR (struct syntax, any order), so each is an
 //! `Option` here and only the fields that are set are printed.
@@ -112,6 +113,65 @@ impl fmt::Display for Conv2dConfig {
             }
         }
         write!(f, "#ttnn.conv2d_config<{}>", parts.join(", "))
+    }
+}
+
+/// How a conv2d is cut into pieces that each fit L1 (`Conv2dSliceConfig::SliceType` in
+/// tt-metal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Conv2dSliceType {
+    /// The whole conv runs in L1 at once.
+    L1Full,
+    /// Input and output stay in DRAM; the conv runs over bands of output rows.
+    DramHeight,
+    /// Input and output stay in DRAM; the conv runs over bands of output columns.
+    DramWidth,
+}
+
+impl Conv2dSliceType {
+    #[must_use]
+    pub fn from_keyword(s: &str) -> Option<Conv2dSliceType> {
+        Some(match s {
+            "l1_full" => Conv2dSliceType::L1Full,
+            "dram_height" => Conv2dSliceType::DramHeight,
+            "dram_width" => Conv2dSliceType::DramWidth,
+            _ => return None,
+        })
+    }
+
+    #[must_use]
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Conv2dSliceType::L1Full => "l1_full",
+            Conv2dSliceType::DramHeight => "dram_height",
+            Conv2dSliceType::DramWidth => "dram_width",
+        }
+    }
+
+    /// True for the two DRAM slice types.
+    #[must_use]
+    pub fn is_dram(self) -> bool {
+        self != Conv2dSliceType::L1Full
+    }
+}
+
+impl fmt::Display for Conv2dSliceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
+/// `#ttnn.conv2d_slice_config<dram_height, 4>`: the slice type and the number of slices, where
+/// 0 lets tt-metal pick the smallest number that fits the free L1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Conv2dSliceConfig {
+    pub slice_type: Conv2dSliceType,
+    pub num_slices: u64,
+}
+
+impl fmt::Display for Conv2dSliceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#ttnn.conv2d_slice_config<{}, {}>", self.slice_type, self.num_slices)
     }
 }
 

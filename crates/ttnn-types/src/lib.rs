@@ -2,7 +2,8 @@
 //!
 //! Everything here is plain data with value equality: data types and element types, buffer
 //! types and memory layouts, core grids and core ranges, the `#ttnn.ttnn_layout` tensor
-//! encoding, and the op-specific configs (conv2d config, matmul program configs).
+//! encoding, and the op-specific configs (conv2d config and slice config, matmul program
+//! configs).
 //! Nothing here knows about text positions, salsa or the file system.
 //!
 //! The layout arithmetic follows tt-mlir's layout builder: tensors are collapsed to 2D
@@ -16,7 +17,8 @@ mod layout;
 
 pub use crate::{
     config::{
-        Conv2dConfig, DeviceComputeKernelConfig, MathFidelity, MatmulProgramConfig, UnaryWithParam,
+        Conv2dConfig, Conv2dSliceConfig, Conv2dSliceType, DeviceComputeKernelConfig, MathFidelity,
+        MatmulProgramConfig, UnaryWithParam,
     },
     core_range::{CoreCoord, CoreRange, CoreRangeSet, Grid},
     dtype::{DataType, ElementType, ScalarType, Signedness},

@@ -65,24 +65,29 @@ fn float_value(text: &str, ty: Option<&str>) -> Option<f64> {
     }
 }
 
-/// The op-specific config written on the op. Convolutions and matmuls without one still get
-/// their family's config variant, so the op model applies its defaults rather than treating
-/// the op as config-less.
+/// The op-specific config written on the op (for a conv, its `conv2d_config`, `compute_config`
+/// and `conv2d_slice_config`). Convolutions and matmuls without one still get their family's
+/// config variant, so the op model applies its defaults rather than treating the op as
+/// config-less.
 pub(crate) fn op_config(op: &OpData, kind: &OpKind) -> OpConfig {
     let decoded = |key: &str| op.property(key).and_then(AttrValue::decoded);
     let compute = match decoded("compute_config") {
         Some(Decoded::ComputeConfig(c)) => Some(*c),
         _ => None,
     };
+    let slice = match decoded("conv2d_slice_config") {
+        Some(Decoded::Conv2dSliceConfig(s)) => Some(*s),
+        _ => None,
+    };
     match (decoded("conv2d_config"), decoded("matmul_program_config")) {
         (Some(Decoded::Conv2dConfig(conv)), _) => {
-            OpConfig::Conv2d { conv: Box::new(conv.clone()), compute }
+            OpConfig::Conv2d { conv: Box::new(conv.clone()), compute, slice }
         }
         (_, Some(Decoded::MatmulProgramConfig(program))) => {
             OpConfig::Matmul { program: Some(Box::new(program.clone())), compute }
         }
         _ if kind.is_conv2d_like() || matches!(kind, OpKind::Conv1d(_)) => {
-            OpConfig::Conv2d { conv: Box::default(), compute }
+            OpConfig::Conv2d { conv: Box::default(), compute, slice }
         }
         _ if kind.is_matmul_like() => OpConfig::Matmul { program: None, compute },
         _ => OpConfig::None,

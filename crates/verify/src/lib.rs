@@ -13,7 +13,9 @@
 //!   tile, and an info diagnostic says so), `OutputHint::Layout(result layout)` (a partial
 //!   layout, `ignorePhysicalLayout = true`, becomes `OutputHint::Partial`; no layout,
 //!   `OutputHint::Null`), the op-specific config from its properties (`conv2d_config`,
-//!   `matmul_program_config`, `compute_config`), and `l1_in_use` = the live L1 before the op.
+//!   `conv2d_slice_config`, `matmul_program_config`, `compute_config`), and `l1_in_use` = the
+//!   live L1 before the op. A DRAM-sliced conv is evaluated like any other op: the op model
+//!   takes its slice config and answers for its largest slice.
 //! * **Live L1.** An L1 tensor value occupies its layout's per-core bytes
 //!   ([`TtnnLayout::l1_bytes_per_core`]) from the op that produces it until its last use in
 //!   program order. A value used by `return` lives to the end of the function;

@@ -303,3 +303,34 @@ func.func @f(%a: tensor<64x128xbf16>) -> tensor<64x128xbf16, #d64> {
         "#]],
     );
 }
+
+#[test]
+fn a_dram_sliced_conv_is_evaluated_by_the_op_model_for_its_largest_slice() {
+    // ViT's patch embedding: whole in L1 it is out of memory; in two DRAM height slices each
+    // slice fits; a width slicing of its 14-wide tiled output cannot cut it in two.
+    check(
+        r#"
+#x = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 401408 + d1 * 401408 + d2, d3), <1x1>, memref<12544x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#w = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 48 + d1 * 16 + d2, d3), <1x1>, memref<2304x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#y = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1568 + d1 * 1568 + d2, d3), <1x1>, memref<49x24x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+func.func @f(%x: tensor<1x1x401408x3xbf16, #x>, %w: tensor<768x3x16x16xbf16, #w>) -> tensor<1x1x1568x768xbf16, #y> {
+  %0 = "ttnn.conv2d"(%x, %w) <{batch_size = 8 : i32, conv2d_slice_config = #ttnn.conv2d_slice_config<l1_full, 0>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 3 : i32, input_height = 224 : i32, input_width = 224 : i32, kernel_size = array<i32: 16, 16>, out_channels = 768 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 16, 16>}> : (tensor<1x1x401408x3xbf16, #x>, tensor<768x3x16x16xbf16, #w>) -> tensor<1x1x1568x768xbf16, #y> loc("whole")
+  %1 = "ttnn.conv2d"(%x, %w) <{batch_size = 8 : i32, conv2d_slice_config = #ttnn.conv2d_slice_config<dram_height, 2>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 3 : i32, input_height = 224 : i32, input_width = 224 : i32, kernel_size = array<i32: 16, 16>, out_channels = 768 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 16, 16>}> : (tensor<1x1x401408x3xbf16, #x>, tensor<768x3x16x16xbf16, #w>) -> tensor<1x1x1568x768xbf16, #y> loc("height_2")
+  %2 = "ttnn.conv2d"(%x, %w) <{batch_size = 8 : i32, conv2d_slice_config = #ttnn.conv2d_slice_config<dram_width, 2>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 3 : i32, input_height = 224 : i32, input_width = 224 : i32, kernel_size = array<i32: 16, 16>, out_channels = 768 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 16, 16>}> : (tensor<1x1x401408x3xbf16, #x>, tensor<768x3x16x16xbf16, #w>) -> tensor<1x1x1568x768xbf16, #y> loc("width_2")
+  return %1 : tensor<1x1x1568x768xbf16, #y>
+}
+"#,
+        expect![[r#"
+            func @f
+            op        kind         result layout  valid      cb  tensor  output  live L1 before  error
+            whole     ttnn.conv2d  DRAM il        NO          -       -       -               0  out of L1: the op alone needs 3129472 bytes per core, 1325652 usable
+            height_2  ttnn.conv2d  DRAM il        yes    458880  188416       0               0
+            width_2   ttnn.conv2d  DRAM il        NO          -       -       -               0  invalid: ttnn.conv2d: 2 slices exceed the 1 a 14-wide sliced output dimension allows
+            ops: 3, valid: 1, violations: 2
+            peak L1: 3129472 / 1325652 bytes per core (236.1%)
+            out of L1 at: whole (@f op 0)
+            error[l1-out-of-memory] line 6: out of L1: the op alone needs 3129472 bytes per core, 1325652 usable
+            error[op-model-rejects] line 8: invalid: ttnn.conv2d: 2 slices exceed the 1 a 14-wide sliced output dimension allows
+        "#]],
+    );
+}
