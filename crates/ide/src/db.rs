@@ -104,6 +104,7 @@ const FUNC_QUERIES: &[&str] = &[
     "chains",
     "merge_decisions",
     "plan",
+    "plan_parts",
 ];
 /// Queries keyed by one `ChainId`.
 const CHAIN_QUERIES: &[&str] = &["chain_problem", "solve_chain"];

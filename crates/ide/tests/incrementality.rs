@@ -302,6 +302,7 @@ fn check_optimize(change: Change, expect: Expect) {
                 || q.starts_with("chains")
                 || q.starts_with("merge")
                 || q.starts_with("schedule")
+                || q.starts_with("plan")
         })
         .collect();
     executed.sort();
@@ -318,6 +319,10 @@ fn an_override_on_one_op_resolves_only_its_chain() {
             legal_op_configs(@main:%5)
             legal_op_layouts(@main:%5)
             merge_decisions(@main)
+            plan_cost
+            plan_for
+            plan_for
+            plan_parts(@main)
             solve_chain(@main:[%4 %5])"#]],
     );
 }

@@ -153,24 +153,21 @@ pub fn plan(db: &dyn Db, func: FuncId) -> Arc<Plan> {
     plan_for(db, func, policy)
 }
 
-/// The plan of a function under a given policy (policies can be compared side by side).
+/// Every op's and chain's plan from the solved chains alone, before any policy's merging,
+/// spills and conversions: what both policies start from, built once for both.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PlanParts {
+    pub ops: Vec<OpPlan>,
+    pub chains: Vec<ChainPlan>,
+}
+
+/// The solved chains laid out over the function (see [`PlanParts`]).
 #[salsa::tracked(returns(clone))]
-pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
+pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
     let graph = chains(db, func);
-    let sched = schedule(db, func);
-    let topo = func_topology(db, func);
     let ops = ir::func_ops(db, func);
-    let Some(body) = ir::func_body(db, func) else {
-        return Arc::new(Plan {
-            policy,
-            schedule: sched,
-            ops: Vec::new(),
-            chains: Vec::new(),
-            merges: Vec::new(),
-        });
-    };
-    let _p =
-        tracing::debug_span!("plan_for", func = %func.name(db), policy = policy.name()).entered();
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let _p = tracing::debug_span!("plan_parts", func = %func.name(db)).entered();
     let n = body.ops.len();
     let pinned = layout::pinned_outputs(db, func);
     let mut op_plans: Vec<OpPlan> = (0..n)
@@ -332,6 +329,29 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
             }
         }
     }
+    Arc::new(PlanParts { ops: op_plans, chains: chain_plans })
+}
+
+/// The plan of a function under a given policy (policies can be compared side by side).
+#[salsa::tracked(returns(clone))]
+pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
+    let sched = schedule(db, func);
+    let topo = func_topology(db, func);
+    let parts = plan_parts(db, func);
+    let Some(body) = ir::func_body(db, func) else {
+        return Arc::new(Plan {
+            policy,
+            schedule: sched,
+            ops: Vec::new(),
+            chains: Vec::new(),
+            merges: Vec::new(),
+        });
+    };
+    let _p =
+        tracing::debug_span!("plan_for", func = %func.name(db), policy = policy.name()).entered();
+    let n = body.ops.len();
+    let mut op_plans = parts.ops.clone();
+    let mut chain_plans = parts.chains.clone();
     let mut merges = Vec::new();
     if policy == Policy::DfShardingMerge {
         let decisions = merge_decisions(db, func);
