@@ -323,6 +323,7 @@ fn an_override_on_one_op_resolves_only_its_chain() {
             plan_for
             plan_for
             plan_parts(@main)
+            plan_parts_chunk
             solve_chain(@main:[%4 %5])"#]],
     );
 }
@@ -340,4 +341,48 @@ fn a_whitespace_edit_resolves_no_chain() {
         ),
         expect![[r#""#]],
     );
+}
+
+#[test]
+fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
+    // 1200 independent single-op chains: the plan's parts come in chunks of 512 ops, and an
+    // override that keeps the 1100th op in its chain (another sharding) re-solves that chain
+    // and re-derives only the third chunk. (Taking an op out of its chain renumbers the
+    // chains after it, which every chunk's plans name.)
+    let t = "tensor<256x256xbf16, #l>";
+    let mut text = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
+    for i in 0..1200 {
+        text.push_str(&format!("  %{i} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r{i}\")\n"));
+    }
+    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text));
+    let file = host.file(FILE).expect("file is open");
+    let cost = |host: &AnalysisHost| {
+        let _ = host.analysis().cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+    };
+    cost(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(
+        Change::new()
+            .set_overrides("m.overrides", "override-output-layout=r1100=l1:height_sharded\n"),
+    );
+    cost(&host);
+    let mut executed: Vec<String> = host
+        .take_executed_queries()
+        .into_iter()
+        .filter(|q| q.starts_with("plan") || q.starts_with("solve_chain"))
+        .collect();
+    executed.sort();
+    expect![[r#"
+        plan_cost
+        plan_for
+        plan_for
+        plan_parts(@main)
+        plan_parts_chunk
+        solve_chain(@main:[%1100])"#]]
+    .assert_eq(&executed.join("\n"));
 }

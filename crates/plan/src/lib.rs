@@ -24,8 +24,8 @@ pub use crate::{
     costing::{PlanCost, cost_lower_bound, plan_cost, written_cost},
     merge::{DeclinedChain, MergeDecisions, MergeKind, Reservation, merge_decisions},
     planning::{
-        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, Plan, PlanParts, SpillLocation,
-        plan, plan_for, plan_parts,
+        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, Plan, PlanParts,
+        SpillLocation, plan, plan_for, plan_parts, plan_parts_chunk,
     },
     problem::{ChainCost, chain_cost, chain_problem, fallback_layout, solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},

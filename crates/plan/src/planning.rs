@@ -161,16 +161,70 @@ pub struct PlanParts {
     pub chains: Vec<ChainPlan>,
 }
 
-/// The solved chains laid out over the function (see [`PlanParts`]).
+/// Ops per chunk of [`plan_parts`]: small enough that re-deriving one chunk is cheap, large
+/// enough that gathering the chunks is a short loop.
+const PARTS_CHUNK: usize = 512;
+
+/// The solved chains laid out over the function (see [`PlanParts`]), gathered from chunks
+/// of [`PARTS_CHUNK`] ops so that one chain's change re-derives only its chunks.
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
-    let graph = chains(db, func);
-    let ops = ir::func_ops(db, func);
     let Some(body) = ir::func_body(db, func) else { return Arc::default() };
     let _p = tracing::debug_span!("plan_parts", func = %func.name(db)).entered();
     let n = body.ops.len();
+    let mut ops = Vec::with_capacity(n);
+    let mut chains: Vec<(usize, ChainPlan)> = Vec::new();
+    for k in 0..n.div_ceil(PARTS_CHUNK) {
+        let part = plan_parts_chunk(db, func, k as u32);
+        ops.extend(part.ops.iter().cloned());
+        chains.extend(part.chains.iter().cloned());
+    }
+    chains.sort_by_key(|(c, _)| *c);
+    Arc::new(PlanParts { ops, chains: chains.into_iter().map(|(_, c)| c).collect() })
+}
+
+/// One chunk of [`plan_parts`]: the plans of ops `k * PARTS_CHUNK ..` and the chain plans of
+/// the chains whose first op lies there (chunk 0 also takes chains with no op).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PartsChunk {
+    pub ops: Vec<OpPlan>,
+    pub chains: Vec<(usize, ChainPlan)>,
+}
+
+/// Op plans of one chunk, indexed by body index; writes to ops of other chunks (a chain
+/// that crosses the boundary) land in a scratch plan and are dropped.
+struct ChunkPlans {
+    lo: usize,
+    plans: Vec<OpPlan>,
+    scratch: OpPlan,
+}
+
+impl std::ops::Index<usize> for ChunkPlans {
+    type Output = OpPlan;
+    fn index(&self, i: usize) -> &OpPlan {
+        i.checked_sub(self.lo).and_then(|k| self.plans.get(k)).unwrap_or(&self.scratch)
+    }
+}
+
+impl std::ops::IndexMut<usize> for ChunkPlans {
+    fn index_mut(&mut self, i: usize) -> &mut OpPlan {
+        match i.checked_sub(self.lo) {
+            Some(k) if k < self.plans.len() => &mut self.plans[k],
+            _ => &mut self.scratch,
+        }
+    }
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
+    let graph = chains(db, func);
+    let ops = ir::func_ops(db, func);
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let n = body.ops.len();
+    let lo = (k as usize * PARTS_CHUNK).min(n);
+    let hi = (lo + PARTS_CHUNK).min(n);
     let pinned = layout::pinned_outputs(db, func);
-    let mut op_plans: Vec<OpPlan> = (0..n)
+    let plans: Vec<OpPlan> = (lo..hi)
         .map(|i| {
             let op = ops[i];
             let layout = fallback_layout(db, op);
@@ -209,8 +263,54 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
             }
         })
         .collect();
-    let mut chain_plans = Vec::with_capacity(graph.chains.len());
-    for (ci, &chain) in graph.chains.iter().enumerate() {
+    let mut op_plans = ChunkPlans {
+        lo,
+        plans,
+        scratch: OpPlan {
+            layout: None,
+            config: OpConfig::None,
+            chain: None,
+            expected_operands: Vec::new(),
+            spill: None,
+            reason: String::new(),
+            reserved: 0,
+        },
+    };
+    // The chains with an op here, in index order; a chain belongs to the chunk of its first
+    // op (chunk 0 also takes chains none of whose ops resolve).
+    let mut touching: Vec<usize> = Vec::new();
+    let mut owned: Vec<usize> = Vec::new();
+    for (c, pos) in (lo..hi).filter_map(|i| graph.op_chain.get(i).copied().flatten()) {
+        touching.push(c as usize);
+        if pos == 0 {
+            owned.push(c as usize);
+        }
+    }
+    if k == 0 {
+        let mut placed = vec![false; graph.chains.len()];
+        for (c, _) in graph.op_chain.iter().flatten() {
+            if let Some(p) = placed.get_mut(*c as usize) {
+                *p = true;
+            }
+        }
+        let lone = placed.iter().enumerate().filter(|(_, p)| !**p).map(|(c, _)| c);
+        let lone: Vec<usize> = lone.collect();
+        touching.extend(&lone);
+        owned.extend(lone);
+    }
+    touching.sort_unstable();
+    touching.dedup();
+    owned.sort_unstable();
+    let owner = |c: usize| owned.binary_search(&c).is_ok();
+    let mut chain_plans: Vec<(usize, ChainPlan)> = Vec::new();
+    let push = |out: &mut Vec<(usize, ChainPlan)>, owns: bool, ci: usize, plan: ChainPlan| {
+        if owns {
+            out.push((ci, plan));
+        }
+    };
+    for ci in touching {
+        let Some(&chain) = graph.chains.get(ci) else { continue };
+        let owns = owner(ci);
         let members: Vec<u32> = chain
             .ops(db)
             .iter()
@@ -220,16 +320,21 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
             op_plans[i as usize].chain = Some((ci as u32, pos as u32));
         }
         if chain.concat(db) {
-            chain_plans.push(ChainPlan {
-                id: chain,
-                ops: members,
-                concat: true,
-                state: ChainState::Built,
-                failure: None,
-                spill: SpillLocation::Dram,
-                spill_reason: "concat chains are resolved only by chain merging".to_owned(),
-                core_usage: Vec::new(),
-            });
+            push(
+                &mut chain_plans,
+                owns,
+                ci,
+                ChainPlan {
+                    id: chain,
+                    ops: members,
+                    concat: true,
+                    state: ChainState::Built,
+                    failure: None,
+                    spill: SpillLocation::Dram,
+                    spill_reason: "concat chains are resolved only by chain merging".to_owned(),
+                    core_usage: Vec::new(),
+                },
+            );
             continue;
         }
         let sol = solve_chain(db, chain);
@@ -241,16 +346,21 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
                         f.reason
                     );
                 }
-                chain_plans.push(ChainPlan {
-                    id: chain,
-                    ops: members,
-                    concat: false,
-                    state: ChainState::Failed,
-                    failure: Some(f.reason.clone()),
-                    spill: SpillLocation::Dram,
-                    spill_reason: String::new(),
-                    core_usage: Vec::new(),
-                });
+                push(
+                    &mut chain_plans,
+                    owns,
+                    ci,
+                    ChainPlan {
+                        id: chain,
+                        ops: members,
+                        concat: false,
+                        state: ChainState::Failed,
+                        failure: Some(f.reason.clone()),
+                        spill: SpillLocation::Dram,
+                        spill_reason: String::new(),
+                        core_usage: Vec::new(),
+                    },
+                );
             }
             Ok(selected) => {
                 let problem = crate::problem::chain_problem(db, chain);
@@ -273,8 +383,11 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
                     let consumer = members[e.consumer] as usize;
                     let producer_layout =
                         problem.ops[e.producer].candidates[selected[e.producer]].layout.clone();
-                    op_plans[consumer].expected_operands[e.operand as usize] =
-                        Some(Conversion { layout: producer_layout, reason: String::new() });
+                    if let Some(slot) =
+                        op_plans[consumer].expected_operands.get_mut(e.operand as usize)
+                    {
+                        *slot = Some(Conversion { layout: producer_layout, reason: String::new() });
+                    }
                 }
                 if let Some(first) = members.first()
                     && let Some(Some(input)) = problem.ops.first().and_then(|o| o.operands.first())
@@ -291,8 +404,9 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
                     } else {
                         "the chain entry is validated with a DRAM-interleaved input".to_owned()
                     };
-                    op_plans[*first as usize].expected_operands[0] =
-                        Some(Conversion { layout, reason });
+                    if let Some(slot) = op_plans[*first as usize].expected_operands.get_mut(0) {
+                        *slot = Some(Conversion { layout, reason });
+                    }
                 }
                 for r in &sol.reshards {
                     let consumer = members[r.consumer] as usize;
@@ -301,14 +415,24 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
                     } else {
                         r.reason.clone()
                     };
-                    op_plans[consumer].expected_operands[r.operand as usize] = Some(Conversion {
-                        layout: r.layout.clone(),
-                        reason: format!("reshard: {why}"),
-                    });
+                    if let Some(slot) =
+                        op_plans[consumer].expected_operands.get_mut(r.operand as usize)
+                    {
+                        *slot = Some(Conversion {
+                            layout: r.layout.clone(),
+                            reason: format!("reshard: {why}"),
+                        });
+                    }
                 }
-                let last = *members.last().unwrap_or(&0) as usize;
+                // The last op's layout is its picked candidate's (it may lie in another chunk).
                 let feeds_d2m = chain.to_d2m(db);
-                let out_l1 = op_plans[last].layout.as_ref().is_some_and(TtnnLayout::is_l1);
+                let out_l1 = members
+                    .len()
+                    .checked_sub(1)
+                    .and_then(|p| {
+                        Some(&problem.ops.get(p)?.candidates.get(*selected.get(p)?)?.layout)
+                    })
+                    .is_some_and(TtnnLayout::is_l1);
                 let (spill, spill_reason) = if feeds_d2m {
                     (SpillLocation::None, "feeds a d2m subgraph: kept in L1".to_owned())
                 } else if out_l1 {
@@ -316,20 +440,25 @@ pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
                 } else {
                     (SpillLocation::None, String::new())
                 };
-                chain_plans.push(ChainPlan {
-                    id: chain,
-                    ops: members,
-                    concat: false,
-                    state: ChainState::Completed,
-                    failure: None,
-                    spill,
-                    spill_reason,
-                    core_usage: sol.core_usage.clone(),
-                });
+                push(
+                    &mut chain_plans,
+                    owns,
+                    ci,
+                    ChainPlan {
+                        id: chain,
+                        ops: members,
+                        concat: false,
+                        state: ChainState::Completed,
+                        failure: None,
+                        spill,
+                        spill_reason,
+                        core_usage: sol.core_usage.clone(),
+                    },
+                );
             }
         }
     }
-    Arc::new(PlanParts { ops: op_plans, chains: chain_plans })
+    Arc::new(PartsChunk { ops: op_plans.plans, chains: chain_plans })
 }
 
 /// The plan of a function under a given policy (policies can be compared side by side).
