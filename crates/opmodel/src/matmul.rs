@@ -1,10 +1,10 @@
 //! Matmul and linear: tt-mlir's program-config generator, tt-metal's program-config rules,
-//! its auto-picker for interleaved outputs (with the output block fitted to L1), and the CB
-//! formula `tileBytes * (2*bH*ibw + 2*bW*ibw + bH*bW [+ bH*bW interm])` over the output block
-//! `bH x bW` (opmodel.md §4.3, §5; legacy notes §5).
+//! its auto-picker for interleaved outputs (`create_simple_matmul_program_config`, with the
+//! output block fitted to L1), and the CBs each tt-metal program factory allocates for the
+//! chosen config (`cb_bytes`; opmodel.md §4.3, §5; legacy notes §5).
 
 use ttnn_types::{
-    CoreCoord, DeviceComputeKernelConfig, Grid, MatmulProgramConfig, PageLayout, TILE,
+    CoreCoord, DataType, DeviceComputeKernelConfig, Grid, MatmulProgramConfig, PageLayout, TILE,
     TensorMemoryLayout, TtnnLayout, UnaryWithParam, div_ceil,
 };
 
@@ -157,6 +157,8 @@ struct Dims {
     kt: u64,
     /// A's batch folded into M (what tt-metal does with `fuse_batch`).
     m_fused: u64,
+    /// A's batch, the programs' outer loop when the batch is not fused into M.
+    batch_a: u64,
     batched_b: bool,
 }
 
@@ -228,26 +230,33 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
     }
     let cfg = match &program {
         Some(c) => match validate(ctx, c, &dims, &a.layout, &out, max_sub) {
-            Ok(()) => c.clone(),
+            Ok(()) => Program::Config(c.clone()),
             // Without a caller-given config and with an exact output layout, the backend may
             // fall back to deriving a config from in0's shard (what tt-metal does when no
             // config is passed), which is how the legality matrix's sharded rows pass.
             Err(e) if generated && matches!(ctx.q.output, OutputHint::Layout(_)) => {
-                let auto = auto_config(ctx, &dims, &a.layout, max_sub, compute.as_ref());
+                let Program::Config(auto) =
+                    auto_config(ctx, &dims, &a.layout, &out, max_sub, compute.as_ref())
+                else {
+                    return Err(e);
+                };
                 if validate(ctx, &auto, &dims, &a.layout, &out, max_sub).is_err() {
                     return Err(e);
                 }
-                auto
+                Program::Config(auto)
             }
             Err(e) => return Err(e),
         },
-        None => auto_config(ctx, &dims, &a.layout, max_sub, compute.as_ref()),
+        None => auto_config(ctx, &dims, &a.layout, &out, max_sub, compute.as_ref()),
     };
-    let cb = cb_bytes(ctx, &cfg, &a.layout, &out, compute.as_ref());
+    let cb = cb_bytes(ctx, &cfg, &dims, &a.layout, &out, compute.as_ref());
     let mut est = Estimate::new(cb, out);
     // Upstream attaches a config only when it generated one for a sharded output; for
     // interleaved outputs tt-metal picks at run time, so none is reported.
-    let reported = if program.is_some() || generated { Some(cfg) } else { None };
+    let reported = match cfg {
+        Program::Config(c) if program.is_some() || generated => Some(c),
+        _ => None,
+    };
     est.config = OpConfig::Matmul { program: reported.map(Box::new), compute };
     Ok(est)
 }
@@ -272,14 +281,15 @@ pub(crate) fn sparse_matmul(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
         nt: div_ceil(n, TILE),
         kt: div_ceil(k, TILE),
         m_fused: div_ceil(m, TILE),
+        batch_a: MatmulShapes::batch(&a.shape),
         batched_b: true,
     };
     let out = ctx.resolve_output(crate::util::NullPolicy::Dram)?;
     if out.is_sharded() || a.layout.is_sharded() {
         return Err(unsupported("ttnn.sparse_matmul is modelled for interleaved tensors only"));
     }
-    let cfg = auto_config(ctx, &dims, &a.layout, 8, None);
-    let cb = cb_bytes(ctx, &cfg, &a.layout, &out, None);
+    let cfg = auto_config(ctx, &dims, &a.layout, &out, 8, None);
+    let cb = cb_bytes(ctx, &cfg, &dims, &a.layout, &out, None);
     Ok(Estimate::new(cb, out))
 }
 
@@ -311,6 +321,7 @@ fn dims(ctx: &Ctx<'_>, s: &MatmulShapes<'_>) -> Result<Dims, OpError> {
         nt: div_ceil(n, TILE),
         kt: div_ceil(ka, TILE),
         m_fused: mt.saturating_mul(MatmulShapes::batch(s.a)),
+        batch_a: MatmulShapes::batch(s.a),
         batched_b: MatmulShapes::batch(s.b) > 1,
     })
 }
@@ -550,21 +561,30 @@ fn validate(
 }
 
 /// What tt-metal picks when no config is given (interleaved or DRAM output): from in0's
-/// shard when in0 is sharded, else 1D for very tall or very wide problems and 2D otherwise.
+/// shard when in0 is sharded (`get_matmul_program_config`), else by
+/// `create_simple_matmul_program_config`, whose choice depends on where the tensors live.
 ///
-/// For an interleaved in0 the blocks are then fitted to L1 the way tt-metal's
-/// `create_simple_matmul_program_config` fits them: its 1D configs read K two tiles at a time
-/// (`in0_block_w` 2, or 1 for an odd Kt), and both 1D and 2D configs shrink the output block a
-/// core computes at once (`out_block_h` x `out_block_w`, divisors of the per-core block) until
-/// its own CB estimate fits the L1 it sees free. Without that, a wide LM head (N = 128k) would
-/// need megabytes of CB per core that tt-metal never allocates.
+/// For an interleaved in0 that picker first takes a square per-core block of 16, 8, 4 or 2
+/// tiles (the largest its own CB estimate fits in free L1, K read two tiles at a time):
+/// * 1D multicast when the problem is narrow (one side over 8 times the other, or for an
+///   all-DRAM problem one side within a tile) or when those blocks make a single row or
+///   column of cores; 1D configs read K two tiles at a time (`get_mcast_1d_config`);
+/// * 2D multicast for an all-DRAM problem, with the per-core block spread over the whole
+///   grid and `in0_block_w = Kt / grid columns` (1 if that does not divide);
+/// * 2D multicast with the square block itself (and its 2-tile K block) when an operand or the
+///   output is in L1 and the blocks fit the grid;
+/// * otherwise the plain multi-core program, which streams single tiles.
+///
+/// 1D and 2D blocks are then shrunk until tt-metal's estimate fits (`fit_out_block`). These
+/// configs do not fuse A's batch into M: the batch is an outer loop of the program.
 fn auto_config(
     ctx: &Ctx<'_>,
     d: &Dims,
     a: &TtnnLayout,
+    out: &TtnnLayout,
     max_sub: u64,
     compute: Option<&DeviceComputeKernelConfig>,
-) -> MatmulProgramConfig {
+) -> Program {
     let w = ctx.worker();
     let cores = w.volume().max(1);
     let ibw8 = largest_divisor_at_most(d.kt, 8);
@@ -572,19 +592,19 @@ fn auto_config(
     if d.batched_b {
         let (pm, pn) = (largest_divisor_at_most(d.mt, 8), largest_divisor_at_most(d.nt, 8));
         let (sbh, sbw) = sub(pm, pn);
-        return MatmulProgramConfig::MultiCoreReuse {
+        return Program::Config(MatmulProgramConfig::MultiCoreReuse {
             grid: CoreCoord { x: w.cols, y: w.rows },
             in0_block_w: ibw8,
             out_subblock_h: sbh,
             out_subblock_w: sbw,
             per_core_m: pm,
             per_core_n: pn,
-        };
+        });
     }
     let grid = CoreCoord { x: w.cols, y: w.rows };
-    let one_d = |pm: u64, pn: u64, ibw: u64, mcast_in0: bool, block: Block| {
+    let one_d = |pm: u64, pn: u64, ibw: u64, mcast_in0: bool, block: Block, fuse_batch: bool| {
         let (sbh, sbw) = sub(block.h, block.w);
-        MatmulProgramConfig::MultiCast1D {
+        Program::Config(MatmulProgramConfig::MultiCast1D {
             grid,
             in0_block_w: block.k.unwrap_or(ibw),
             out_subblock_h: sbh,
@@ -593,21 +613,15 @@ fn auto_config(
             out_block_w: block.w,
             per_core_m: pm,
             per_core_n: pn,
-            fuse_batch: true,
+            fuse_batch,
             fused_activation: None,
             mcast_in0,
-        }
+        })
     };
-    let two_d = |rows: u64, cols: u64, pm: u64, ibw: u64, fit: bool| {
-        let pn = div_ceil(d.nt, cols.max(1));
-        let block = if fit {
-            fit_out_block(ctx, (pm, pn, ibw), true, compute)
-        } else {
-            Block { h: pm, w: pn, k: None }
-        };
+    let two_d = |grid: CoreCoord, pm: u64, pn: u64, ibw: u64, block: Block, fuse_batch: bool| {
         let (sbh, sbw) = sub(block.h, block.w);
-        MatmulProgramConfig::MultiCast2D {
-            grid: CoreCoord { x: cols, y: rows },
+        Program::Config(MatmulProgramConfig::MultiCast2D {
+            grid,
             in0_block_w: block.k.unwrap_or(ibw),
             out_subblock_h: sbh,
             out_subblock_w: sbw,
@@ -617,45 +631,121 @@ fn auto_config(
             per_core_n: pn,
             transpose_mcast: false,
             fused_activation: None,
-            fuse_batch: true,
-        }
+            fuse_batch,
+        })
     };
     let whole = |pm: u64, pn: u64| Block { h: pm, w: pn, k: None };
     if a.is_l1_sharded() {
         let (sh, sw) = a.shard_tiles();
         let g = a.grid2d();
+        // A sharded in0's K block is the largest that divides both its shard width and Kt.
+        let ibw_shard = gcd(sw.max(1), d.kt.max(1));
         match a.memory_layout {
             Some(TensorMemoryLayout::HeightSharded) => {
                 let pm = sh.max(1);
-                return one_d(pm, d.nt, d.kt, false, whole(pm, d.nt));
+                return one_d(pm, d.nt, d.kt, false, whole(pm, d.nt), true);
             }
             Some(TensorMemoryLayout::WidthSharded) => {
                 let n = a.num_cores().max(1);
                 let pn = div_ceil(d.nt, n);
-                let ibw = largest_divisor_at_most(sw, 8);
-                return one_d(d.m_fused, pn, ibw, true, whole(d.m_fused, pn));
+                return one_d(d.m_fused, pn, ibw_shard, true, whole(d.m_fused, pn), true);
             }
             Some(TensorMemoryLayout::BlockSharded) => {
-                return two_d(g.rows, g.cols, sh.max(1), largest_divisor_at_most(sw, 8), false);
+                let pm = sh.max(1);
+                let pn = div_ceil(d.nt, g.cols.max(1));
+                let grid = CoreCoord { x: g.cols, y: g.rows };
+                return two_d(grid, pm, pn, ibw_shard, whole(pm, pn), true);
             }
             _ => {}
         }
     }
-    // tt-metal's 1D configs (`get_mcast_1d_config`) read K two tiles at a time.
-    let ibw_1d = if d.kt.is_multiple_of(2) { 2 } else { 1 };
-    if d.nt >= 8 * d.m_fused {
-        let n = cores.min(d.nt).max(1);
-        let (pm, pn) = (d.m_fused, div_ceil(d.nt, n));
-        one_d(pm, pn, ibw_1d, true, fit_out_block(ctx, (pm, pn, ibw_1d), false, compute))
-    } else if d.m_fused >= 8 * d.nt {
-        let n = cores.min(d.m_fused).max(1);
-        let (pm, pn) = (div_ceil(d.m_fused, n), d.nt);
-        one_d(pm, pn, ibw_1d, false, fit_out_block(ctx, (pm, pn, ibw_1d), false, compute))
-    } else {
-        let rows = w.rows.min(d.m_fused).max(1);
-        let cols = w.cols.min(d.nt).max(1);
-        two_d(rows, cols, div_ceil(d.m_fused, rows), ibw8, true)
+
+    let b_in_dram = ctx.q.inputs.get(1).is_none_or(|t| !t.layout.is_l1());
+    let out_interleaved = !out.is_sharded();
+    let all_dram = !a.is_l1() && b_in_dram && !out.is_l1();
+    let all_dram_interleaved = all_dram && out_interleaved;
+    // Narrowness compares A's rows (one batch) with B's columns, in elements.
+    let (height, width) = (d.mt * TILE, d.nt * TILE);
+    let narrow = height.max(width) / height.min(width).max(1) > 8
+        || (all_dram && (height <= TILE || width <= TILE));
+    let is_wide = out_interleaved && narrow && width > height;
+    let is_tall = out_interleaved && narrow && !is_wide;
+
+    let factor = square_block_factor(ctx, compute);
+    let (blocks_y, blocks_x) = (div_ceil(d.mt, factor), div_ceil(d.nt, factor));
+    let ibw_simple =
+        if (out.is_sharded() || blocks_y > 1 || blocks_x > 1) && !d.kt.is_multiple_of(2) {
+            1
+        } else {
+            2
+        };
+    if !all_dram_interleaved && (blocks_x * blocks_y > cores || !d.kt.is_multiple_of(ibw_simple)) {
+        return Program::MultiCore;
     }
+    // The grid the square blocks make, or none for a single block or one past the grid.
+    let (range_x, range_y) =
+        if (blocks_x, blocks_y) != (1, 1) && blocks_y <= w.rows && blocks_x <= w.cols {
+            (blocks_x, blocks_y)
+        } else {
+            (0, 0)
+        };
+    let out_ml = out.memory_layout.filter(|_| out.is_sharded());
+    let out_grid = out.grid2d();
+    let bs_one_row = out_ml == Some(TensorMemoryLayout::BlockSharded)
+        && out_grid.rows == 1
+        && out.num_cores() > 1;
+    let bs_one_col = out_ml == Some(TensorMemoryLayout::BlockSharded)
+        && out_grid.cols == 1
+        && out.num_cores() > 1;
+    let use_in0 = is_wide
+        || (range_y == 0 && (out_ml == Some(TensorMemoryLayout::WidthSharded) || bs_one_row));
+    let use_in1 = is_tall
+        || (range_y == 0 && (out_ml == Some(TensorMemoryLayout::HeightSharded) || bs_one_col));
+    let use_2d = all_dram_interleaved
+        || (range_y == 0
+            && out_ml == Some(TensorMemoryLayout::BlockSharded)
+            && !bs_one_row
+            && !bs_one_col);
+    // `get_mcast_1d_config`: the whole M (or N) per core, the other side spread over every
+    // core, K two tiles at a time.
+    let ibw_1d = if d.kt.is_multiple_of(2) { 2 } else { 1 };
+    if range_y == 1 || use_in0 {
+        let (pm, pn) = (d.mt, div_ceil(div_ceil(width, cores), TILE));
+        let block = fit_out_block(ctx, (pm, pn, ibw_1d), false, compute);
+        return one_d(pm, pn, ibw_1d, true, block, false);
+    }
+    if range_x == 1 || use_in1 {
+        let (pm, pn) = (div_ceil(div_ceil(height, cores), TILE), d.nt);
+        let block = fit_out_block(ctx, (pm, pn, ibw_1d), false, compute);
+        return one_d(pm, pn, ibw_1d, false, block, false);
+    }
+    if (range_y > 0 && blocks_x <= w.cols && blocks_y <= w.rows) || use_2d {
+        if all_dram_interleaved {
+            let ibw = if d.kt.is_multiple_of(w.cols) { d.kt / w.cols } else { 1 };
+            let (pm, pn) = (div_ceil(d.mt, w.rows), div_ceil(d.nt, w.cols));
+            let block = fit_out_block(ctx, (pm, pn, ibw), true, compute);
+            return two_d(grid, pm, pn, ibw.max(1), block, false);
+        }
+        return two_d(grid, factor, factor, ibw_simple, whole(factor, factor), false);
+    }
+    Program::MultiCore
+}
+
+/// tt-metal's `get_per_core_factor`: the largest square block of 16, 8, 4 or 2 tiles whose CB
+/// estimate (K block 2) fits the free L1, else 1.
+fn square_block_factor(ctx: &Ctx<'_>, compute: Option<&DeviceComputeKernelConfig>) -> u64 {
+    let free = free_l1(ctx);
+    [16, 8, 4, 2]
+        .into_iter()
+        .find(|f| tt_metal_cb_estimate(ctx, compute, *f, *f, 2) < free)
+        .unwrap_or(1)
+}
+
+fn gcd(mut x: u64, mut y: u64) -> u64 {
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    x
 }
 
 /// The output block a core computes at once, and the K block when fitting changed it.
@@ -681,31 +771,8 @@ fn fit_out_block(
     adjust_k: bool,
     compute: Option<&DeviceComputeKernelConfig>,
 ) -> Block {
-    let free = ctx
-        .target
-        .l1_size()
-        .saturating_sub(ctx.target.l1_unreserved_base())
-        .saturating_sub(ctx.q.l1_in_use);
-    let (tb_a, tb_b) = (ctx.in_tb(0), ctx.in_tb(1));
-    let fp32_acc = compute.is_some_and(|c| c.fp32_dest_acc_en == Some(true));
-    let tb_interm = if fp32_acc {
-        ttnn_types::DataType::F32.tile_bytes()
-    } else {
-        ctx.out_tb().max(ttnn_types::DataType::BF16.tile_bytes())
-    };
-    let tb_bias = if ctx.q.inputs.len() > 2 { ctx.in_tb(2) } else { 0 };
-    let estimate = |m: u64, n: u64, k: u64| -> u64 {
-        let mn = m.saturating_mul(n);
-        [
-            m.saturating_mul(k).saturating_mul(2 * tb_a),
-            n.saturating_mul(k).saturating_mul(2 * tb_b),
-            mn.saturating_mul(tb_a),
-            mn.saturating_mul(tb_interm),
-            k.saturating_mul(tb_bias),
-        ]
-        .into_iter()
-        .fold(0, u64::saturating_add)
-    };
+    let free = free_l1(ctx);
+    let estimate = |m: u64, n: u64, k: u64| tt_metal_cb_estimate(ctx, compute, m, n, k);
     if estimate(pm, pn, ibw) < free {
         return Block { h: pm, w: pn, k: None };
     }
@@ -736,6 +803,46 @@ fn fit_out_block(
         }
     }
     Block { h: 1, w: 1, k: (ibw != 1).then_some(1) }
+}
+
+/// The L1 tt-metal's config picker sees free: above the reserved base, below the lowest live
+/// buffer (the query's `l1_in_use` stands in for what is live there at run time).
+fn free_l1(ctx: &Ctx<'_>) -> u64 {
+    ctx.target
+        .l1_size()
+        .saturating_sub(ctx.target.l1_unreserved_base())
+        .saturating_sub(ctx.q.l1_in_use)
+}
+
+/// tt-metal's own CB estimate for a block `m x n` with K block `k` (`get_estimated_size_of_cbs`),
+/// which is not its factories' allocation: it always double-buffers the inputs, counts the
+/// partials apart from the output, takes in0's tile size for the output and sizes the
+/// partials at least bf16 (f32 with fp32 accumulation).
+fn tt_metal_cb_estimate(
+    ctx: &Ctx<'_>,
+    compute: Option<&DeviceComputeKernelConfig>,
+    m: u64,
+    n: u64,
+    k: u64,
+) -> u64 {
+    let (tb_a, tb_b) = (ctx.in_tb(0), ctx.in_tb(1));
+    let tb_interm = if Accumulation::of(compute, ctx.q.output_dtype).fp32_dest {
+        DataType::F32.tile_bytes()
+    } else {
+        ctx.out_tb().max(DataType::BF16.tile_bytes())
+    };
+    let tb_bias = if ctx.q.inputs.len() > 2 { ctx.in_tb(2) } else { 0 };
+    let mn = m.saturating_mul(n);
+    [
+        m.saturating_mul(k).saturating_mul(2 * tb_a),
+        n.saturating_mul(k).saturating_mul(2 * tb_b),
+        mn.saturating_mul(tb_a),
+        mn.saturating_mul(tb_interm),
+        // Like the factories, the estimate sizes the bias CB by the block width.
+        n.saturating_mul(tb_bias),
+    ]
+    .into_iter()
+    .fold(0, u64::saturating_add)
 }
 
 /// The block sizes tt-metal tries for a per-core extent `x`: `x` itself, one tile, then the
@@ -777,42 +884,137 @@ fn best_subblock(pm: u64, pn: u64, max_sub: u64) -> (u64, u64) {
     best
 }
 
+/// The two kernel settings that decide the partials CB's format.
+#[derive(Debug, Clone, Copy)]
+struct Accumulation {
+    fp32_dest: bool,
+    packer_l1: bool,
+}
+
+impl Accumulation {
+    /// With no compute config, ttnn's matmul defaults to fp32 accumulation for an f32 output
+    /// and to packer L1 accumulation otherwise. A given config is taken as is, its unset
+    /// fields off (tt-mlir builds a fresh tt-metal config and sets only the present fields).
+    fn of(compute: Option<&DeviceComputeKernelConfig>, out: DataType) -> Accumulation {
+        match compute {
+            Some(c) => Accumulation {
+                fp32_dest: c.fp32_dest_acc_en == Some(true),
+                packer_l1: c.packer_l1_acc == Some(true),
+            },
+            None => {
+                Accumulation { fp32_dest: out == DataType::F32, packer_l1: out != DataType::F32 }
+            }
+        }
+    }
+
+    /// The partials (interm0) format: f32 with fp32 accumulation, else bf16 when the packer
+    /// accumulates in L1, else the output's own format.
+    fn interm(self, packer_on: bool, out: DataType) -> DataType {
+        if self.fp32_dest {
+            DataType::F32
+        } else if self.packer_l1 && packer_on {
+            DataType::BF16
+        } else {
+            out
+        }
+    }
+}
+
+/// The program tt-metal runs: a program config, or the plain multi-core program it falls back
+/// to when no reuse or multicast blocking fits (`MatmulMultiCoreProgramConfig`).
+#[derive(Debug, Clone)]
+enum Program {
+    Config(MatmulProgramConfig),
+    MultiCore,
+}
+
+/// Per-core CB bytes of the program tt-metal's factory builds for `prog`, CB by CB.
+///
+/// Shared by the reuse and multicast factories:
+/// * in0 (c_0) and in1 (c_1) hold one K block of the output block a core computes at once
+///   (`out_block_h x in0_block_w`, `in0_block_w x out_block_w`), doubled for the multicast
+///   programs only when the core loops over more than one K block (or batch);
+/// * the output CB (c_4) holds the output block, or is bound to the output's shard (no L1 of
+///   its own) when the output is sharded;
+/// * the partials CB (c_5) overlays the output CB unless their formats differ or a sharded
+///   output is computed in several row blocks, in which case it is its own output block;
+/// * a CB bound to a sharded input's buffer (c_2, or c_0 when read in place) takes no L1.
 fn cb_bytes(
     ctx: &Ctx<'_>,
-    cfg: &MatmulProgramConfig,
+    prog: &Program,
+    d: &Dims,
     a: &TtnnLayout,
     out: &TtnnLayout,
     compute: Option<&DeviceComputeKernelConfig>,
 ) -> u64 {
-    let (pm, pn) = cfg.per_core();
-    // tt-metal's programs size their input, output and partials CBs by the output block a
-    // core computes at once; only a sharded output is bound whole.
-    let (bh, bw) = match cfg {
-        MatmulProgramConfig::MultiCast2D { out_block_h, out_block_w, .. }
-        | MatmulProgramConfig::MultiCast1D { out_block_h, out_block_w, .. } => {
-            (*out_block_h, *out_block_w)
-        }
-        _ => (pm, pn),
-    };
-    let ibw = cfg.in0_block_w();
     let (tb_a, tb_b, tb_out) = (ctx.in_tb(0), ctx.in_tb(1), ctx.out_tb());
-    // A height-sharded in0 with the whole K per core is read in place.
-    let in0 = if matches!(cfg, MatmulProgramConfig::MultiCast1D { mcast_in0: false, .. })
-        && a.is_l1_sharded()
-    {
-        0
-    } else {
-        2 * bh * ibw * tb_a
+    let cfg = match prog {
+        // One tile-at-a-time program: two pages each for in0, in1 and the output, no bias CB
+        // (ttnn adds the bias as a separate op for this program).
+        Program::MultiCore => return 2 * (tb_a + tb_b + tb_out),
+        Program::Config(c) => c,
     };
-    let in1 = 2 * bw * ibw * tb_b;
-    let fp32_acc = compute.is_some_and(|c| c.fp32_dest_acc_en == Some(true));
-    let tb_interm = if fp32_acc { ttnn_types::DataType::F32.tile_bytes() } else { tb_out };
-    let any_l1_input = ctx.q.inputs.iter().take(2).any(|t| t.layout.is_l1());
-    // The partials CB shares the output CB unless a calibration-observed condition splits
-    // them: an L1 input, or an accumulation dtype that differs from the output's.
-    let separate_interm = any_l1_input || tb_interm != tb_out;
-    let out_cb = if out.is_l1_sharded() { 0 } else { bh * bw * tb_out };
-    let interm = if separate_interm { bh * bw * tb_interm } else { 0 };
-    let bias = ctx.q.inputs.get(2).map_or(0, |_| bw * ctx.in_tb(2));
-    in0.saturating_add(in1).saturating_add(out_cb).saturating_add(interm).saturating_add(bias)
+    let (pm, pn) = cfg.per_core();
+    let ibw = cfg.in0_block_w().max(1);
+    let num_blocks = d.kt / ibw;
+    let has_bias = ctx.q.inputs.len() > 2;
+    let tb_bias = if has_bias { ctx.in_tb(2) } else { 0 };
+    let out_dt = ctx.q.output_dtype;
+    let acc = Accumulation::of(compute, out_dt);
+    let a_sharded = a.is_l1_sharded();
+    let out_sharded = out.is_l1_sharded();
+
+    if let MatmulProgramConfig::MultiCoreReuse { .. } = cfg {
+        // The reuse program always double-buffers its inputs, reads a sharded in0 in place,
+        // and holds one per-core output block; the packer accumulates in L1 only past two K
+        // blocks. It allocates no bias CB.
+        let in0 = if a_sharded { 0 } else { 2 * pm.min(d.mt.max(1)) * ibw * tb_a };
+        let in1 = 2 * pn * ibw * tb_b;
+        let interm_dt = acc.interm(num_blocks > 2, out_dt);
+        let out_cb = if out_sharded { 0 } else { pm * pn * tb_out };
+        let interm = if interm_dt == out_dt { 0 } else { pm * pn * interm_dt.tile_bytes() };
+        return in0.saturating_add(in1).saturating_add(out_cb).saturating_add(interm);
+    }
+
+    let (bh, bw, fuse_batch) = match cfg {
+        MatmulProgramConfig::MultiCast2D { out_block_h, out_block_w, fuse_batch, .. }
+        | MatmulProgramConfig::MultiCast1D { out_block_h, out_block_w, fuse_batch, .. } => {
+            (*out_block_h, *out_block_w, *fuse_batch)
+        }
+        _ => (pm, pn, true),
+    };
+    let batch = if fuse_batch { 1 } else { d.batch_a.max(1) };
+    let depth = if batch.saturating_mul(num_blocks) > 1 { 2 } else { 1 };
+    let mcast_in0 = matches!(cfg, MatmulProgramConfig::MultiCast1D { mcast_in0: true, .. });
+    let mcast_in1 = matches!(cfg, MatmulProgramConfig::MultiCast1D { mcast_in0: false, .. });
+    let a_ml = a.memory_layout.filter(|_| a_sharded);
+    let in0 = match a_ml {
+        // 2D multicast binds c_0 to a height-sharded in0's buffer.
+        Some(TensorMemoryLayout::HeightSharded) if !mcast_in0 && !mcast_in1 => 0,
+        // mcast_in1 reads a sharded in0 in place when one K block covers the shard; otherwise
+        // it copies the core's whole in0 rows (per_core_m x Kt, every batch) into c_0.
+        Some(_) if mcast_in1 => {
+            let (_, sw) = a.shard_tiles();
+            if sw / ibw > 1 { pm * d.kt * batch * tb_a } else { 0 }
+        }
+        _ => depth * bh * ibw * tb_a,
+    };
+    let in1 = depth * bw * ibw * tb_b;
+    // The 1D mcast_in0 program turns packer L1 accumulation on from two K blocks; the 2D and
+    // mcast_in1 programs from three, or two with a fused bias.
+    let packer_on =
+        if mcast_in0 { num_blocks > 1 } else { num_blocks > 2 || (has_bias && num_blocks > 1) };
+    let interm_dt = acc.interm(packer_on, out_dt);
+    let split_rows = out_sharded && pm != bh;
+    let out_cb = if out_sharded { 0 } else { bh * bw * tb_out };
+    let interm =
+        if interm_dt != out_dt || split_rows { bh * bw * interm_dt.tile_bytes() } else { 0 };
+    let bias = if has_bias { bw * tb_bias } else { 0 };
+    // The block-sharded (2D) and sharded mcast_in0 readers keep a 64-byte scratch CB (c_6).
+    let scratch = match a_ml {
+        Some(TensorMemoryLayout::BlockSharded) if !mcast_in0 && !mcast_in1 => 64,
+        Some(_) if mcast_in0 => 64,
+        _ => 0,
+    };
+    [in0, in1, out_cb, interm, bias, scratch].into_iter().fold(0, u64::saturating_add)
 }

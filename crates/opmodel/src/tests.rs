@@ -523,7 +523,7 @@ fn matmul_with_a_null_hint_writes_dram_even_from_sharded_inputs() {
     check(
         mm(1792, 1792, 1792, bs(&s, 7, 8), dram(&s)),
         expect![[r#"
-            cb 659456 tensor 0 peak 659456 out 0
+            cb 544832 tensor 0 peak 544832 out 0
             DRAM interleaved, 56x56 tiles total (bf16)
             program: picked by tt-metal"#]],
     );
@@ -542,7 +542,9 @@ fn matmul_2048_cube_in_dram_uses_the_2d_mcast_cbs() {
 }
 
 #[test]
-fn matmul_with_an_l1_input_adds_an_intermediate_cb() {
+fn matmul_with_an_l1_input_takes_tt_metals_square_16_tile_blocks() {
+    // Not all-DRAM, so tt-metal's simple picker takes the largest square block its estimate
+    // fits (16x16 tiles, K two tiles at a time) on a 4x4 grid: 2*16*2 + 2*16*2 + 16*16 tiles.
     let s = [2048, 2048];
     check(
         mm(2048, 2048, 2048, l1(&s), dram(&s)),
@@ -555,11 +557,12 @@ fn matmul_with_an_l1_input_adds_an_intermediate_cb() {
 
 #[test]
 fn matmul_with_an_l1_interleaved_output_adds_the_output_to_the_tensor_peak() {
+    // An L1 output also leaves the all-DRAM path, so the blocks are the square 16x16 ones.
     let s = [2048, 2048];
     check(
         mm(2048, 2048, 2048, dram(&s), dram(&s)).hint(l1(&s)),
         expect![[r#"
-            cb 655360 tensor 131072 peak 786432 out 131072
+            cb 786432 tensor 131072 peak 917504 out 131072
             L1 interleaved, 1x64 tiles per core (bf16)
             program: picked by tt-metal"#]],
     );
@@ -613,7 +616,7 @@ fn matmul_block_sharded_in0_and_output_fall_back_to_the_in0_derived_config() {
     check(
         mm(1792, 1792, 1792, bs(&s, 7, 8), dram(&s)).hint(bs(&s, 7, 8)),
         expect![[r#"
-            cb 544768 tensor 114688 peak 659456 out 114688
+            cb 430144 tensor 114688 peak 544832 out 114688
             L1 block_sharded 7x8, 8x7 tiles per core (bf16)
             program: 2D mcast grid(x,y) 8x7 per_core 8x7 in0_block_w 7 subblock 8x1"#]],
     );
@@ -637,7 +640,7 @@ fn matmul_width_sharded_in0_and_output_use_mcast_in0() {
     check(
         q("ttnn.matmul").input(&a, ws(&a, 56)).input(&b, dram(&b)).out(&o).hint(ws(&o, 56)),
         expect![[r#"
-            cb 10240 tensor 2048 peak 12288 out 2048
+            cb 8256 tensor 2048 peak 10304 out 2048
             L1 width_sharded 1x56, 1x1 tiles per core (bf16)
             program: 1D mcast_in0 grid(x,y) 8x8 per_core 1x1 in0_block_w 1 subblock 1x1"#]],
     );
@@ -649,7 +652,7 @@ fn matmul_height_sharded_output_generates_mcast_in1() {
     check(
         q("ttnn.matmul").input(&a, hs(&a, 56)).input(&b, dram(&b)).out(&o).hint(hs(&o, 56)),
         expect![[r#"
-            cb 344064 tensor 114688 peak 458752 out 114688
+            cb 114688 tensor 114688 peak 229376 out 114688
             L1 height_sharded 56x1, 1x56 tiles per core (bf16)
             program: 1D mcast_in1 grid(x,y) 8x7 per_core 1x56 in0_block_w 1 subblock 1x8"#]],
     );
@@ -727,7 +730,7 @@ fn matmul_honours_transpose_b() {
             .input(&[96, 128], dram(&[96, 128]))
             .out(&[64, 96]),
         expect![[r#"
-            cb 34816 tensor 0 peak 34816 out 0
+            cb 10240 tensor 0 peak 10240 out 0
             DRAM interleaved, 2x3 tiles total (bf16)
             program: picked by tt-metal"#]],
     );
@@ -783,6 +786,132 @@ fn block_sharded_output_from_dram_generates_a_2d_config_and_fp32_halves_its_subb
 }
 
 #[test]
+fn all_dram_matmul_reads_k_in_blocks_of_kt_over_the_grid_columns() {
+    // Kt = 32 on 8 columns: in0_block_w 4, per core 4x4, so 2*4*4 + 2*4*4 + 4*4 tiles.
+    let s = [1024, 1024];
+    check(
+        mm(1024, 1024, 1024, dram(&s), dram(&s)),
+        expect![[r#"
+            cb 163840 tensor 0 peak 163840 out 0
+            DRAM interleaved, 32x32 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn a_small_matmul_off_dram_falls_back_to_the_tile_streaming_program() {
+    // One 16x16 block covers the output, which makes no multicast grid, so tt-metal runs its
+    // multi-core program: two tiles each for in0, in1 and the output.
+    let s = [256, 256];
+    check(
+        mm(256, 256, 256, l1(&s), dram(&s)),
+        expect![[r#"
+            cb 12288 tensor 0 peak 12288 out 0
+            DRAM interleaved, 8x8 tiles total (bf16)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn a_multicast_matmul_with_one_k_block_does_not_double_buffer_its_inputs() {
+    // Kt = 1 is one K block, so in1 holds a single 1x56 block; in0 and the output are bound
+    // to their shards.
+    let (a, b, o) = ([1792, 32], [32, 1792], [1792, 1792]);
+    check(
+        q("ttnn.matmul").input(&a, hs(&a, 56)).input(&b, dram(&b)).out(&o).hint(hs(&o, 56)),
+        expect![[r#"
+            cb 114688 tensor 114688 peak 229376 out 114688
+            L1 height_sharded 56x1, 1x56 tiles per core (bf16)
+            program: 1D mcast_in1 grid(x,y) 8x7 per_core 1x56 in0_block_w 1 subblock 1x8"#]],
+    );
+}
+
+#[test]
+fn a_bfp8_output_accumulating_in_l1_gets_its_own_bf16_partials_cb() {
+    // By default the packer accumulates in L1 (8 K blocks here), in bf16, which cannot overlay
+    // a bfp8 output CB: 2*8*8 + 2*8*8 bf16 input tiles, 64 bfp8 output tiles, 64 bf16 partials.
+    let s = [2048, 2048];
+    let plain = mm(2048, 2048, 2048, dram(&s), dram(&s)).dtype(DataType::BfpBF8);
+    check(
+        plain.clone(),
+        expect![[r#"
+            cb 724992 tensor 0 peak 724992 out 0
+            DRAM interleaved, 64x64 tiles total (bfp_bf8)
+            program: picked by tt-metal"#]],
+    );
+    // A compute config without packer L1 accumulation partials in the output format: shared.
+    let compute = DeviceComputeKernelConfig { packer_l1_acc: Some(false), ..Default::default() };
+    check(
+        plain.config(OpConfig::Matmul { program: None, compute: Some(compute) }),
+        expect![[r#"
+            cb 593920 tensor 0 peak 593920 out 0
+            DRAM interleaved, 64x64 tiles total (bfp_bf8)
+            program: picked by tt-metal"#]],
+    );
+}
+
+#[test]
+fn a_sharded_output_computed_in_row_blocks_gets_its_own_partials_cb() {
+    // out_block_h 4 < per_core_m 8: the output CB is bound to the shard, and the partials of
+    // one 4x8 block need their own CB (plus 2*4*2 + 2*8*2 input tiles).
+    let s = [2048, 2048];
+    let cfg = MatmulProgramConfig::MultiCast2D {
+        grid: ttnn_types::CoreCoord { x: 8, y: 8 },
+        in0_block_w: 2,
+        out_subblock_h: 1,
+        out_subblock_w: 8,
+        out_block_h: 4,
+        out_block_w: 8,
+        per_core_m: 8,
+        per_core_n: 8,
+        transpose_mcast: false,
+        fused_activation: None,
+        fuse_batch: true,
+    };
+    check(
+        mm(2048, 2048, 2048, dram(&s), dram(&s))
+            .hint(bs(&s, 8, 8))
+            .config(OpConfig::Matmul { program: Some(Box::new(cfg)), compute: None }),
+        expect![[r#"
+            cb 163840 tensor 131072 peak 294912 out 131072
+            L1 block_sharded 8x8, 8x8 tiles per core (bf16)
+            program: 2D mcast grid(x,y) 8x8 per_core 8x8 in0_block_w 2 subblock 1x8"#]],
+    );
+}
+
+#[test]
+fn mcast_in1_copies_a_sharded_in0_wider_than_its_k_block() {
+    // in0_block_w 2 < the 4-tile shard width: the reader copies the core's 2x4 in0 tiles
+    // into c_0 instead of reading the shard in place (plus 2*4*2 in1 tiles; Kt 4 is 2 blocks).
+    let (a, b, o) = ([1024, 128], [128, 128], [1024, 128]);
+    let cfg = MatmulProgramConfig::MultiCast1D {
+        grid: ttnn_types::CoreCoord { x: 8, y: 2 },
+        in0_block_w: 2,
+        out_subblock_h: 1,
+        out_subblock_w: 4,
+        out_block_h: 2,
+        out_block_w: 4,
+        per_core_m: 2,
+        per_core_n: 4,
+        fuse_batch: true,
+        fused_activation: None,
+        mcast_in0: false,
+    };
+    check(
+        q("ttnn.matmul")
+            .input(&a, hs(&a, 16))
+            .input(&b, dram(&b))
+            .out(&o)
+            .hint(hs(&o, 16))
+            .config(OpConfig::Matmul { program: Some(Box::new(cfg)), compute: None }),
+        expect![[r#"
+            cb 49152 tensor 16384 peak 65536 out 16384
+            L1 height_sharded 16x1, 2x4 tiles per core (bf16)
+            program: 1D mcast_in1 grid(x,y) 8x2 per_core 2x4 in0_block_w 2 subblock 1x4"#]],
+    );
+}
+
+#[test]
 fn generator_returns_none_for_interleaved_outputs_and_batched_b() {
     let shapes = MatmulShapes {
         a: &[64, 64],
@@ -831,7 +960,7 @@ fn linear_bias_must_be_one_row_of_n() {
             .input(&[1, 256], dram(&[1, 256]))
             .out(&[64, 256]),
         expect![[r#"
-            cb 36864 tensor 0 peak 36864 out 0
+            cb 12288 tensor 0 peak 12288 out 0
             DRAM interleaved, 2x8 tiles total (bf16)
             program: picked by tt-metal"#]],
     );
