@@ -773,21 +773,31 @@ fn the_query_log_records_nothing_while_off() {
     assert!(f.host.take_executed_queries().iter().any(|q| q == "parse_file"));
 }
 
-/// The parse and lowering that diagnostics read outlive salsa's copy only until the host is
-/// told it is idle, or until two newer revisions started.
-#[test]
-fn old_parses_are_freed_when_idle_or_after_three_edits() {
-    let mut f = fixture(GRAPH);
+/// Reads diagnostics, then makes `edits` edits reading diagnostics after each; returns the
+/// first revision's parse, weakly.
+fn parse_after_edits(
+    f: &mut crate::fixture::Fixture,
+    edits: usize,
+) -> std::sync::Weak<syntax::Parse> {
     let file = f.file("/m.mlir");
     let analysis = f.host.analysis();
     let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
     drop(analysis);
     let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
-    for _ in 0..2 {
+    for _ in 0..edits {
         let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
         f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
         let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
     }
+    old
+}
+
+/// The parse and lowering that diagnostics read outlive salsa's copy only until the host is
+/// told it is idle, or until two newer revisions started.
+#[test]
+fn old_parses_are_freed_when_idle_or_after_three_edits() {
+    let mut f = fixture(GRAPH);
+    let old = parse_after_edits(&mut f, 2);
     assert!(old.upgrade().is_some(), "kept until the host is idle");
     f.host.free_unused();
     wait_until_freed(&old);
@@ -804,15 +814,6 @@ fn wait_until_freed<T>(value: &std::sync::Weak<T>) {
 #[test]
 fn old_parses_are_freed_after_three_edits_without_a_quiet_moment() {
     let mut f = fixture(GRAPH);
-    let file = f.file("/m.mlir");
-    let analysis = f.host.analysis();
-    let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
-    drop(analysis);
-    let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
-    for _ in 0..3 {
-        let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
-        f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
-        let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
-    }
+    let old = parse_after_edits(&mut f, 3);
     wait_until_freed(&old);
 }

@@ -379,7 +379,7 @@ impl AnalysisHost {
             }
         }
         if self.mode == HostMode::Tuning && !changed.is_empty() {
-            self.create_slots_for_ops();
+            self.create_slots_for_ops(&changed);
         }
         self.rotate_retained();
         changed
@@ -403,48 +403,47 @@ impl AnalysisHost {
                 slot.set_value(&mut self.db).with_durability(durability).to(value);
             }
         }
-        // Names seen for the first time get a slot, and the map a new revision.
-        if !table.is_empty() {
-            let mut grown = (*by_name).clone();
-            for (name, value) in table {
-                let slot = OpOverrideSlot::builder(Some(Arc::new(value)))
-                    .durability(durability)
-                    .new(&self.db);
-                grown.insert(name, slot);
-            }
-            slots.set_by_name(&mut self.db).with_durability(Durability::MEDIUM).to(Arc::new(grown));
-        }
+        // Names seen for the first time get a slot.
+        self.add_slots(
+            table.into_iter().map(|(name, value)| (name, Some(Arc::new(value)))),
+            durability,
+        );
     }
 
-    /// Gives every named op of every file an (empty) override slot, so that overriding an op
-    /// for the first time changes its slot and not the map every op reads.
-    fn create_slots_for_ops(&mut self) {
-        let slots = OverrideSlots::get(&self.db);
-        let by_name = Arc::clone(slots.by_name(&self.db));
-        let mut missing: Vec<String> = Vec::new();
-        for file in self.files.values() {
+    /// Gives every named op of the `changed` files an (empty) override slot, so that
+    /// overriding an op for the first time changes its slot and not the map every op reads.
+    fn create_slots_for_ops(&mut self, changed: &[String]) {
+        let mut names: Vec<(String, Option<Arc<base_db::OpOverrides>>)> = Vec::new();
+        for file in changed.iter().filter_map(|p| self.files.get(p)) {
             for &func in ir::file_funcs(&self.db, *file).iter() {
-                let names = ir::func_loc_names(&self.db, func);
-                missing.extend(
-                    names
-                        .names
-                        .iter()
-                        .flatten()
-                        .filter(|n| !by_name.contains_key(n.as_str()))
-                        .cloned(),
-                );
+                let loc = ir::func_loc_names(&self.db, func);
+                names.extend(loc.names.iter().flatten().map(|n| (n.clone(), None)));
             }
         }
-        if missing.is_empty() {
-            return;
+        self.add_slots(names, Durability::MEDIUM);
+    }
+
+    /// Creates a slot for each name that has none, with its value, and sets the map (a new
+    /// revision for every op's lookup) only if one was added.
+    fn add_slots(
+        &mut self,
+        entries: impl IntoIterator<Item = (String, Option<Arc<base_db::OpOverrides>>)>,
+        durability: Durability,
+    ) {
+        let slots = OverrideSlots::get(&self.db);
+        let by_name = Arc::clone(slots.by_name(&self.db));
+        let mut grown: Option<FxHashMap<String, OpOverrideSlot>> = None;
+        for (name, value) in entries {
+            if by_name.contains_key(&name) || grown.as_ref().is_some_and(|g| g.contains_key(&name))
+            {
+                continue;
+            }
+            let slot = OpOverrideSlot::builder(value).durability(durability).new(&self.db);
+            grown.get_or_insert_with(|| (*by_name).clone()).insert(name, slot);
         }
-        let mut grown = (*by_name).clone();
-        for name in missing {
-            grown.entry(name).or_insert_with(|| {
-                OpOverrideSlot::builder(None).durability(Durability::MEDIUM).new(&self.db)
-            });
+        if let Some(grown) = grown {
+            slots.set_by_name(&mut self.db).with_durability(Durability::MEDIUM).to(Arc::new(grown));
         }
-        slots.set_by_name(&mut self.db).with_durability(Durability::MEDIUM).to(Arc::new(grown));
     }
 
     /// Starts a new generation of [`Retained`] values; the oldest become unused.

@@ -276,8 +276,8 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             reserved: 0,
         },
     };
-    // The chains with an op here, in index order; a chain belongs to the chunk of its first
-    // op (chunk 0 also takes chains none of whose ops resolve).
+    // The chains with an op here, in index order; a chain's plan belongs to the chunk of its
+    // first op (every chain has one: `chains` records each member's position).
     let mut touching: Vec<usize> = Vec::new();
     let mut owned: Vec<usize> = Vec::new();
     for (c, pos) in (lo..hi).filter_map(|i| graph.op_chain.get(i).copied().flatten()) {
@@ -286,31 +286,13 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             owned.push(c as usize);
         }
     }
-    if k == 0 {
-        let mut placed = vec![false; graph.chains.len()];
-        for (c, _) in graph.op_chain.iter().flatten() {
-            if let Some(p) = placed.get_mut(*c as usize) {
-                *p = true;
-            }
-        }
-        let lone = placed.iter().enumerate().filter(|(_, p)| !**p).map(|(c, _)| c);
-        let lone: Vec<usize> = lone.collect();
-        touching.extend(&lone);
-        owned.extend(lone);
-    }
     touching.sort_unstable();
     touching.dedup();
     owned.sort_unstable();
-    let owner = |c: usize| owned.binary_search(&c).is_ok();
     let mut chain_plans: Vec<(usize, ChainPlan)> = Vec::new();
-    let push = |out: &mut Vec<(usize, ChainPlan)>, owns: bool, ci: usize, plan: ChainPlan| {
-        if owns {
-            out.push((ci, plan));
-        }
-    };
     for ci in touching {
         let Some(&chain) = graph.chains.get(ci) else { continue };
-        let owns = owner(ci);
+        let owns = owned.binary_search(&ci).is_ok();
         let members: Vec<u32> = chain
             .ops(db)
             .iter()
@@ -320,21 +302,21 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             op_plans[i as usize].chain = Some((ci as u32, pos as u32));
         }
         if chain.concat(db) {
-            push(
-                &mut chain_plans,
-                owns,
-                ci,
-                ChainPlan {
-                    id: chain,
-                    ops: members,
-                    concat: true,
-                    state: ChainState::Built,
-                    failure: None,
-                    spill: SpillLocation::Dram,
-                    spill_reason: "concat chains are resolved only by chain merging".to_owned(),
-                    core_usage: Vec::new(),
-                },
-            );
+            if owns {
+                chain_plans.push((
+                    ci,
+                    ChainPlan {
+                        id: chain,
+                        ops: members,
+                        concat: true,
+                        state: ChainState::Built,
+                        failure: None,
+                        spill: SpillLocation::Dram,
+                        spill_reason: "concat chains are resolved only by chain merging".to_owned(),
+                        core_usage: Vec::new(),
+                    },
+                ));
+            }
             continue;
         }
         let sol = solve_chain(db, chain);
@@ -346,21 +328,21 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                         f.reason
                     );
                 }
-                push(
-                    &mut chain_plans,
-                    owns,
-                    ci,
-                    ChainPlan {
-                        id: chain,
-                        ops: members,
-                        concat: false,
-                        state: ChainState::Failed,
-                        failure: Some(f.reason.clone()),
-                        spill: SpillLocation::Dram,
-                        spill_reason: String::new(),
-                        core_usage: Vec::new(),
-                    },
-                );
+                if owns {
+                    chain_plans.push((
+                        ci,
+                        ChainPlan {
+                            id: chain,
+                            ops: members,
+                            concat: false,
+                            state: ChainState::Failed,
+                            failure: Some(f.reason.clone()),
+                            spill: SpillLocation::Dram,
+                            spill_reason: String::new(),
+                            core_usage: Vec::new(),
+                        },
+                    ));
+                }
             }
             Ok(selected) => {
                 let problem = crate::problem::chain_problem(db, chain);
@@ -440,21 +422,21 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                 } else {
                     (SpillLocation::None, String::new())
                 };
-                push(
-                    &mut chain_plans,
-                    owns,
-                    ci,
-                    ChainPlan {
-                        id: chain,
-                        ops: members,
-                        concat: false,
-                        state: ChainState::Completed,
-                        failure: None,
-                        spill,
-                        spill_reason,
-                        core_usage: sol.core_usage.clone(),
-                    },
-                );
+                if owns {
+                    chain_plans.push((
+                        ci,
+                        ChainPlan {
+                            id: chain,
+                            ops: members,
+                            concat: false,
+                            state: ChainState::Completed,
+                            failure: None,
+                            spill,
+                            spill_reason,
+                            core_usage: sol.core_usage.clone(),
+                        },
+                    ));
+                }
             }
         }
     }
