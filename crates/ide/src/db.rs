@@ -105,6 +105,7 @@ const FUNC_QUERIES: &[&str] = &[
     "merge_decisions",
     "plan",
     "plan_parts",
+    "chunk_layout",
 ];
 /// Queries keyed by one `ChainId`.
 const CHAIN_QUERIES: &[&str] = &["chain_problem", "solve_chain"];

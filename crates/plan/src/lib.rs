@@ -13,6 +13,7 @@
 //! so an edit re-solves exactly the chains whose problem changed.
 
 mod chain_graph;
+mod chunks;
 mod costing;
 mod merge;
 mod planning;
@@ -21,6 +22,7 @@ mod scheduling;
 
 pub use crate::{
     chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
+    chunks::{CHUNK_OPS, ChunkLayout, PlanSlice, chunk_layout, plan_slice},
     costing::{PlanCost, cost_lower_bound, plan_cost, written_cost},
     merge::{DeclinedChain, MergeDecisions, MergeKind, Reservation, merge_decisions},
     planning::{
