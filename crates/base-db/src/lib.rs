@@ -122,13 +122,21 @@ pub struct Options {
     pub max_legal_layouts: u32,
     /// Also generate row-major candidate layouts (`row-major-enabled`).
     pub row_major_enabled: bool,
+    /// Scheduled ops per chunk of the plan (see `plan::chunk_layout`): how much an override
+    /// re-derives. Not a tt-mlir option; tests set it small to cover chunk boundaries.
+    pub plan_chunk_ops: u32,
 }
 
 impl Options {
     /// tt-mlir's defaults at optimization level 2, with the chain-merging policy.
     #[must_use]
     pub fn tt_mlir_defaults() -> Options {
-        Options { policy: Policy::DfShardingMerge, max_legal_layouts: 64, row_major_enabled: false }
+        Options {
+            policy: Policy::DfShardingMerge,
+            max_legal_layouts: 64,
+            row_major_enabled: false,
+            plan_chunk_ops: 256,
+        }
     }
 }
 

@@ -102,9 +102,7 @@ const FUNC_QUERIES: &[&str] = &[
     "func_topology",
     "schedule",
     "chains",
-    "merge_decisions",
     "plan",
-    "plan_parts",
     "chunk_layout",
 ];
 /// Queries keyed by one `ChainId`.

@@ -82,7 +82,7 @@ fn hover_on_an_op_name_shows_its_layout_l1_and_legal_layouts() {
 
             chain #0: op 1 of 2, completed
 
-            why: L1 chain #0, op 1 of 2: the config with the highest accumulated core usage (32)
+            why: L1 chain, op 1 of 2: the config with the highest accumulated core usage (32)
 
             legal layouts: 1 interleaved, 17 sharded
         "#]],
@@ -111,7 +111,7 @@ fn hover_explains_a_chain_the_cost_model_declines() {
 
             chain #0: op 2 of 2, declined
 
-            why: its chain #0 was declined: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
+            why: its chain was declined: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
 
             legal layouts: 2 interleaved, 17 sharded
         "#]],
@@ -140,7 +140,7 @@ fn hover_on_a_result_definition_describes_the_op() {
 
             chain #0: op 2 of 2, completed; output: DRAM (chain output spills to DRAM)
 
-            why: L1 chain #0, op 2 of 2: the config with the highest accumulated core usage (16)
+            why: L1 chain, op 2 of 2: the config with the highest accumulated core usage (16)
 
             result: DRAM interleaved, 2x8 tiles total (bf16) (spill to DRAM: chain output spills to DRAM)
 

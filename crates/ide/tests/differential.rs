@@ -104,8 +104,14 @@ fn snapshot(host: &AnalysisHost) -> String {
     out
 }
 
+/// tt-mlir's defaults with plan chunks of a few ops, so that the graph spans several chunks
+/// and every edit exercises what one chunk hands to the next.
+fn options() -> Options {
+    Options { plan_chunk_ops: 5, ..Options::tt_mlir_defaults() }
+}
+
 fn fresh(text: &str, overrides: &str) -> AnalysisHost {
-    opened(AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()), text, overrides)
+    opened(AnalysisHost::new(target::Target::n150(), options()), text, overrides)
 }
 
 fn opened(mut host: AnalysisHost, text: &str, overrides: &str) -> AnalysisHost {
@@ -115,14 +121,14 @@ fn opened(mut host: AnalysisHost, text: &str, overrides: &str) -> AnalysisHost {
 
 #[test]
 fn incremental_results_equal_from_scratch_results_after_random_edits() {
-    random_edits(AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()));
+    random_edits(AnalysisHost::new(target::Target::n150(), options()));
 }
 
 /// A tuning host sets overrides at another durability and creates every op's override slot
 /// up front; edits of the file (ops inserted with fresh names) must still be seen.
 #[test]
 fn a_tuning_host_equals_from_scratch_results_after_random_edits() {
-    random_edits(AnalysisHost::for_tuning(target::Target::n150(), Options::tt_mlir_defaults()));
+    random_edits(AnalysisHost::for_tuning(target::Target::n150(), options()));
 }
 
 fn random_edits(host: AnalysisHost) {

@@ -318,12 +318,12 @@ fn an_override_on_one_op_resolves_only_its_chain() {
             chain_problem(@main:[%4 %5])
             legal_op_configs(@main:%5)
             legal_op_layouts(@main:%5)
-            merge_decisions(@main)
+            merge_base_chunk
+            plan_chunk
             plan_cost
             plan_for
-            plan_for
-            plan_parts(@main)
             plan_parts_chunk
+            plan_slice
             solve_chain(@main:[%4 %5])"#]],
     );
 }
@@ -378,11 +378,11 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
         .collect();
     executed.sort();
     expect![[r#"
+        plan_chunk
         plan_cost
         plan_for
-        plan_for
-        plan_parts(@main)
         plan_parts_chunk
+        plan_slice
         solve_chain(@main:[%1100])"#]]
     .assert_eq(&executed.join("\n"));
 }

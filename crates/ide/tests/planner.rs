@@ -93,7 +93,7 @@ func.func @main(%a: tensor<32x1x18944xf32, #d>, %b: tensor<32x1x18944xf32, #d>) 
 "#,
         expect![[r#"
             main mul: DRAM interleaved, 32x592 tiles total (f32) -> DRAM interleaved, 32x592 tiles total (f32)
-                its chain #0 failed, so the whole chain falls back to DRAM: no config of `%0` leaves room in L1 to spill its output to DRAM: out of L1: needs 1515520 bytes per core, 1325652 available
+                its chain failed, so the whole chain falls back to DRAM: no config of `%0` leaves room in L1 to spill its output to DRAM: out of L1: needs 1515520 bytes per core, 1325652 available
             chain 0 [mul] failed: no config of `%0` leaves room in L1 to spill its output to DRAM: out of L1: needs 1515520 bytes per core, 1325652 available
         "#]],
     );

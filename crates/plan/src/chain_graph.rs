@@ -52,9 +52,26 @@ pub struct ChainGraph {
     pub chains: Vec<ChainId>,
     /// Per op (body index): its chain and position in it.
     pub op_chain: Vec<Option<(u32, u32)>>,
+    /// Per chain: the body index of its last op.
+    pub last_op: Vec<u32>,
     pub d2m: Vec<D2mRelation>,
     /// Chain indices in solving order: producers of a `d2m_subgraph` before its consumers.
     pub solve_order: Vec<usize>,
+}
+
+impl ChainGraph {
+    /// The chain of op `i` (body index) if `i` is its last op.
+    #[must_use]
+    pub fn chain_ending_at(&self, i: u32) -> Option<u32> {
+        let (c, _) = self.op_chain.get(i as usize).copied().flatten()?;
+        (self.last_op.get(c as usize) == Some(&i)).then_some(c)
+    }
+
+    /// The chain of op `i` (body index).
+    #[must_use]
+    pub fn chain_of(&self, i: u32) -> Option<u32> {
+        self.op_chain.get(i as usize).copied().flatten().map(|(c, _)| c)
+    }
 }
 
 /// Whether an op can be part of an L1 chain: one of the op kinds tt-mlir's DFSharding
@@ -188,6 +205,7 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
         })
         .collect();
     let solve_order = solving_order(raw.len(), &d2m);
+    let last_op = raw.iter().map(|(members, _)| members.last().copied().unwrap_or(0)).collect();
     let chains = raw
         .iter()
         .enumerate()
@@ -196,7 +214,7 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
             ChainId::new(db, func, ids, *concat, preferred[c], from_d2m[c], to_d2m[c])
         })
         .collect();
-    Arc::new(ChainGraph { chains, op_chain, d2m, solve_order })
+    Arc::new(ChainGraph { chains, op_chain, last_op, d2m, solve_order })
 }
 
 /// The memory layout a concat needs its inputs in, from its dimension and rank.

@@ -14,13 +14,25 @@ use std::sync::Arc;
 use base_db::Policy;
 use ir::FuncId;
 
+use opmodel::OpConfig;
+use ttnn_types::TtnnLayout;
+
 use crate::{
-    Db, chain_graph::chains, planning::ChainPlan, planning::MergeRecord, planning::OpPlan,
-    scheduling::schedule,
+    Db,
+    chain_graph::{ChainId, chains},
+    merge::{Carry, ChunkInputs, decline, decline_op, decline_reason, walk_chunk},
+    planning::{
+        ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, config_for,
+        plan_parts_chunk,
+    },
+    problem::{chain_cost, fallback_layout},
+    scheduling::{func_topology, schedule},
 };
 
-/// Ops per chunk, before the boundary moves forward to the end of a chain.
-pub const CHUNK_OPS: usize = 256;
+/// At most about this many chunks per function: chunk `k` reads the carry of chunk `k - 1`,
+/// so re-validating the last chunk recurses through all of them, and the stack (2 MiB on a
+/// server worker thread) bounds how deep that may go.
+const MAX_CHUNKS: usize = 64;
 
 /// How a function's ops split into chunks.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -73,7 +85,8 @@ impl ChunkLayout {
     }
 }
 
-/// The chunks of a function: about [`CHUNK_OPS`] scheduled ops each, cut only between
+/// The chunks of a function: about `plan_chunk_ops` (an option) scheduled ops each (more
+/// in very large functions), cut only between
 /// chains; the unscheduled ops (device handles, `ttnn.empty`) form the last chunk.
 #[salsa::tracked(returns(clone))]
 pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
@@ -85,10 +98,12 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     order.extend((0..n as u32).filter(|&i| sched.position[i as usize] == u32::MAX));
     let inside_chain =
         |i: u32| graph.op_chain.get(i as usize).copied().flatten().is_some_and(|(_, p)| p > 0);
+    let chunk_ops = layout::effective_options(db).plan_chunk_ops.max(1) as usize;
+    let size = chunk_ops.max(scheduled.div_ceil(MAX_CHUNKS));
     let mut bounds = vec![0u32];
     let mut p = 0usize;
     while p < scheduled {
-        let mut next = (p + CHUNK_OPS).min(scheduled);
+        let mut next = (p + size).min(scheduled);
         while next < scheduled && inside_chain(order[next]) {
             next += 1;
         }
@@ -111,6 +126,38 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     Arc::new(ChunkLayout { order, bounds, chunk_of, at })
 }
 
+/// The chains of one chunk (chunks never split a chain), named without their index in the
+/// function, so that a chain splitting elsewhere leaves this value as it was.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ChunkChains {
+    /// Per op of the chunk (chunk order): the last op (body index) of its chain and its
+    /// position in it.
+    pub of_op: Vec<Option<(u32, u32)>>,
+    /// The chains with ops here, in order.
+    pub ids: Vec<ChainId>,
+}
+
+/// Chunk `k`'s part of [`chains`](crate::chains).
+#[salsa::tracked(returns(clone))]
+pub fn chunk_chains(db: &dyn Db, func: FuncId, k: u32) -> Arc<ChunkChains> {
+    let layout = chunk_layout(db, func);
+    let graph = chains(db, func);
+    let mut out = ChunkChains::default();
+    let mut last_index = None;
+    for &i in layout.ops(k as usize) {
+        let entry = graph.op_chain.get(i as usize).copied().flatten();
+        out.of_op.push(entry.and_then(|(c, p)| Some((*graph.last_op.get(c as usize)?, p))));
+        if let Some((c, _)) = entry
+            && last_index != Some(c)
+            && let Some(&id) = graph.chains.get(c as usize)
+        {
+            out.ids.push(id);
+            last_index = Some(c);
+        }
+    }
+    Arc::new(out)
+}
+
 /// One chunk of a plan: the plans of its ops and the chains and merges decided there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct PlanSlice {
@@ -118,33 +165,106 @@ pub struct PlanSlice {
     pub ops: Vec<u32>,
     /// The plan of each op, parallel to `ops`.
     pub plans: Vec<OpPlan>,
-    /// (chain index, plan) of the chains whose ops lie here.
-    pub chains: Vec<(u32, ChainPlan)>,
-    /// Merges whose join lies here.
+    /// The plans of the chains whose ops lie here, in chain order. An op's plan names its
+    /// chain by its index in this list.
+    pub chains: Vec<ChainPlan>,
+    /// Merges decided here (at their source).
     pub merges: Vec<MergeRecord>,
+}
+
+/// Chunk `k` of the plan under a policy, and what its walk hands to chunk `k + 1`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct PlanChunk {
+    pub slice: Arc<PlanSlice>,
+    pub carry: Arc<Carry>,
+}
+
+/// Walks chunk `k` (see [`crate::merge`]): reads only the carry out of chunk `k - 1`, this
+/// chunk's base plan, and the base plans of later ops its decisions validate.
+#[salsa::tracked(returns(clone))]
+pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanChunk> {
+    let layout = chunk_layout(db, func);
+    let topo = func_topology(db, func);
+    let sched = schedule(db, func);
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
+    let _p = tracing::debug_span!("plan_chunk", func = %func.name(db), policy = policy.name(), k)
+        .entered();
+    let (slice, carry) = walk_chunk(&ChunkInputs {
+        db,
+        func,
+        k,
+        merging: policy == Policy::DfShardingMerge,
+        layout: &layout,
+        body: &body,
+        topo: &topo,
+        sched: &sched,
+        carry: &carry,
+    });
+    Arc::new(PlanChunk { slice: Arc::new(slice), carry: Arc::new(carry) })
+}
+
+/// What chunk `k`'s walk hands on; a firewall, so that a change inside chunk `k` that
+/// leaves the carry as it was does not re-run chunk `k + 1`.
+#[salsa::tracked(returns(clone))]
+pub fn plan_carry(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Carry> {
+    Arc::clone(&plan_chunk(db, func, policy, k).carry)
 }
 
 /// Chunk `k` of the plan of `func` under `policy`.
 #[salsa::tracked(returns(clone))]
 pub fn plan_slice(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanSlice> {
+    Arc::clone(&plan_chunk(db, func, policy, k).slice)
+}
+
+/// The base plan chunk under merging: the solved chains, with every chain the cost model
+/// expects to lose in L1 even without its spill declined before any merge (going past
+/// tt-mlir), so no merge builds on it.
+#[salsa::tracked(returns(clone))]
+pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
+    let parts = plan_parts_chunk(db, func, k);
     let layout = chunk_layout(db, func);
-    let plan = crate::planning::plan_for(db, func, policy);
-    let ops: Vec<u32> = layout.ops(k as usize).to_vec();
-    let plans = ops.iter().filter_map(|&i| plan.ops.get(i as usize).cloned()).collect();
-    let chains = plan
-        .chains
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| {
-            c.ops.first().is_some_and(|&i| layout.chunk_of.get(i as usize) == Some(&k))
-        })
-        .map(|(c, p)| (c as u32, p.clone()))
-        .collect();
-    let merges = plan
-        .merges
-        .iter()
-        .filter(|m| layout.chunk_of.get(m.join as usize) == Some(&k))
-        .cloned()
-        .collect();
-    Arc::new(PlanSlice { ops, plans, chains, merges })
+    let mut out: Option<PartsChunk> = None;
+    for (idx, chain) in parts.chains.iter().enumerate() {
+        if chain.state != ChainState::Completed || chain.concat {
+            continue;
+        }
+        let Some(cost) = chain_cost(db, chain.id) else { continue };
+        if !cost.loses_without_spill() {
+            continue;
+        }
+        let Some(fallback) = chain_fallback(db, chain.id) else { continue };
+        let spill = if chain.spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
+        let reason = decline_reason(&cost, spill);
+        let out = out.get_or_insert_with(|| (*parts).clone());
+        decline(&mut out.chains[idx], &reason);
+        for (&i, (l, config)) in chain.ops.iter().zip(fallback.iter()) {
+            if let Some((_, at)) = layout.locate(i)
+                && let Some(p) = out.ops.get_mut(at)
+            {
+                decline_op(p, &reason, l.clone(), config.clone());
+            }
+        }
+    }
+    out.map_or(parts, Arc::new)
+}
+
+/// Per op of a chain: the layout and config it takes outside L1.
+pub type ChainFallback = Vec<(Option<TtnnLayout>, OpConfig)>;
+
+/// Where each op of a chain goes when the chain is declined: its fallback layout and the
+/// config for it; `None` when some op's only legal layouts are sharded (the op model
+/// rejects it in DRAM), so the chain has nowhere better to go.
+#[salsa::tracked(returns(clone))]
+pub fn chain_fallback(db: &dyn Db, chain: ChainId) -> Option<Arc<ChainFallback>> {
+    let mut out = Vec::new();
+    for &op in chain.ops(db) {
+        let layout = fallback_layout(db, op);
+        if layout.as_ref().is_some_and(TtnnLayout::is_sharded) {
+            return None;
+        }
+        let config = config_for(db, op, layout.as_ref());
+        out.push((layout, config));
+    }
+    Some(Arc::new(out))
 }

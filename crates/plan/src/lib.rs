@@ -22,12 +22,15 @@ mod scheduling;
 
 pub use crate::{
     chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
-    chunks::{CHUNK_OPS, ChunkLayout, PlanSlice, chunk_layout, plan_slice},
+    chunks::{
+        ChainFallback, ChunkChains, ChunkLayout, PlanChunk, PlanSlice, chain_fallback,
+        chunk_chains, chunk_layout, merge_base_chunk, plan_carry, plan_chunk, plan_slice,
+    },
     costing::{PlanCost, cost_lower_bound, plan_cost, written_cost},
-    merge::{DeclinedChain, MergeDecisions, MergeKind, Reservation, merge_decisions},
+    merge::{Carry, MergeKind, Reservation},
     planning::{
-        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, Plan, PlanParts,
-        SpillLocation, plan, plan_for, plan_parts, plan_parts_chunk,
+        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, Plan, SpillLocation,
+        plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, chain_cost, chain_problem, fallback_layout, solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},

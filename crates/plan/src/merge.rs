@@ -1,34 +1,44 @@
-//! `merge_decisions`: DFSharding 2.0 (seed 000 §4.1), run on top of the `df-sharding` plan.
+//! Chain merging, DFSharding 2.0 (seed 000 §4.1), run on top of the `df-sharding` plan one
+//! chunk at a time.
 //!
-//! Steps, in tt-mlir's order: resolve concat chains (N-way merges), reserve L1 for reshape
-//! outputs, keep fork outputs in L1 (sharded, else L1 interleaved), then merge chains A→B on
-//! any operand and 3-way into a two-input join. Every decision is validated with the op model
+//! The decisions are tt-mlir's: resolve concat chains (N-way merges), reserve L1 for reshape
+//! outputs, keep fork outputs in L1 (sharded, else L1 interleaved), merge chains A→B on any
+//! operand and 3-way into a two-input join. Every decision is validated with the op model
 //! against an L1 reservation timeline: each value kept in L1 reserves its per-core bytes from
 //! its producer's schedule position to its last use, and every scheduled op in that window
 //! (in a chain or not) must still fit with the reservations active at its position added.
 //!
-//! Deviations from tt-mlir, documented in `docs/optimizer.md`: concat N-way validation counts
-//! the other active reservations (tt-mlir ignores them); a reshape with a `return` user is
-//! skipped instead of stopping the whole pass; the timeline is summed directly per position.
+//! Unlike tt-mlir, which runs each kind of decision over the whole function in turn, every
+//! decision here is made at its *source*, walking the schedule once: at the last op of a
+//! chain (its concat, reshape, fork or merge), at a reshape for its own output. A decision
+//! then only changes ops at or after its source, so a chunk of the schedule is final when
+//! the walk leaves it, and what crosses into the next chunk is a small [`Carry`]: the open
+//! reservations, the plans of later ops already changed, the outputs later ops read. A chunk
+//! whose carry in and own inputs did not change is not re-run. Deviations from tt-mlir,
+//! documented in `docs/optimizer.md`: decisions in schedule order (the first source to
+//! validate wins a target chain, not the largest); concat N-way validation counts the other
+//! active reservations (tt-mlir ignores them); a reshape with a `return` user is skipped
+//! instead of stopping the whole pass; the timeline is summed directly per position.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    cell::OnceCell,
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use base_db::{Policy, TargetInput};
+use base_db::TargetInput;
 use ir::{FuncId, ValueRef};
 use opmodel::{OpConfig, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TensorMemoryLayout, TtnnLayout};
 
 use crate::{
     Db,
-    chain_graph::chains,
-    planning::{
-        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, SpillLocation, incoming_layout,
-        plan_for,
-    },
+    chunks::{ChunkChains, ChunkLayout, PlanSlice},
+    planning::{ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, SpillLocation},
     problem::ChainCost,
-    scheduling::func_topology,
+    scheduling::Topology,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -58,7 +68,8 @@ impl MergeKind {
     }
 }
 
-/// An L1 reservation: `bytes` per core held from schedule position `start` to `end`.
+/// An L1 reservation: `bytes` per core held by op `op`'s output from schedule position
+/// `start` to `end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Reservation {
     pub op: u32,
@@ -67,231 +78,540 @@ pub struct Reservation {
     pub bytes: u64,
 }
 
-/// What chain merging changes in the `df-sharding` plan.
+/// What one chunk's walk hands to the next: everything decided so far that later ops see.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct MergeDecisions {
-    /// (chain index, new spill location, reason).
-    pub spills: Vec<(usize, SpillLocation, String)>,
-    /// Concat chains resolved: (chain index, output layout, config).
-    pub concats: Vec<(usize, TtnnLayout, OpConfig)>,
-    /// Ops whose output layout changes (reshape to L1 interleaved, fork outputs).
-    pub layouts: Vec<(u32, TtnnLayout, String)>,
-    /// Consumer operands that now take an L1 value as is: (op, operand, layout).
-    pub inputs: Vec<(u32, u32, TtnnLayout)>,
-    /// Conv2d ops that must not deallocate their activation (their input is forked in L1).
-    pub conv_keep_activation: Vec<u32>,
-    pub reservations: Vec<Reservation>,
-    pub records: Vec<MergeRecord>,
-    /// Chains the cost model says lose in L1, declined before any merge.
-    pub declined: Vec<DeclinedChain>,
+pub struct Carry {
+    /// Reservations still held after the chunk.
+    pub open: Vec<Reservation>,
+    /// The L1 layouts of the values those reservations keep.
+    pub residents: BTreeMap<u32, TtnnLayout>,
+    /// Plans of later ops that decisions so far changed (body index → plan).
+    pub plans: BTreeMap<u32, OpPlan>,
+    /// Plans of later chains that decisions so far changed. Chains are named by their last
+    /// op here (body index), not by their index in the function, which shifts whenever a
+    /// chain earlier on splits or joins.
+    pub chains: BTreeMap<u32, ChainPlan>,
+    /// Later chains (by last op) that already received a merge (tt-mlir allows one per
+    /// target chain).
+    pub merged_target: BTreeSet<u32>,
+    /// Later chains (by last op) a decision involves (they are never declined afterwards).
+    pub touched: BTreeSet<u32>,
+    /// The final layout and spill of every op so far that a later op reads.
+    pub outputs: BTreeMap<u32, (Option<TtnnLayout>, Option<TtnnLayout>)>,
 }
 
-/// A solved chain left out of L1, with the layout and config each of its ops falls back to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct DeclinedChain {
-    pub chain: usize,
-    pub reason: String,
-    pub ops: Vec<(u32, Option<TtnnLayout>, OpConfig)>,
+/// A plan with nothing in it, for lookups that miss.
+static NO_PLAN: OpPlan = OpPlan {
+    layout: None,
+    config: OpConfig::None,
+    chain: None,
+    expected_operands: Vec::new(),
+    spill: None,
+    reason: String::new(),
+    reserved: 0,
+};
+
+/// The inputs of one chunk's walk.
+pub(crate) struct ChunkInputs<'a> {
+    pub db: &'a dyn Db,
+    pub func: FuncId,
+    pub k: u32,
+    /// Whether chain merging runs (`df-sharding-merge`) or only the spills and conversions.
+    pub merging: bool,
+    pub layout: &'a ChunkLayout,
+    pub body: &'a ir::FuncBody,
+    pub topo: &'a Topology,
+    pub sched: &'a crate::scheduling::Schedule,
+    pub carry: &'a Carry,
 }
 
-impl MergeDecisions {
-    /// Applies the declined chains only (the merger starts from this).
-    fn apply_declines(&self, ops: &mut [OpPlan], chains: &mut [ChainPlan]) {
-        for d in &self.declined {
-            let chain = &mut chains[d.chain];
-            chain.state = ChainState::Declined;
-            chain.failure = Some(d.reason.clone());
-            chain.spill = SpillLocation::None;
-            chain.spill_reason = String::new();
-            for (i, layout, config) in &d.ops {
-                let p = &mut ops[*i as usize];
-                p.layout = layout.clone();
-                p.config = config.clone();
-                p.expected_operands.iter_mut().for_each(|e| *e = None);
-                p.reason = format!("its chain #{} was declined: {}", d.chain, d.reason);
-            }
-        }
-    }
-
-    pub(crate) fn apply(
-        &self,
-        ops: &mut [OpPlan],
-        chains: &mut [ChainPlan],
-        merges: &mut Vec<MergeRecord>,
-    ) {
-        self.apply_declines(ops, chains);
-        for (c, layout, config) in &self.concats {
-            let chain = &mut chains[*c];
-            chain.state = ChainState::Completed;
-            chain.spill_reason = "concat output spills to DRAM".to_owned();
-            if let Some(&i) = chain.ops.first() {
-                ops[i as usize].layout = Some(layout.clone());
-                ops[i as usize].config = config.clone();
-                ops[i as usize].reason =
-                    "concat chain: all inputs stay in L1 (N-way merge)".to_owned();
-            }
-        }
-        for (c, spill, reason) in &self.spills {
-            chains[*c].spill = *spill;
-            chains[*c].spill_reason = reason.clone();
-        }
-        for (i, layout, reason) in &self.layouts {
-            ops[*i as usize].layout = Some(layout.clone());
-            ops[*i as usize].reason = reason.clone();
-        }
-        for (i, k, layout) in &self.inputs {
-            if let Some(slot) = ops[*i as usize].expected_operands.get_mut(*k as usize) {
-                *slot = Some(Conversion {
-                    layout: layout.clone(),
-                    reason: "merged input kept in L1".to_owned(),
-                });
-            }
-        }
-        for &i in &self.conv_keep_activation {
-            if let OpConfig::Conv2d { conv, .. } = &mut ops[i as usize].config {
-                conv.deallocate_activation = Some(false);
-            }
-        }
-        for r in &self.reservations {
-            ops[r.op as usize].reserved += r.bytes;
-        }
-        merges.extend(self.records.iter().cloned());
-    }
-}
-
-/// The merge decisions of a function.
-#[salsa::tracked(returns(clone))]
-pub fn merge_decisions(db: &dyn Db, func: FuncId) -> Arc<MergeDecisions> {
-    let base = plan_for(db, func, Policy::DfSharding);
-    let graph = chains(db, func);
-    let topo = func_topology(db, func);
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let _p = tracing::debug_span!("merge_decisions", func = %func.name(db)).entered();
-    let ops = ir::func_ops(db, func);
+/// Walks chunk `k` of the schedule: makes the decisions whose source lies there, finishes
+/// the chunk's plans (spills, returned values, conversions) and hands the rest on.
+pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
+    let db = input.db;
+    let k = input.k;
     let target = TargetInput::get(db).target(db);
-    let sigs: Vec<_> = ops.iter().map(|&op| layout::op_signature(db, op)).collect();
+    let n = input.body.ops.len();
+    let n_chunks = input.layout.len();
     let mut m = Merger {
-        body: &body,
-        topo: &topo,
-        plans: base.ops.clone(),
-        chains: base.chains.clone(),
-        sched: &base.schedule.order,
-        pos: &base.schedule.position,
-        sigs,
-        residents: BTreeMap::new(),
-        out: MergeDecisions::default(),
+        db,
+        func: input.func,
+        merging: input.merging,
+        k,
+        layout: input.layout,
+        body: input.body,
+        topo: input.topo,
+        ops: ir::func_ops(db, input.func),
+        sched: &input.sched.order,
+        pos: &input.sched.position,
+        sigs: (0..n).map(|_| OnceCell::new()).collect(),
+        base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
+        plans: FxHashMap::default(),
+        chains: FxHashMap::default(),
+        residents: input.carry.residents.clone(),
+        reservations: input.carry.open.clone(),
+        live: vec![0; input.sched.order.len()],
+        merged_target: input.carry.merged_target.iter().copied().collect(),
+        touched: input.carry.touched.iter().copied().collect(),
+        chain_info: (0..n_chunks).map(|_| OnceCell::new()).collect(),
+        outputs: &input.carry.outputs,
+        records: Vec::new(),
         model: db.op_model(),
         target,
-        merged_target: vec![false; base.chains.len()],
         cost: cost::CostModel::for_target(target),
-        last_of: last_ops(&base.chains, body.ops.len()),
-        live: vec![0; base.schedule.order.len()],
     };
-    // Going past tt-mlir: a chain the cost model expects to lose in L1 even without its
-    // spill is declined before merging, so no merge builds on it.
-    let pre =
-        decline_losing_chains(db, &mut m, &graph.chains, ops.as_ref(), |c| c.loses_without_spill());
-    let decisions = MergeDecisions { declined: pre, ..MergeDecisions::default() };
-    decisions.apply_declines(&mut m.plans, &mut m.chains);
-    m.out.declined = decisions.declined;
-    m.resolve_concats();
-    m.reshapes(db);
-    m.forks(db);
-    m.chain_merges();
-    // After merging, a chain no merge touched still spills its output to DRAM; decline it if
-    // that makes it lose.
-    let post = decline_losing_chains(db, &mut m, &graph.chains, ops.as_ref(), ChainCost::loses);
-    m.out.declined.extend(post);
-    Arc::new(m.out)
-}
-
-/// The completed chains that `loses` says lose in L1 and that no merge decision involves,
-/// with the fallback layout and config of each of their ops.
-fn decline_losing_chains(
-    db: &dyn Db,
-    m: &mut Merger<'_>,
-    chains: &[crate::ChainId],
-    ops: &[ir::OpId],
-    loses: impl Fn(&ChainCost) -> bool,
-) -> Vec<DeclinedChain> {
-    let mut out = Vec::new();
-    // Nothing below records a decision, so which chains the decisions touch is fixed.
-    let touched = m.touched_chains();
-    for (c, &chain) in chains.iter().enumerate() {
-        if m.chains[c].state != ChainState::Completed
-            || m.chains[c].concat
-            || touched.get(c).copied().unwrap_or(false)
-        {
-            continue;
+    for r in &m.reservations {
+        let to = (r.end as usize).min(m.live.len().saturating_sub(1));
+        for slot in m.live.iter_mut().take(to + 1).skip(r.start as usize) {
+            *slot = slot.saturating_add(r.bytes);
         }
-        let Some(cost) = crate::problem::chain_cost(db, chain) else { continue };
-        if !loses(&cost) {
-            continue;
-        }
-        let spill = if m.chains[c].spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
-        let reason = format!(
-            "the cost model estimates {:.1} µs in L1 (reshards and spill included) against {:.1} µs out of it",
-            (cost.l1_ns + spill) as f64 / 1000.0,
-            cost.dram_ns as f64 / 1000.0
-        );
-        let decl: Vec<(u32, Option<TtnnLayout>, OpConfig)> = m.chains[c]
-            .ops
-            .iter()
-            .map(|&i| {
-                let layout = crate::problem::fallback_layout(db, ops[i as usize]);
-                let config = crate::planning::config_for(db, ops[i as usize], layout.as_ref());
-                (i, layout, config)
-            })
-            .collect();
-        // An op whose only legal layouts are sharded (the op model rejects it in DRAM) has
-        // nowhere better to go; the chain stays.
-        if decl.iter().any(|(_, l, _)| l.as_ref().is_some_and(TtnnLayout::is_sharded)) {
-            continue;
-        }
-        out.push(DeclinedChain { chain: c, reason, ops: decl });
     }
-    out
+    // This chunk's plans and chains: the base, then what earlier chunks changed.
+    let here: Vec<u32> = input.layout.ops(k as usize).to_vec();
+    let base = m.base_chunk(k);
+    for (&i, p) in here.iter().zip(&base.ops) {
+        let p = input.carry.plans.get(&i).unwrap_or(p);
+        m.plans.insert(i, p.clone());
+    }
+    for plan in &base.chains {
+        let Some(&last) = plan.ops.last() else { continue };
+        let plan = input.carry.chains.get(&last).unwrap_or(plan);
+        m.chains.insert(last, plan.clone());
+    }
+    for (&i, p) in &input.carry.plans {
+        m.plans.entry(i).or_insert_with(|| p.clone());
+    }
+    for (&last, p) in &input.carry.chains {
+        m.chains.entry(last).or_insert_with(|| p.clone());
+    }
+    for &x in &here {
+        if m.merging && m.pos.get(x as usize).is_some_and(|&p| p != u32::MAX) {
+            m.step(x);
+        }
+        if let Some(c) = m.chain_ending_at(x) {
+            m.finish_chain(c as usize);
+        }
+    }
+    m.prune_conversions(&here);
+    m.hand_on(&here)
 }
 
 struct Merger<'a> {
+    db: &'a dyn Db,
+    func: FuncId,
+    merging: bool,
+    k: u32,
+    layout: &'a ChunkLayout,
+    /// Each chunk's chains, fetched on first use.
+    chain_info: Vec<OnceCell<Arc<ChunkChains>>>,
     body: &'a ir::FuncBody,
-    topo: &'a crate::scheduling::Topology,
-    /// The plan as merging changes it.
-    plans: Vec<OpPlan>,
-    chains: Vec<ChainPlan>,
+    topo: &'a Topology,
+    ops: Arc<[ir::OpId]>,
     sched: &'a [u32],
     pos: &'a [u32],
-    sigs: Vec<Option<Arc<layout::OpSignature>>>,
+    /// Op signatures, fetched on first use (a window reads few of the function's ops).
+    sigs: Vec<OnceCell<Option<Arc<layout::OpSignature>>>>,
+    /// The base plan of each chunk this walk reads, fetched on first use.
+    base: Vec<OnceCell<Arc<PartsChunk>>>,
+    /// Plans of this chunk's ops, and of later ops decisions changed.
+    plans: FxHashMap<u32, OpPlan>,
+    chains: FxHashMap<u32, ChainPlan>,
     /// Values kept in L1 by merges so far: producer op → its L1 layout.
     residents: BTreeMap<u32, TtnnLayout>,
-    out: MergeDecisions,
-    model: &'a layout::SharedOpModel,
-    target: &'a target::Target,
-    /// Chains that already received a merge (tt-mlir allows one per target chain).
-    merged_target: Vec<bool>,
-    /// Every merge must also pay off in estimated time (going past tt-mlir, which merges
-    /// whenever L1 allows).
-    cost: cost::CostModel,
-    /// Per op (body index): the chain it is the last op of. Looked up for every op of every
-    /// window checked; a scan of the chains made merging quadratic in the graph.
-    last_of: Vec<Option<u32>>,
-    /// Per schedule position: the bytes the reservations made so far hold there. Every op of
+    reservations: Vec<Reservation>,
+    /// Per schedule position: the bytes the reservations so far hold there. Every op of
     /// every window checked asks for it; summing the reservations each time made merging
     /// quadratic in the number of merges.
     live: Vec<u64>,
+    /// Chains that already received a merge (tt-mlir allows one per target chain).
+    merged_target: FxHashSet<u32>,
+    /// Chains a decision involves.
+    touched: FxHashSet<u32>,
+    /// Final outputs of earlier chunks' ops.
+    outputs: &'a BTreeMap<u32, (Option<TtnnLayout>, Option<TtnnLayout>)>,
+    records: Vec<MergeRecord>,
+    model: &'a layout::SharedOpModel,
+    target: &'a target::Target,
+    /// Every merge must also pay off in estimated time (going past tt-mlir, which merges
+    /// whenever L1 allows).
+    cost: cost::CostModel,
 }
 
-/// Per op, the first chain whose last op it is.
-fn last_ops(chains: &[ChainPlan], n_ops: usize) -> Vec<Option<u32>> {
-    let mut last_of = vec![None; n_ops];
-    for (c, chain) in chains.iter().enumerate() {
-        if let Some(slot) = chain.ops.last().and_then(|&i| last_of.get_mut(i as usize))
-            && slot.is_none()
-        {
-            *slot = Some(c as u32);
+impl Merger<'_> {
+    fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
+        let cell = self.sigs.get(i as usize)?;
+        cell.get_or_init(|| layout::op_signature(self.db, self.ops[i as usize])).clone()
+    }
+
+    /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost
+    /// model declines up front.
+    fn base_chunk(&self, k: u32) -> Arc<PartsChunk> {
+        let Some(cell) = self.base.get(k as usize) else { return Arc::default() };
+        cell.get_or_init(|| {
+            if self.merging {
+                crate::chunks::merge_base_chunk(self.db, self.func, k)
+            } else {
+                crate::planning::plan_parts_chunk(self.db, self.func, k)
+            }
+        })
+        .clone()
+    }
+
+    fn plan(&self, i: u32) -> &OpPlan {
+        if let Some(p) = self.plans.get(&i) {
+            return p;
+        }
+        let Some((k, at)) = self.layout.locate(i) else { return &NO_PLAN };
+        let Some(cell) = self.base.get(k as usize) else { return &NO_PLAN };
+        let chunk = cell.get_or_init(|| {
+            if self.merging {
+                crate::chunks::merge_base_chunk(self.db, self.func, k)
+            } else {
+                crate::planning::plan_parts_chunk(self.db, self.func, k)
+            }
+        });
+        chunk.ops.get(at).unwrap_or(&NO_PLAN)
+    }
+
+    fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
+        if !self.plans.contains_key(&i) {
+            let p = self.plan(i).clone();
+            self.plans.insert(i, p);
+        }
+        self.plans.entry(i).or_insert_with(|| NO_PLAN.clone())
+    }
+
+    fn chain(&self, c: usize) -> Option<&ChainPlan> {
+        if let Some(p) = self.chains.get(&(c as u32)) {
+            return Some(p);
+        }
+        let last = c as u32;
+        let (k, _) = self.layout.locate(last)?;
+        let cell = self.base.get(k as usize)?;
+        let chunk = cell.get_or_init(|| {
+            if self.merging {
+                crate::chunks::merge_base_chunk(self.db, self.func, k)
+            } else {
+                crate::planning::plan_parts_chunk(self.db, self.func, k)
+            }
+        });
+        chunk.chain_ending_at(last)
+    }
+
+    /// Whether chain `c` exists and `f` holds for it.
+    fn chain_is(&self, c: usize, f: impl Fn(&ChainPlan) -> bool) -> bool {
+        self.chain(c).is_some_and(f)
+    }
+
+    fn chain_ops(&self, c: usize) -> Vec<u32> {
+        self.chain(c).map(|ch| ch.ops.clone()).unwrap_or_default()
+    }
+
+    /// Chain `c`'s plan to change; `None` only if the chain does not exist.
+    fn chain_mut(&mut self, c: usize) -> Option<&mut ChainPlan> {
+        if !self.chains.contains_key(&(c as u32)) {
+            let p = self.chain(c)?.clone();
+            self.chains.insert(c as u32, p);
+        }
+        self.chains.get_mut(&(c as u32))
+    }
+
+    /// The layout reaching operand `k` of op `i` from its producer (after its spill).
+    fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
+        match self.body.ops[i as usize].operands.get(k)? {
+            ValueRef::Result { op, .. } => {
+                if let Some((l, s)) = self.outputs.get(op) {
+                    return s.clone().or_else(|| l.clone());
+                }
+                let p = self.plan(*op);
+                p.spill.as_ref().map(|s| s.layout.clone()).or_else(|| p.layout.clone())
+            }
+            ValueRef::Arg(a) => self.body.args.get(*a as usize).and_then(|t| t.layout().cloned()),
+            ValueRef::Unknown => None,
         }
     }
-    last_of
+
+    /// The chain of op `i`, named by its last op (body index): chunk results never name a
+    /// chain by its index in the function, which shifts whenever a chain earlier on splits
+    /// or joins.
+    fn chain_of(&self, i: u32) -> Option<u32> {
+        let (k, at) = self.layout.locate(i)?;
+        let cell = self.chain_info.get(k as usize)?;
+        let info = cell.get_or_init(|| crate::chunks::chunk_chains(self.db, self.func, k));
+        info.of_op.get(at).copied().flatten().map(|(last, _)| last)
+    }
+
+    /// The chain whose last op is `i`, if any.
+    fn chain_ending_at(&self, i: u32) -> Option<u32> {
+        self.chain_of(i).filter(|&c| c == i)
+    }
+
+    fn touch_op(&mut self, i: u32) {
+        if let Some(c) = self.chain_of(i) {
+            self.touched.insert(c);
+        }
+    }
+
+    fn set_input(&mut self, i: u32, k: u32, layout: TtnnLayout) {
+        self.touch_op(i);
+        if let Some(slot) = self.plan_mut(i).expected_operands.get_mut(k as usize) {
+            *slot = Some(Conversion { layout, reason: "merged input kept in L1".to_owned() });
+        }
+    }
+
+    fn record(&mut self, r: MergeRecord) {
+        self.touch_op(r.join);
+        for &s in &r.sources {
+            self.touch_op(s);
+        }
+        self.records.push(r);
+    }
+
+    /// The decisions whose source is op `x`.
+    fn step(&mut self, x: u32) {
+        // A concat is resolved at the earliest of its producers, so that every source is
+        // still ahead or here.
+        let users: Vec<u32> = {
+            let mut u: Vec<u32> = self.topo.ops[x as usize].users.iter().map(|u| u.user).collect();
+            u.dedup();
+            u
+        };
+        for y in users {
+            if let Some(cy) = self.chain_of(y).map(|c| c as usize)
+                && self.chain_is(cy, |ch| ch.concat && ch.state == ChainState::Built)
+                && self.earliest_producer(y) == Some(x)
+                && let Err(why) = self.try_concat(cy, y)
+                && let Some(ch) = self.chain_mut(cy)
+            {
+                ch.spill_reason = format!("concat not merged: {why}");
+            }
+        }
+        if let Some(cy) = self.chain_of(x).map(|c| c as usize)
+            && self.chain_is(cy, |ch| ch.concat)
+            && self.earliest_producer(x).is_none()
+            && let Some(ch) = self.chain_mut(cy)
+        {
+            ch.spill_reason = "concat not merged: an input is not produced by a chain".to_owned();
+        }
+        if let Some(c) = self.chain_ending_at(x).map(|c| c as usize)
+            && self.chain_is(c, |ch| !ch.concat)
+        {
+            if self.completed_dram_chain(c) {
+                self.reshape_spill(x);
+            }
+            if self.completed_dram_chain(c) {
+                self.fork(c);
+            }
+            if self.completed_dram_chain(c) {
+                self.merge_as_source(c, x);
+            }
+            // A chain no decision touched still spills its output to DRAM; decline it if
+            // that makes it lose.
+            self.decline_if_losing(c);
+        }
+        self.reshape_output(x);
+    }
+
+    /// The scheduled producer of op `y`'s operands that runs first.
+    fn earliest_producer(&self, y: u32) -> Option<u32> {
+        self.body.ops[y as usize]
+            .operands
+            .iter()
+            .filter_map(|v| match *v {
+                ValueRef::Result { op, .. } if self.pos[op as usize] != u32::MAX => Some(op),
+                _ => None,
+            })
+            .min_by_key(|&op| self.pos[op as usize])
+    }
+
+    fn decline_if_losing(&mut self, c: usize) {
+        let Some(chain) = self.chain(c) else { return };
+        if chain.state != ChainState::Completed
+            || chain.concat
+            || self.touched.contains(&(c as u32))
+        {
+            return;
+        }
+        let id = chain.id;
+        let Some(cost) = crate::problem::chain_cost(self.db, id) else { return };
+        if !cost.loses() {
+            return;
+        }
+        let spill = if chain.spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
+        let reason = decline_reason(&cost, spill);
+        let Some(fallback) = crate::chunks::chain_fallback(self.db, id) else { return };
+        let members = chain.ops.clone();
+        if let Some(ch) = self.chain_mut(c) {
+            decline(ch, &reason);
+        }
+        for (&i, (layout, config)) in members.iter().zip(fallback.iter()) {
+            let p = self.plan_mut(i);
+            decline_op(p, &reason, layout.clone(), config.clone());
+        }
+    }
+
+    /// A chain's spill after its last op, and a DRAM spill for any of its values returned
+    /// while still in L1: the chain is final once the walk leaves its last op.
+    fn finish_chain(&mut self, c: usize) {
+        let Some(chain) = self.chain(c).cloned() else { return };
+        for &i in &chain.ops {
+            let last = chain.ops.last() == Some(&i);
+            let returned = self.topo.ops[i as usize].returned;
+            let shape = self.shape(i);
+            let worker = self.target.worker_grid();
+            let p = self.plan_mut(i);
+            let Some(layout) = p.layout.clone() else { continue };
+            if !layout.is_l1() || p.spill.is_some() {
+                continue;
+            }
+            let Some(shape) = shape else { continue };
+            let dtype = layout.data_type().unwrap_or(DataType::BF16);
+            if last {
+                match chain.spill {
+                    SpillLocation::Dram => {
+                        p.spill = Some(Conversion {
+                            layout: TtnnLayout::dram_interleaved(
+                                &shape,
+                                dtype,
+                                layout.page_layout(),
+                            ),
+                            reason: if returned {
+                                "spill to DRAM: the chain's output is returned".to_owned()
+                            } else {
+                                format!("spill to DRAM: {}", chain.spill_reason)
+                            },
+                        });
+                    }
+                    SpillLocation::L1Interleaved => {
+                        p.spill = Some(Conversion {
+                            layout: TtnnLayout::l1_interleaved(
+                                &shape,
+                                dtype,
+                                layout.page_layout(),
+                                worker,
+                            ),
+                            reason: format!("to L1 interleaved: {}", chain.spill_reason),
+                        });
+                    }
+                    SpillLocation::None => {}
+                }
+            }
+            // A value returned while still in L1 (a merged output) must reach DRAM.
+            if returned && p.spill.is_none() && p.chain.is_some() {
+                p.spill = Some(Conversion {
+                    layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
+                    reason: "spill to DRAM: the value is returned".to_owned(),
+                });
+            }
+        }
+    }
+
+    /// Drops expected operands that the incoming value already satisfies, so only real
+    /// conversions remain.
+    fn prune_conversions(&mut self, here: &[u32]) {
+        for &i in here {
+            let n = self.plan(i).expected_operands.len();
+            for k in 0..n {
+                let Some(expected) = self.plan(i).expected_operands[k].clone() else { continue };
+                let incoming = self.incoming(i, k);
+                let slot = &mut self.plan_mut(i).expected_operands[k];
+                if incoming.as_ref() == Some(&expected.layout) {
+                    *slot = None;
+                } else if expected.reason.is_empty() {
+                    *slot = Some(Conversion {
+                        reason: "reshard to the layout the op was validated with".to_owned(),
+                        ..expected
+                    });
+                }
+            }
+        }
+    }
+
+    /// The chunk's final plans, and what the next chunk needs.
+    fn hand_on(mut self, here: &[u32]) -> (PlanSlice, Carry) {
+        let k = self.k;
+        let layout = self.layout;
+        let chunk_of = |i: u32| layout.chunk_of.get(i as usize).copied();
+        let later = |i: u32| chunk_of(i).is_some_and(|c| c > k);
+        let last_of = |c: u32| Some(c);
+        let hi = layout.bounds.get(k as usize + 1).copied().unwrap_or(0);
+        let plans: Vec<OpPlan> = here
+            .iter()
+            .map(|&i| self.plans.remove(&i).unwrap_or_else(|| NO_PLAN.clone()))
+            .collect();
+        let mut chains: Vec<(u32, ChainPlan)> = Vec::new();
+        let mut carry = Carry::default();
+        for (c, p) in self.chains.drain() {
+            let Some(last) = last_of(c) else { continue };
+            if later(last) {
+                carry.chains.insert(last, p);
+            } else if chunk_of(last) == Some(k) {
+                chains.push((c, p));
+            }
+        }
+        // In chunk order, as `chunk_chains` lists them: op plans name chains by that index.
+        chains.sort_by_key(|(c, _)| layout.at.get(*c as usize).copied());
+        carry.plans = self.plans.into_iter().filter(|(i, _)| later(*i)).collect();
+        carry.open = self.reservations.into_iter().filter(|r| r.end >= hi).collect();
+        carry.residents = self
+            .residents
+            .into_iter()
+            .filter(|(op, _)| carry.open.iter().any(|r| r.op == *op))
+            .collect();
+        let ahead = |c: u32| last_of(c).filter(|&l| later(l));
+        carry.merged_target = self.merged_target.into_iter().filter_map(ahead).collect();
+        carry.touched = self.touched.into_iter().filter_map(ahead).collect();
+        let read_later = |i: u32| self.topo.ops[i as usize].users.iter().any(|u| later(u.user));
+        carry.outputs = self
+            .outputs
+            .iter()
+            .filter(|(i, _)| read_later(**i))
+            .map(|(i, v)| (*i, v.clone()))
+            .collect();
+        for (&i, p) in here.iter().zip(&plans) {
+            if read_later(i) {
+                let spill = p.spill.as_ref().map(|s| s.layout.clone());
+                carry.outputs.insert(i, (p.layout.clone(), spill));
+            }
+        }
+        let slice = PlanSlice {
+            ops: here.to_vec(),
+            plans,
+            chains: chains.into_iter().map(|(_, p)| p).collect(),
+            merges: self.records,
+        };
+        (slice, carry)
+    }
+}
+
+/// Why a chain that loses in L1 is declined, in numbers.
+pub(crate) fn decline_reason(cost: &ChainCost, spill_ns: u64) -> String {
+    format!(
+        "the cost model estimates {:.1} µs in L1 (reshards and spill included) against {:.1} µs out of it",
+        (cost.l1_ns + spill_ns) as f64 / 1000.0,
+        cost.dram_ns as f64 / 1000.0
+    )
+}
+
+/// Marks chain `c` declined.
+pub(crate) fn decline(chain: &mut ChainPlan, reason: &str) {
+    chain.state = ChainState::Declined;
+    chain.failure = Some(reason.to_owned());
+    chain.spill = SpillLocation::None;
+    chain.spill_reason = String::new();
+}
+
+/// Puts an op of a declined chain back where it would be outside any chain.
+pub(crate) fn decline_op(
+    p: &mut OpPlan,
+    reason: &str,
+    layout: Option<TtnnLayout>,
+    config: OpConfig,
+) {
+    p.layout = layout;
+    p.config = config;
+    p.expected_operands.iter_mut().for_each(|e| *e = None);
+    p.reason = format!("its chain was declined: {reason}");
 }
 
 impl Merger<'_> {
@@ -310,11 +630,10 @@ impl Merger<'_> {
         {
             return Some(l.clone());
         }
-        if let Some(exp) = self.plans[i as usize].expected_operands.get(k).and_then(Option::as_ref)
-        {
+        if let Some(exp) = self.plan(i).expected_operands.get(k).and_then(Option::as_ref) {
             return Some(exp.layout.clone());
         }
-        incoming_layout(self.body, &self.plans, i as usize, k)
+        self.incoming(i, k)
     }
 
     /// Validates op `i` with its planned output, optional operand substitutions, and
@@ -328,12 +647,12 @@ impl Merger<'_> {
         config: Option<&OpConfig>,
         extra: u64,
     ) -> Result<TtnnLayout, String> {
-        let Some(sig) = &self.sigs[i as usize] else { return Err("no signature".to_owned()) };
+        let Some(sig) = &self.sig(i) else { return Err("no signature".to_owned()) };
         let Some(result) = sig.tensor_result() else {
             // Ops without a tensor result hold no L1 of their own; they pass.
             return Ok(TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile));
         };
-        let plan = &self.plans[i as usize];
+        let plan = self.plan(i);
         let mut inputs = Vec::new();
         for (k, operand) in sig.operands.iter().enumerate() {
             let Some(t) = operand.ty.as_tensor() else { continue };
@@ -398,14 +717,14 @@ impl Merger<'_> {
     /// The conversion that will run right after op `i` as the plan stands: its own spill, or
     /// the DRAM spill of the completed chain it ends.
     fn pending_spill(&self, i: u32) -> Option<TtnnLayout> {
-        if let Some(s) = &self.plans[i as usize].spill {
+        if let Some(s) = &self.plan(i).spill {
             return Some(s.layout.clone());
         }
         let c = self.chain_of_last(i)?;
         if !self.completed_dram_chain(c) {
             return None;
         }
-        let layout = self.plans[i as usize].layout.as_ref().filter(|l| l.is_l1())?;
+        let layout = self.plan(i).layout.as_ref().filter(|l| l.is_l1())?;
         let shape = self.shape(i)?;
         Some(TtnnLayout::dram_interleaved(
             &shape,
@@ -417,7 +736,7 @@ impl Merger<'_> {
     /// The `to_memory_config` from op `i`'s planned output to `to` fits next to what is
     /// resident at that point (the source itself, reservations, and `extra`).
     fn spill_fits(&self, i: u32, to: &TtnnLayout, extra: u64) -> Result<(), String> {
-        let Some(from) = self.plans[i as usize].layout.clone() else { return Ok(()) };
+        let Some(from) = self.plan(i).layout.clone() else { return Ok(()) };
         let Some(shape) = self.shape(i) else { return Ok(()) };
         let q = OpQuery {
             kind: OpKind::ToMemoryConfig,
@@ -439,27 +758,6 @@ impl Merger<'_> {
         })
     }
 
-    /// Per chain: true when a merge decision involves it: its spill moved, one of its ops is
-    /// a merge source or join, holds a reservation, or takes a merged input.
-    fn touched_chains(&self) -> Vec<bool> {
-        let mut ops: FxHashSet<u32> = FxHashSet::default();
-        for r in &self.out.records {
-            ops.insert(r.join);
-            ops.extend(r.sources.iter().copied());
-        }
-        ops.extend(self.out.reservations.iter().map(|r| r.op));
-        ops.extend(self.out.inputs.iter().map(|(i, _, _)| *i));
-        ops.extend(self.out.layouts.iter().map(|(i, _, _)| *i));
-        let mut touched: Vec<bool> =
-            self.chains.iter().map(|ch| ch.ops.iter().any(|o| ops.contains(o))).collect();
-        for (sc, _, _) in &self.out.spills {
-            if let Some(t) = touched.get_mut(*sc) {
-                *t = true;
-            }
-        }
-        touched
-    }
-
     /// Operand `k` of op `i` as merging sees it: a substitution being tried, else what the
     /// plan so far feeds it.
     fn operand_layout(
@@ -477,9 +775,9 @@ impl Merger<'_> {
 
     /// The estimated time of op `i` with operand substitutions and an optional output.
     fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
-        let Some(sig) = &self.sigs[i as usize] else { return 0 };
+        let Some(sig) = &self.sig(i) else { return 0 };
         let Some(result) = sig.tensor_result() else { return 0 };
-        let Some(out) = output.or(self.plans[i as usize].layout.as_ref()) else { return 0 };
+        let Some(out) = output.or(self.plan(i).layout.as_ref()) else { return 0 };
         let mut inputs = Vec::new();
         for (k, operand) in sig.operands.iter().enumerate() {
             let Some(t) = operand.ty.as_tensor() else { continue };
@@ -490,13 +788,12 @@ impl Merger<'_> {
             }
         }
         let output = TensorDesc::new(&result.static_shape().unwrap_or_default(), out.clone());
-        self.cost.op_cost(&sig.kind, &inputs, &output, &self.plans[i as usize].config).total_ns
+        self.cost.op_cost(&sig.kind, &inputs, &output, &self.plan(i).config).total_ns
     }
 
     /// The estimated time of copying op `i`'s planned output into `to` (free if unchanged).
     fn copy_time(&self, i: u32, to: &TtnnLayout) -> u64 {
-        let (Some(from), Some(shape)) = (self.plans[i as usize].layout.clone(), self.shape(i))
-        else {
+        let (Some(from), Some(shape)) = (self.plan(i).layout.clone(), self.shape(i)) else {
             return 0;
         };
         self.cost.reshard_cost(&TensorDesc::new(&shape, from), to).total_ns
@@ -504,7 +801,7 @@ impl Merger<'_> {
 
     /// The layout op `i`'s output spills to after a completed DRAM chain, if it is one.
     fn dram_spill(&self, i: u32) -> Option<TtnnLayout> {
-        let layout = self.plans[i as usize].layout.as_ref().filter(|l| l.is_l1())?;
+        let layout = self.plan(i).layout.as_ref().filter(|l| l.is_l1())?;
         let shape = self.shape(i)?;
         Some(TtnnLayout::dram_interleaved(
             &shape,
@@ -539,22 +836,26 @@ impl Merger<'_> {
     fn out_bytes(&self, i: u32) -> u64 {
         self.residents
             .get(&i)
-            .or(self.plans[i as usize].layout.as_ref())
+            .or(self.plan(i).layout.as_ref())
             .map_or(0, TtnnLayout::l1_bytes_per_core)
     }
 
     fn completed_dram_chain(&self, c: usize) -> bool {
-        let ch = &self.chains[c];
-        ch.state == ChainState::Completed && ch.spill == SpillLocation::Dram && !ch.concat
+        self.chain_is(c, |ch| {
+            ch.state == ChainState::Completed && ch.spill == SpillLocation::Dram && !ch.concat
+        })
     }
 
     fn chain_of_last(&self, i: u32) -> Option<usize> {
-        self.last_of.get(i as usize).copied().flatten().map(|c| c as usize)
+        self.chain_ending_at(i).map(|c| c as usize)
     }
 
     fn keep(&mut self, c: usize, spill: SpillLocation, reason: String) {
-        self.chains[c].spill = spill;
-        self.out.spills.push((c, spill, reason));
+        if let Some(chain) = self.chain_mut(c) {
+            chain.spill = spill;
+            chain.spill_reason = reason;
+        }
+        self.touched.insert(c as u32);
     }
 
     fn reserve(&mut self, op: u32, layout: TtnnLayout, end: u32) {
@@ -565,24 +866,14 @@ impl Merger<'_> {
         for slot in self.live.iter_mut().take(to + 1).skip(start as usize) {
             *slot = slot.saturating_add(bytes);
         }
-        self.out.reservations.push(Reservation { op, start, end, bytes });
-    }
-
-    fn resolve_concats(&mut self) {
-        for c in 0..self.chains.len() {
-            if !self.chains[c].concat {
-                continue;
-            }
-            let Some(&x) = self.chains[c].ops.first() else { continue };
-            if let Err(why) = self.try_concat(c, x) {
-                self.chains[c].spill_reason = format!("concat not merged: {why}");
-            }
-        }
+        self.plan_mut(op).reserved += bytes;
+        self.touch_op(op);
+        self.reservations.push(Reservation { op, start, end, bytes });
     }
 
     fn try_concat(&mut self, c: usize, x: u32) -> Result<(), String> {
         let body = self.body;
-        let Some(sig) = self.sigs[x as usize].clone() else {
+        let Some(sig) = self.sig(x) else {
             return Err("no signature".to_owned());
         };
         let Some(dim) = sig.kind.is_concat() else { return Err("not a concat".to_owned()) };
@@ -603,7 +894,7 @@ impl Merger<'_> {
         let layouts: Vec<TtnnLayout> = sources
             .iter()
             .map(|(_, op)| {
-                self.plans[*op as usize].layout.clone().unwrap_or_else(|| {
+                self.plan(*op).layout.clone().unwrap_or_else(|| {
                     TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile)
                 })
             })
@@ -671,19 +962,24 @@ impl Merger<'_> {
         let after = self.op_time(x, &subst, Some(&actual));
         Self::pays_off(before, after)?;
         for (sc, op) in &sources {
-            let l = self.plans[*op as usize].layout.clone().unwrap_or_else(|| actual.clone());
+            let l = self.plan(*op).layout.clone().unwrap_or_else(|| actual.clone());
             self.keep(*sc, SpillLocation::None, "kept in L1 for a concat (N-way merge)".to_owned());
             self.reserve(*op, l, concat_pos);
         }
-        self.plans[x as usize].layout = Some(actual.clone());
-        self.chains[c].state = ChainState::Completed;
-        self.out.concats.push((c, actual, OpConfig::None));
+        self.plan_mut(x).layout = Some(actual.clone());
+        if let Some(chain) = self.chain_mut(c) {
+            chain.state = ChainState::Completed;
+            chain.spill_reason = "concat output spills to DRAM".to_owned();
+        }
+        let concat = self.plan_mut(x);
+        concat.config = OpConfig::None;
+        concat.reason = "concat chain: all inputs stay in L1 (N-way merge)".to_owned();
         for (k, (_, op)) in sources.iter().enumerate() {
-            if let Some(l) = self.plans[*op as usize].layout.clone() {
-                self.out.inputs.push((x, k as u32, l));
+            if let Some(l) = self.plan(*op).layout.clone() {
+                self.set_input(x, k as u32, l);
             }
         }
-        self.out.records.push(MergeRecord {
+        self.record(MergeRecord {
             kind: MergeKind::Concat,
             sources: sources.iter().map(|(_, o)| *o).collect(),
             join: x,
@@ -696,215 +992,209 @@ impl Merger<'_> {
         Ok(())
     }
 
-    fn reshapes(&mut self, db: &dyn Db) {
-        let _ = db;
-        for p in 0..self.sched.len() {
-            let x = self.sched[p];
-            if self.body.ops[x as usize].name != "ttnn.reshape" {
-                continue;
-            }
-            // (a) The reshape's producer spills to L1 interleaved instead of DRAM when the
-            // reshape is its only user and runs right after it.
-            if let Some(ValueRef::Result { op: src, .. }) =
-                self.body.ops[x as usize].operands.first().copied()
-                && let Some(sc) = self.chain_of_last(src)
-                && self.completed_dram_chain(sc)
-                && self.topo.ops[src as usize].num_uses == 1
-                && self.pos[src as usize] + 1 == p as u32
-                && let Some(shape) = self.shape(src)
-                && let Some(layout) = self.plans[src as usize].layout.clone()
-            {
-                let l1 = TtnnLayout::l1_interleaved(
-                    &shape,
-                    layout.data_type().unwrap_or(DataType::BF16),
-                    layout.page_layout(),
-                    self.target.worker_grid(),
-                );
-                let pays = self.dram_spill(src).is_some_and(|dram| {
-                    let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
-                    let after =
-                        self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
-                    Self::pays_off(before, after).is_ok()
-                });
-                if pays
-                    && self
-                        .validate(x, &[(0, l1.clone())], None, None, self.active(p as u32))
-                        .is_ok()
-                    && self.spill_fits(src, &l1, 0).is_ok()
-                {
-                    self.keep(
-                        sc,
-                        SpillLocation::L1Interleaved,
-                        "feeds a reshape right after it".to_owned(),
-                    );
-                    self.plans[src as usize].spill =
-                        Some(Conversion { layout: l1, reason: String::new() });
-                }
-            }
-            // (b) The reshape's own output in L1 interleaved, reserved until its last use.
-            if self.topo.ops[x as usize].returned || self.plans[x as usize].chain.is_some() {
-                continue;
-            }
-            let Some(shape) = self.shape(x) else { continue };
-            let Some(cur) = self.plans[x as usize].layout.clone() else { continue };
-            if cur.is_l1() {
-                continue;
-            }
+    /// (a) A completed chain's last op `src` spills to L1 interleaved instead of DRAM when
+    /// its only user is a reshape scheduled right after it.
+    fn reshape_spill(&mut self, src: u32) {
+        let p = self.pos[src as usize] + 1;
+        let Some(&x) = self.sched.get(p as usize) else { return };
+        if self.body.ops[x as usize].name != "ttnn.reshape" {
+            return;
+        }
+        // (a) The reshape's producer spills to L1 interleaved instead of DRAM when the
+        // reshape is its only user and runs right after it.
+        if let Some(ValueRef::Result { op, .. }) =
+            self.body.ops[x as usize].operands.first().copied()
+            && op == src
+            && let Some(sc) = self.chain_of_last(src)
+            && self.completed_dram_chain(sc)
+            && self.topo.ops[src as usize].num_uses == 1
+            && self.pos[src as usize] + 1 == p
+            && let Some(shape) = self.shape(src)
+            && let Some(layout) = self.plan(src).layout.clone()
+        {
             let l1 = TtnnLayout::l1_interleaved(
                 &shape,
-                cur.data_type().unwrap_or(DataType::BF16),
-                cur.page_layout(),
+                layout.data_type().unwrap_or(DataType::BF16),
+                layout.page_layout(),
                 self.target.worker_grid(),
             );
-            if self.validate(x, &[], Some(&l1), None, self.active(p as u32)).is_err() {
-                continue;
-            }
-            let end = self.last_use_pos(x);
-            let bytes = l1.l1_bytes_per_core();
-            let users: Vec<(u32, usize)> = self.topo.ops[x as usize]
-                .users
-                .iter()
-                .map(|u| (u.user, u.operand as usize))
-                .collect();
-            let users_ok = users.iter().all(|(u, k)| {
-                self.validate(
-                    *u,
-                    &[(*k, l1.clone())],
-                    None,
-                    None,
-                    self.active(self.pos[*u as usize]),
-                )
-                .is_ok()
+            let pays = self.dram_spill(src).is_some_and(|dram| {
+                let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
+                let after = self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
+                Self::pays_off(before, after).is_ok()
             });
-            let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
-            let before: u64 = self.op_time(x, &[], None)
-                + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
-            let after: u64 = self.op_time(x, &[], Some(&l1))
-                + users
-                    .iter()
-                    .map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None))
-                    .sum::<u64>();
-            if users_ok
-                && Self::pays_off(before, after).is_ok()
-                && self.window_fits(p as u32 + 1, end, bytes, &skip).is_ok()
+            if pays
+                && self.validate(x, &[(0, l1.clone())], None, None, self.active(p)).is_ok()
+                && self.spill_fits(src, &l1, 0).is_ok()
             {
-                self.plans[x as usize].layout = Some(l1.clone());
-                self.out.layouts.push((
-                    x,
-                    l1.clone(),
-                    "reshape output kept in L1 interleaved for its consumers".to_owned(),
-                ));
-                self.reserve(x, l1, end);
-                self.out.records.push(MergeRecord {
-                    kind: MergeKind::Reshape,
-                    sources: vec![x],
-                    join: x,
-                    description: format!(
-                        "`{}` output in L1 interleaved",
-                        self.body.ops[x as usize].key
-                    ),
+                self.keep(
+                    sc,
+                    SpillLocation::L1Interleaved,
+                    "feeds a reshape right after it".to_owned(),
+                );
+                self.plan_mut(src).spill = Some(Conversion {
+                    layout: l1,
+                    reason: "to L1 interleaved: feeds a reshape right after it".to_owned(),
                 });
             }
         }
     }
 
-    fn forks(&mut self, db: &dyn Db) {
-        let _ = db;
-        for c in 0..self.chains.len() {
-            if !self.completed_dram_chain(c) {
-                continue;
-            }
-            let Some(&last) = self.chains[c].ops.last() else { continue };
-            let t = &self.topo.ops[last as usize];
-            if t.num_uses < 2 || t.returned {
-                continue;
-            }
-            let Some(sharded) = self.plans[last as usize].layout.clone() else { continue };
-            let Some(shape) = self.shape(last) else { continue };
-            let users: Vec<(u32, usize)> =
-                t.users.iter().map(|u| (u.user, u.operand as usize)).collect();
-            let end = self.last_use_pos(last);
-            let fork_pos = self.pos[last as usize];
-            let l1i = TtnnLayout::l1_interleaved(
-                &shape,
-                sharded.data_type().unwrap_or(DataType::BF16),
-                sharded.page_layout(),
-                self.target.worker_grid(),
-            );
-            for (layout, spill) in
-                [(sharded.clone(), SpillLocation::None), (l1i, SpillLocation::L1Interleaved)]
-            {
-                let mut keep_activation = Vec::new();
-                let users_ok = users.iter().all(|&(u, k)| {
-                    let sig = &self.sigs[u as usize];
-                    if layout.is_sharded() && sig.as_ref().is_some_and(|s| s.kind.is_reduction()) {
-                        return false; // tt-metal#34951
-                    }
-                    let at = self.active(self.pos[u as usize]);
-                    if self.validate(u, &[(k, layout.clone())], None, None, at).is_ok() {
+    /// (b) A reshape's own output in L1 interleaved, reserved until its last use.
+    fn reshape_output(&mut self, x: u32) {
+        if self.body.ops[x as usize].name != "ttnn.reshape" {
+            return;
+        }
+        let p = self.pos[x as usize];
+        if self.topo.ops[x as usize].returned || self.plan(x).chain.is_some() {
+            return;
+        }
+        let Some(shape) = self.shape(x) else { return };
+        let Some(cur) = self.plan(x).layout.clone() else { return };
+        if cur.is_l1() {
+            return;
+        }
+        let l1 = TtnnLayout::l1_interleaved(
+            &shape,
+            cur.data_type().unwrap_or(DataType::BF16),
+            cur.page_layout(),
+            self.target.worker_grid(),
+        );
+        if self.validate(x, &[], Some(&l1), None, self.active(p)).is_err() {
+            return;
+        }
+        let end = self.last_use_pos(x);
+        let bytes = l1.l1_bytes_per_core();
+        let users: Vec<(u32, usize)> =
+            self.topo.ops[x as usize].users.iter().map(|u| (u.user, u.operand as usize)).collect();
+        let users_ok = users.iter().all(|(u, k)| {
+            self.validate(*u, &[(*k, l1.clone())], None, None, self.active(self.pos[*u as usize]))
+                .is_ok()
+        });
+        let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
+        let before: u64 = self.op_time(x, &[], None)
+            + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
+        let after: u64 = self.op_time(x, &[], Some(&l1))
+            + users.iter().map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None)).sum::<u64>();
+        if users_ok
+            && Self::pays_off(before, after).is_ok()
+            && self.window_fits(p + 1, end, bytes, &skip).is_ok()
+        {
+            let plan = self.plan_mut(x);
+            plan.layout = Some(l1.clone());
+            plan.reason = "reshape output kept in L1 interleaved for its consumers".to_owned();
+            self.reserve(x, l1, end);
+            self.record(MergeRecord {
+                kind: MergeKind::Reshape,
+                sources: vec![x],
+                join: x,
+                description: format!(
+                    "`{}` output in L1 interleaved",
+                    self.body.ops[x as usize].key
+                ),
+            });
+        }
+    }
+
+    /// A completed chain whose last op is a fork keeps its output in L1 (sharded, else L1
+    /// interleaved) for all its users.
+    fn fork(&mut self, c: usize) {
+        if !self.completed_dram_chain(c) {
+            return;
+        }
+        let Some(&last) = self.chain(c).and_then(|ch| ch.ops.last()) else { return };
+        let t = &self.topo.ops[last as usize];
+        if t.num_uses < 2 || t.returned {
+            return;
+        }
+        let Some(sharded) = self.plan(last).layout.clone() else { return };
+        let Some(shape) = self.shape(last) else { return };
+        let users: Vec<(u32, usize)> =
+            t.users.iter().map(|u| (u.user, u.operand as usize)).collect();
+        let end = self.last_use_pos(last);
+        let fork_pos = self.pos[last as usize];
+        let l1i = TtnnLayout::l1_interleaved(
+            &shape,
+            sharded.data_type().unwrap_or(DataType::BF16),
+            sharded.page_layout(),
+            self.target.worker_grid(),
+        );
+        for (layout, spill) in
+            [(sharded.clone(), SpillLocation::None), (l1i, SpillLocation::L1Interleaved)]
+        {
+            let mut keep_activation = Vec::new();
+            let users_ok = users.iter().all(|&(u, k)| {
+                let sig = &self.sig(u);
+                if layout.is_sharded() && sig.as_ref().is_some_and(|s| s.kind.is_reduction()) {
+                    return false; // tt-metal#34951
+                }
+                let at = self.active(self.pos[u as usize]);
+                if self.validate(u, &[(k, layout.clone())], None, None, at).is_ok() {
+                    return true;
+                }
+                // A conv2d that deallocates its activation cannot read a forked input.
+                if let OpConfig::Conv2d { conv, compute, slice } = &self.plan(u).config
+                    && conv.deallocate_activation == Some(true)
+                {
+                    let mut c2 = conv.clone();
+                    c2.deallocate_activation = Some(false);
+                    let cfg = OpConfig::Conv2d { conv: c2, compute: *compute, slice: *slice };
+                    if self.validate(u, &[(k, layout.clone())], None, Some(&cfg), at).is_ok() {
+                        keep_activation.push(u);
                         return true;
                     }
-                    // A conv2d that deallocates its activation cannot read a forked input.
-                    if let OpConfig::Conv2d { conv, compute, slice } =
-                        &self.plans[u as usize].config
-                        && conv.deallocate_activation == Some(true)
-                    {
-                        let mut c2 = conv.clone();
-                        c2.deallocate_activation = Some(false);
-                        let cfg = OpConfig::Conv2d { conv: c2, compute: *compute, slice: *slice };
-                        if self.validate(u, &[(k, layout.clone())], None, Some(&cfg), at).is_ok() {
-                            keep_activation.push(u);
-                            return true;
-                        }
-                    }
-                    false
-                });
-                let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
-                let copy_fits =
-                    spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
-                let pays = self.dram_spill(last).is_some_and(|dram| {
-                    let before = self.copy_time(last, &dram)
-                        + users
-                            .iter()
-                            .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
-                            .sum::<u64>();
-                    let after = self.copy_time(last, &layout)
-                        + users
-                            .iter()
-                            .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
-                            .sum::<u64>();
-                    Self::pays_off(before, after).is_ok()
-                });
-                if users_ok
-                    && copy_fits
-                    && pays
-                    && self
-                        .window_fits(fork_pos + 1, end, layout.l1_bytes_per_core(), &skip)
-                        .is_ok()
-                {
-                    let reason = if spill == SpillLocation::None {
-                        "fork: the sharded output stays in L1 for all users".to_owned()
-                    } else {
-                        "fork: the output goes to L1 interleaved for all users".to_owned()
-                    };
-                    self.keep(c, spill, reason.clone());
-                    if spill == SpillLocation::L1Interleaved {
-                        self.plans[last as usize].spill =
-                            Some(Conversion { layout: layout.clone(), reason: String::new() });
-                    }
-                    for &(u, k) in &users {
-                        self.out.inputs.push((u, k as u32, layout.clone()));
-                    }
-                    self.out.conv_keep_activation.extend(keep_activation);
-                    self.reserve(last, layout, end);
-                    self.out.records.push(MergeRecord {
-                        kind: MergeKind::Fork,
-                        sources: vec![last],
-                        join: users[0].0,
-                        description: format!("`{}`: {reason}", self.body.ops[last as usize].key),
-                    });
-                    break;
                 }
+                false
+            });
+            let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
+            let copy_fits =
+                spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
+            let pays = self.dram_spill(last).is_some_and(|dram| {
+                let before = self.copy_time(last, &dram)
+                    + users
+                        .iter()
+                        .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
+                        .sum::<u64>();
+                let after = self.copy_time(last, &layout)
+                    + users
+                        .iter()
+                        .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
+                        .sum::<u64>();
+                Self::pays_off(before, after).is_ok()
+            });
+            if users_ok
+                && copy_fits
+                && pays
+                && self.window_fits(fork_pos + 1, end, layout.l1_bytes_per_core(), &skip).is_ok()
+            {
+                let reason = if spill == SpillLocation::None {
+                    "fork: the sharded output stays in L1 for all users".to_owned()
+                } else {
+                    "fork: the output goes to L1 interleaved for all users".to_owned()
+                };
+                self.keep(c, spill, reason.clone());
+                if spill == SpillLocation::L1Interleaved {
+                    self.plan_mut(last).spill = Some(Conversion {
+                        layout: layout.clone(),
+                        reason: format!("to L1 interleaved: {reason}"),
+                    });
+                }
+                for &(u, k) in &users {
+                    self.set_input(u, k as u32, layout.clone());
+                }
+                for u in keep_activation {
+                    if let OpConfig::Conv2d { conv, .. } = &mut self.plan_mut(u).config {
+                        conv.deallocate_activation = Some(false);
+                    }
+                }
+                self.reserve(last, layout, end);
+                self.record(MergeRecord {
+                    kind: MergeKind::Fork,
+                    sources: vec![last],
+                    join: users[0].0,
+                    description: format!("`{}`: {reason}", self.body.ops[last as usize].key),
+                });
+                break;
             }
         }
     }
@@ -923,52 +1213,46 @@ impl Merger<'_> {
             .then_some((sc, op))
     }
 
-    fn chain_merges(&mut self) {
-        for b in 0..self.chains.len() {
-            if self.merged_target[b]
-                || self.chains[b].state != ChainState::Completed
-                || self.chains[b].concat
-            {
-                continue;
-            }
-            let members = self.chains[b].ops.clone();
-            let Some(&first) = members.first() else { continue };
-            let n_tensor_operands =
-                self.sigs[first as usize].as_ref().map_or(0, |s| s.tensor_operands().count());
-            // 3-way: both inputs of a two-input first op come from chains.
-            if n_tensor_operands == 2
-                && let (Some(a), Some(c)) =
-                    (self.source_for(b, first, 0), self.source_for(b, first, 1))
-                && a.0 != c.0
-                && self.try_three_way(b, first, a, c).is_ok()
-            {
-                self.merged_target[b] = true;
-                continue;
-            }
-            // A->B: pick the largest source output among the candidates that validate.
-            let mut candidates: Vec<(u64, u32, usize, (usize, u32))> = Vec::new();
-            for &j in &members {
-                let n_ops = self.body.ops[j as usize].operands.len();
-                for k in 0..n_ops {
-                    if k == 0 && j != first {
-                        continue;
-                    }
-                    if let Some(src) = self.source_for(b, j, k) {
-                        let single_operand = n_tensor_operands == 1;
-                        if k == 0 && !(single_operand || self.chains[src.0].concat) {
-                            continue;
-                        }
-                        candidates.push((self.out_bytes(src.1), j, k, src));
-                    }
-                }
-            }
-            candidates.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
-            for (_, j, k, src) in candidates {
-                if self.try_simple(b, j, k, src).is_ok() {
-                    self.merged_target[b] = true;
-                    break;
-                }
-            }
+    /// Chain merging with `x`, the last op of chain `c`, as the source: a 3-way merge into a
+    /// two-input join when `x` is the join's earlier input, else A->B into the chain of its
+    /// user. Decided here, at the source, so that every effect lies ahead.
+    fn merge_as_source(&mut self, c: usize, x: u32) {
+        let t = &self.topo.ops[x as usize];
+        if t.num_uses != 1 {
+            return;
+        }
+        let Some(u) = t.users.first().copied() else { return };
+        let (j, k) = (u.user, u.operand as usize);
+        let Some(b) = self.chain_of(j).map(|b| b as usize) else { return };
+        if b == c
+            || self.merged_target.contains(&(b as u32))
+            || !self.chain_is(b, |ch| ch.state == ChainState::Completed && !ch.concat)
+        {
+            return;
+        }
+        let Some(&first) = self.chain(b).and_then(|ch| ch.ops.first()) else { return };
+        let n_tensor_operands = self.sig(first).as_ref().map_or(0, |s| s.tensor_operands().count());
+        // 3-way: both inputs of a two-input first op come from chains.
+        if j == first
+            && n_tensor_operands == 2
+            && let (Some(a), Some(other)) =
+                (self.source_for(b, first, 0), self.source_for(b, first, 1))
+            && a.0 != other.0
+            && self.pos[a.1 as usize].min(self.pos[other.1 as usize]) == self.pos[x as usize]
+            && self.try_three_way(b, first, a, other).is_ok()
+        {
+            self.merged_target.insert(b as u32);
+            return;
+        }
+        // A->B on any operand but the chain edge (operand 0 of a later op).
+        if k == 0 && j != first {
+            return;
+        }
+        if k == 0 && !(n_tensor_operands == 1 || self.chain_is(c, |ch| ch.concat)) {
+            return;
+        }
+        if self.source_for(b, j, k).is_some() && self.try_simple(b, j, k, (c, x)).is_ok() {
+            self.merged_target.insert(b as u32);
         }
     }
 
@@ -979,7 +1263,7 @@ impl Merger<'_> {
         k: usize,
         (sc, src): (usize, u32),
     ) -> Result<(), String> {
-        let layout = self.plans[src as usize].layout.clone().ok_or("no layout")?;
+        let layout = self.plan(src).layout.clone().ok_or("no layout")?;
         let bytes = layout.l1_bytes_per_core();
         let join_pos = self.pos[join as usize];
         // Ops between the source's end and the join hold the source's output.
@@ -987,14 +1271,14 @@ impl Merger<'_> {
             self.pos[src as usize] + 1,
             join_pos.saturating_sub(1),
             bytes,
-            &self.chains[b].ops.clone(),
+            &self.chain_ops(b),
         )?;
         // B's ops up to the join, the join with the source's layout substituted.
-        for &j in &self.chains[b].ops {
+        for j in self.chain_ops(b) {
             let at = self.active(self.pos[j as usize]);
             if j == join {
                 let produced = self.validate(j, &[(k, layout.clone())], None, None, at)?;
-                if Some(&produced) != self.plans[j as usize].layout.as_ref() {
+                if Some(&produced) != self.plan(j).layout.as_ref() {
                     return Err("the join would produce a different layout".to_owned());
                 }
                 self.check_shrink(j, &layout)?;
@@ -1012,10 +1296,15 @@ impl Merger<'_> {
             let after = self.op_time(join, &[(k, layout.clone())], None);
             Self::pays_off(before, after)?;
         }
-        self.keep(sc, SpillLocation::None, format!("merged into chain #{b} (stays in L1)"));
+        let into = &self.body.ops[join as usize].key;
+        self.keep(
+            sc,
+            SpillLocation::None,
+            format!("merged into the chain of `{into}` (stays in L1)"),
+        );
         self.reserve(src, layout.clone(), join_pos);
-        self.out.inputs.push((join, k as u32, layout));
-        self.out.records.push(MergeRecord {
+        self.set_input(join, k as u32, layout);
+        self.record(MergeRecord {
             kind: MergeKind::Simple,
             sources: vec![src],
             join,
@@ -1036,8 +1325,8 @@ impl Merger<'_> {
     ) -> Result<(), String> {
         let _ = b;
         let (la, lc) = (
-            self.plans[a as usize].layout.clone().ok_or("no layout")?,
-            self.plans[c as usize].layout.clone().ok_or("no layout")?,
+            self.plan(a).layout.clone().ok_or("no layout")?,
+            self.plan(c).layout.clone().ok_or("no layout")?,
         );
         let (ba, bc) = (la.l1_bytes_per_core(), lc.l1_bytes_per_core());
         let (pa, pc) = (self.pos[a as usize], self.pos[c as usize]);
@@ -1045,14 +1334,14 @@ impl Merger<'_> {
             if pa < pc { (a, c, &la, ba) } else { (c, a, &lc, bc) };
         let _ = lfirst;
         let second_chain = if pa < pc { cc } else { ac };
-        let start = self.chains[second_chain]
-            .ops
+        let start = self
+            .chain_ops(second_chain)
             .first()
             .map_or(self.pos[second as usize], |&s| self.pos[s as usize]);
         // (i) ops between the first source's end and the second chain's start.
         self.window_fits(self.pos[first as usize] + 1, start.saturating_sub(1), bfirst, &[])?;
         // (ii) every op of the second chain with the first source held.
-        for &o in &self.chains[second_chain].ops.clone() {
+        for o in self.chain_ops(second_chain) {
             self.validate(o, &[], None, None, bfirst + self.active(self.pos[o as usize]))?;
         }
         // (iii) the join with both sharded inputs.
@@ -1063,7 +1352,7 @@ impl Merger<'_> {
             None,
             self.active(self.pos[join as usize]),
         )?;
-        if Some(&produced) != self.plans[join as usize].layout.as_ref() {
+        if Some(&produced) != self.plan(join).layout.as_ref() {
             return Err("the join would produce a different layout".to_owned());
         }
         self.check_shrink(join, &la)?;
@@ -1085,9 +1374,9 @@ impl Merger<'_> {
         self.keep(cc, SpillLocation::None, "3-way merge: stays in L1 for the join".to_owned());
         self.reserve(a, la.clone(), jp);
         self.reserve(c, lc.clone(), jp);
-        self.out.inputs.push((join, 0, la));
-        self.out.inputs.push((join, 1, lc));
-        self.out.records.push(MergeRecord {
+        self.set_input(join, 0, la);
+        self.set_input(join, 1, lc);
+        self.record(MergeRecord {
             kind: MergeKind::ThreeWay,
             sources: vec![a, c],
             join,
@@ -1103,8 +1392,8 @@ impl Merger<'_> {
 
     /// tt-metal#34765: add/multiply/minimum must not shrink a sharded input onto fewer cores.
     fn check_shrink(&self, join: u32, input: &TtnnLayout) -> Result<(), String> {
-        let Some(sig) = &self.sigs[join as usize] else { return Ok(()) };
-        let out_cores = self.plans[join as usize].layout.as_ref().map_or(0, TtnnLayout::num_cores);
+        let Some(sig) = &self.sig(join) else { return Ok(()) };
+        let out_cores = self.plan(join).layout.as_ref().map_or(0, TtnnLayout::num_cores);
         if sig.kind.rejects_eltwise_core_shrink()
             && input.is_sharded()
             && out_cores < input.num_cores()

@@ -11,9 +11,9 @@ use ttnn_types::{PageLayout, TtnnLayout};
 use crate::{
     Db,
     chain_graph::{ChainId, chains},
-    merge::{MergeKind, merge_decisions},
+    merge::MergeKind,
     problem::{fallback_layout, solve_chain},
-    scheduling::{Schedule, func_topology, schedule},
+    scheduling::{Schedule, schedule},
 };
 
 /// tt-mlir's `L1ChainConfig` states. `InBuild` only exists while chains are being built;
@@ -128,6 +128,22 @@ pub struct Plan {
     pub merges: Vec<MergeRecord>,
 }
 
+impl OpPlan {
+    /// A plan with nothing decided (no layout, no config).
+    #[must_use]
+    pub fn empty() -> OpPlan {
+        OpPlan {
+            layout: None,
+            config: OpConfig::None,
+            chain: None,
+            expected_operands: Vec::new(),
+            spill: None,
+            reason: String::new(),
+            reserved: 0,
+        }
+    }
+}
+
 impl Plan {
     /// Number of ops whose result is planned in L1.
     #[must_use]
@@ -153,79 +169,69 @@ pub fn plan(db: &dyn Db, func: FuncId) -> Arc<Plan> {
     plan_for(db, func, policy)
 }
 
-/// Every op's and chain's plan from the solved chains alone, before any policy's merging,
-/// spills and conversions: what both policies start from, built once for both.
+/// One chunk of the plan as the solved chains alone make it, before any policy's merging,
+/// spills and conversions: what both policies start from, built once for both. `ops` is
+/// parallel to the chunk's ops in [`ChunkLayout`](crate::ChunkLayout) order; `chains` holds
+/// the chains whose ops lie here (chunks never split a chain), by chain index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct PlanParts {
+pub struct PartsChunk {
     pub ops: Vec<OpPlan>,
     pub chains: Vec<ChainPlan>,
 }
 
-/// Ops per chunk of [`plan_parts`]: small enough that re-deriving one chunk is cheap, large
-/// enough that gathering the chunks is a short loop.
-const PARTS_CHUNK: usize = 512;
-
-/// The solved chains laid out over the function (see [`PlanParts`]), gathered from chunks
-/// of [`PARTS_CHUNK`] ops so that one chain's change re-derives only its chunks.
-#[salsa::tracked(returns(clone))]
-pub fn plan_parts(db: &dyn Db, func: FuncId) -> Arc<PlanParts> {
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let _p = tracing::debug_span!("plan_parts", func = %func.name(db)).entered();
-    let n = body.ops.len();
-    let mut ops = Vec::with_capacity(n);
-    let mut chains: Vec<(usize, ChainPlan)> = Vec::new();
-    for k in 0..n.div_ceil(PARTS_CHUNK) {
-        let part = plan_parts_chunk(db, func, k as u32);
-        ops.extend(part.ops.iter().cloned());
-        chains.extend(part.chains.iter().cloned());
+impl PartsChunk {
+    /// The plan of the chain whose last op is `last` (body index), if it lies here.
+    #[must_use]
+    pub fn chain_ending_at(&self, last: u32) -> Option<&ChainPlan> {
+        self.chains.iter().find(|c| c.ops.last() == Some(&last))
     }
-    chains.sort_by_key(|(c, _)| *c);
-    Arc::new(PlanParts { ops, chains: chains.into_iter().map(|(_, c)| c).collect() })
 }
 
-/// One chunk of [`plan_parts`]: the plans of ops `k * PARTS_CHUNK ..` and the chain plans of
-/// the chains whose first op lies there (chunk 0 also takes chains with no op).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct PartsChunk {
-    pub ops: Vec<OpPlan>,
-    pub chains: Vec<(usize, ChainPlan)>,
-}
-
-/// Op plans of one chunk, indexed by body index; writes to ops of other chunks (a chain
-/// that crosses the boundary) land in a scratch plan and are dropped.
-struct ChunkPlans {
+/// A chunk's op plans, indexed by body index.
+/// Chunks never split a chain, so every write lands in the chunk; were that broken, writes
+/// outside would land in `scratch` rather than panic.
+struct ChunkPlans<'a> {
+    layout: &'a crate::chunks::ChunkLayout,
     lo: usize,
     plans: Vec<OpPlan>,
     scratch: OpPlan,
 }
 
-impl std::ops::Index<usize> for ChunkPlans {
-    type Output = OpPlan;
-    fn index(&self, i: usize) -> &OpPlan {
-        i.checked_sub(self.lo).and_then(|k| self.plans.get(k)).unwrap_or(&self.scratch)
+impl ChunkPlans<'_> {
+    fn slot(&self, i: usize) -> Option<usize> {
+        let at = *self.layout.at.get(i)? as usize;
+        at.checked_sub(self.lo).filter(|&k| k < self.plans.len())
     }
 }
 
-impl std::ops::IndexMut<usize> for ChunkPlans {
+impl std::ops::Index<usize> for ChunkPlans<'_> {
+    type Output = OpPlan;
+    fn index(&self, i: usize) -> &OpPlan {
+        self.slot(i).map_or(&self.scratch, |k| &self.plans[k])
+    }
+}
+
+impl std::ops::IndexMut<usize> for ChunkPlans<'_> {
     fn index_mut(&mut self, i: usize) -> &mut OpPlan {
-        match i.checked_sub(self.lo) {
-            Some(k) if k < self.plans.len() => &mut self.plans[k],
-            _ => &mut self.scratch,
+        match self.slot(i) {
+            Some(k) => &mut self.plans[k],
+            None => &mut self.scratch,
         }
     }
 }
 
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
-    let graph = chains(db, func);
+    let chunk_chains = crate::chunks::chunk_chains(db, func, k);
+    let layout_of = crate::chunks::chunk_layout(db, func);
     let ops = ir::func_ops(db, func);
     let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let n = body.ops.len();
-    let lo = (k as usize * PARTS_CHUNK).min(n);
-    let hi = (lo + PARTS_CHUNK).min(n);
+    let members_here = layout_of.ops(k as usize);
     let pinned = layout::pinned_outputs(db, func);
-    let plans: Vec<OpPlan> = (lo..hi)
-        .map(|i| {
+    let plans: Vec<OpPlan> = members_here
+        .iter()
+        .map(|&i| {
+            let i = i as usize;
             let op = ops[i];
             let layout = fallback_layout(db, op);
             let config = config_for(db, op, layout.as_ref());
@@ -263,60 +269,32 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             }
         })
         .collect();
-    let mut op_plans = ChunkPlans {
-        lo,
-        plans,
-        scratch: OpPlan {
-            layout: None,
-            config: OpConfig::None,
-            chain: None,
-            expected_operands: Vec::new(),
-            spill: None,
-            reason: String::new(),
-            reserved: 0,
-        },
-    };
-    // The chains with an op here, in index order; a chain's plan belongs to the chunk of its
-    // first op (every chain has one: `chains` records each member's position).
-    let mut touching: Vec<usize> = Vec::new();
-    let mut owned: Vec<usize> = Vec::new();
-    for (c, pos) in (lo..hi).filter_map(|i| graph.op_chain.get(i).copied().flatten()) {
-        touching.push(c as usize);
-        if pos == 0 {
-            owned.push(c as usize);
-        }
-    }
-    touching.sort_unstable();
-    touching.dedup();
-    owned.sort_unstable();
-    let mut chain_plans: Vec<(usize, ChainPlan)> = Vec::new();
-    for ci in touching {
-        let Some(&chain) = graph.chains.get(ci) else { continue };
-        let owns = owned.binary_search(&ci).is_ok();
+    let lo = layout_of.bounds.get(k as usize).copied().unwrap_or(0) as usize;
+    let mut op_plans = ChunkPlans { layout: &layout_of, lo, plans, scratch: OpPlan::empty() };
+    // The chains with an op here (all their ops are here), in index order. Nothing in the
+    // chunk names a chain by its index in the function, which shifts whenever a chain
+    // earlier on splits or joins: ops name their chain by its place among this chunk's.
+    let mut chain_plans: Vec<ChainPlan> = Vec::new();
+    for (local, &chain) in chunk_chains.ids.iter().enumerate() {
         let members: Vec<u32> = chain
             .ops(db)
             .iter()
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
         for (pos, &i) in members.iter().enumerate() {
-            op_plans[i as usize].chain = Some((ci as u32, pos as u32));
+            op_plans[i as usize].chain = Some((local as u32, pos as u32));
         }
         if chain.concat(db) {
-            if owns {
-                chain_plans.push((
-                    ci,
-                    ChainPlan {
-                        id: chain,
-                        ops: members,
-                        concat: true,
-                        state: ChainState::Built,
-                        failure: None,
-                        spill: SpillLocation::Dram,
-                        spill_reason: "concat chains are resolved only by chain merging".to_owned(),
-                        core_usage: Vec::new(),
-                    },
-                ));
-            }
+            chain_plans.push(ChainPlan {
+                id: chain,
+                ops: members,
+                concat: true,
+                state: ChainState::Built,
+                failure: None,
+                spill: SpillLocation::Dram,
+                spill_reason: "concat chains are resolved only by chain merging".to_owned(),
+                core_usage: Vec::new(),
+            });
             continue;
         }
         let sol = solve_chain(db, chain);
@@ -324,25 +302,20 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             Err(f) => {
                 for &i in &members {
                     op_plans[i as usize].reason = format!(
-                        "its chain #{ci} failed, so the whole chain falls back to DRAM: {}",
+                        "its chain failed, so the whole chain falls back to DRAM: {}",
                         f.reason
                     );
                 }
-                if owns {
-                    chain_plans.push((
-                        ci,
-                        ChainPlan {
-                            id: chain,
-                            ops: members,
-                            concat: false,
-                            state: ChainState::Failed,
-                            failure: Some(f.reason.clone()),
-                            spill: SpillLocation::Dram,
-                            spill_reason: String::new(),
-                            core_usage: Vec::new(),
-                        },
-                    ));
-                }
+                chain_plans.push(ChainPlan {
+                    id: chain,
+                    ops: members,
+                    concat: false,
+                    state: ChainState::Failed,
+                    failure: Some(f.reason.clone()),
+                    spill: SpillLocation::Dram,
+                    spill_reason: String::new(),
+                    core_usage: Vec::new(),
+                });
             }
             Ok(selected) => {
                 let problem = crate::problem::chain_problem(db, chain);
@@ -352,7 +325,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                     p.layout = Some(cand.layout.clone());
                     p.config = cand.config.clone();
                     p.reason = format!(
-                        "L1 chain #{ci}, op {} of {}: the config with the highest accumulated core usage ({})",
+                        "L1 chain, op {} of {}: the config with the highest accumulated core usage ({})",
                         pos + 1,
                         members.len(),
                         sol.core_usage.get(pos).copied().unwrap_or(0)
@@ -422,33 +395,28 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                 } else {
                     (SpillLocation::None, String::new())
                 };
-                if owns {
-                    chain_plans.push((
-                        ci,
-                        ChainPlan {
-                            id: chain,
-                            ops: members,
-                            concat: false,
-                            state: ChainState::Completed,
-                            failure: None,
-                            spill,
-                            spill_reason,
-                            core_usage: sol.core_usage.clone(),
-                        },
-                    ));
-                }
+                chain_plans.push(ChainPlan {
+                    id: chain,
+                    ops: members,
+                    concat: false,
+                    state: ChainState::Completed,
+                    failure: None,
+                    spill,
+                    spill_reason,
+                    core_usage: sol.core_usage.clone(),
+                });
             }
         }
     }
     Arc::new(PartsChunk { ops: op_plans.plans, chains: chain_plans })
 }
 
-/// The plan of a function under a given policy (policies can be compared side by side).
+/// The plan of a function under a given policy (policies can be compared side by side),
+/// gathered from its chunks for reports and the editor; the cost and the final IR read the
+/// chunks themselves.
 #[salsa::tracked(returns(clone))]
 pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
     let sched = schedule(db, func);
-    let topo = func_topology(db, func);
-    let parts = plan_parts(db, func);
     let Some(body) = ir::func_body(db, func) else {
         return Arc::new(Plan {
             policy,
@@ -458,90 +426,42 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
             merges: Vec::new(),
         });
     };
+    let layout = crate::chunks::chunk_layout(db, func);
     let _p =
         tracing::debug_span!("plan_for", func = %func.name(db), policy = policy.name()).entered();
-    let n = body.ops.len();
-    let mut op_plans = parts.ops.clone();
-    let mut chain_plans = parts.chains.clone();
+    let graph = chains(db, func);
+    let index: rustc_hash::FxHashMap<ChainId, u32> =
+        graph.chains.iter().enumerate().map(|(c, &id)| (id, c as u32)).collect();
+    let mut ops = vec![OpPlan::empty(); body.ops.len()];
+    let mut chain_plans: Vec<(u32, ChainPlan)> = Vec::new();
     let mut merges = Vec::new();
-    if policy == Policy::DfShardingMerge {
-        let decisions = merge_decisions(db, func);
-        decisions.apply(&mut op_plans, &mut chain_plans, &mut merges);
-    }
-    // Spills: a completed chain's L1 output goes where its spill location says, for every use.
-    for c in &chain_plans {
-        let Some(&last) = c.ops.last() else { continue };
-        let p = &mut op_plans[last as usize];
-        let Some(layout) = p.layout.clone() else { continue };
-        if !layout.is_l1() || p.spill.is_some() {
-            continue;
-        }
-        let shape = body.ops[last as usize]
-            .results
-            .first()
-            .and_then(|t| t.as_tensor())
-            .and_then(|t| t.static_shape());
-        let Some(shape) = shape else { continue };
-        let dtype = layout.data_type().unwrap_or(ttnn_types::DataType::BF16);
-        match c.spill {
-            SpillLocation::Dram => {
-                p.spill = Some(Conversion {
-                    layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
-                    reason: if topo.ops[last as usize].returned {
-                        "spill to DRAM: the chain's output is returned".to_owned()
-                    } else {
-                        format!("spill to DRAM: {}", c.spill_reason)
-                    },
-                });
-            }
-            SpillLocation::L1Interleaved => {
-                let worker = base_db::TargetInput::get(db).target(db).worker_grid();
-                p.spill = Some(Conversion {
-                    layout: TtnnLayout::l1_interleaved(&shape, dtype, layout.page_layout(), worker),
-                    reason: format!("to L1 interleaved: {}", c.spill_reason),
-                });
-            }
-            SpillLocation::None => {}
-        }
-    }
-    // A value returned while still in L1 (a merged output) must reach DRAM at the return.
-    for (i, t) in topo.ops.iter().enumerate() {
-        let p = &mut op_plans[i];
-        if t.returned
-            && p.spill.is_none()
-            && p.chain.is_some()
-            && let Some(layout) = &p.layout
-            && layout.is_l1()
-            && let Some(shape) = body.ops[i]
-                .results
-                .first()
-                .and_then(|r| r.as_tensor())
-                .and_then(|r| r.static_shape())
-        {
-            let dtype = layout.data_type().unwrap_or(ttnn_types::DataType::BF16);
-            p.spill = Some(Conversion {
-                layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
-                reason: "spill to DRAM: the value is returned".to_owned(),
-            });
-        }
-    }
-    // Drop expected operands that the incoming value already satisfies, so only real
-    // conversions remain.
-    for i in 0..n {
-        for k in 0..op_plans[i].expected_operands.len() {
-            let Some(expected) = op_plans[i].expected_operands[k].clone() else { continue };
-            let incoming = incoming_layout(&body, &op_plans, i, k);
-            if incoming.as_ref() == Some(&expected.layout) {
-                op_plans[i].expected_operands[k] = None;
-            } else if expected.reason.is_empty() {
-                op_plans[i].expected_operands[k] = Some(Conversion {
-                    reason: "reshard to the layout the op was validated with".to_owned(),
-                    ..expected
+    // In chunk order: each chunk reads the one before, so asking in order keeps the
+    // recursion shallow.
+    for k in 0..layout.len() {
+        let slice = crate::chunks::plan_slice(db, func, policy, k as u32);
+        // Chunks name an op's chain by its place among the chunk's chains; the plan names
+        // it by its index in the function.
+        let global: Vec<u32> =
+            slice.chains.iter().map(|c| index.get(&c.id).copied().unwrap_or(u32::MAX)).collect();
+        for (&i, p) in slice.ops.iter().zip(&slice.plans) {
+            if let Some(slot) = ops.get_mut(i as usize) {
+                slot.clone_from(p);
+                slot.chain = p.chain.and_then(|(local, pos)| {
+                    global.get(local as usize).filter(|&&g| g != u32::MAX).map(|&g| (g, pos))
                 });
             }
         }
+        chain_plans.extend(global.iter().copied().zip(slice.chains.iter().cloned()));
+        merges.extend(slice.merges.iter().cloned());
     }
-    Arc::new(Plan { policy, schedule: sched, ops: op_plans, chains: chain_plans, merges })
+    chain_plans.sort_by_key(|(c, _)| *c);
+    Arc::new(Plan {
+        policy,
+        schedule: sched,
+        ops,
+        chains: chain_plans.into_iter().map(|(_, c)| c).collect(),
+        merges,
+    })
 }
 
 /// The layout of the value feeding operand `k` of op `i` after spills.
