@@ -8,17 +8,17 @@
 //! its producer's schedule position to its last use, and every scheduled op in that window
 //! (in a chain or not) must still fit with the reservations active at its position added.
 //!
-//! Unlike tt-mlir, which runs each kind of decision over the whole function in turn, every
-//! decision here is made at its *source*, walking the schedule once: at the last op of a
-//! chain (its concat, reshape, fork or merge), at a reshape for its own output. A decision
-//! then only changes ops at or after its source, so a chunk of the schedule is final when
-//! the walk leaves it, and what crosses into the next chunk is a small [`Carry`]: the open
-//! reservations, the plans of later ops already changed, the outputs later ops read. A chunk
-//! whose carry in and own inputs did not change is not re-run. Deviations from tt-mlir,
-//! documented in `docs/optimizer.md`: decisions in schedule order (the first source to
-//! validate wins a target chain, not the largest); concat N-way validation counts the other
-//! active reservations (tt-mlir ignores them); a reshape with a `return` user is skipped
-//! instead of stopping the whole pass; the timeline is summed directly per position.
+//! Unlike tt-mlir, which runs each kind of decision over the whole function in turn, the
+//! passes run over one chunk of the schedule at a time, and every decision is made at its
+//! *source*: at the last op of a chain (its reshape spill, fork, A->B or 3-way merge), at a
+//! reshape for its own output, at the earliest producer of a concat. A decision then only
+//! changes ops at or after its source, so a chunk is final when its decisions are made, and
+//! what crosses into the next chunk is a small [`Carry`]: the open reservations, the plans of
+//! later ops already changed, the outputs later ops read. A chunk whose carry in and own
+//! inputs did not change is not re-run. Deviations from tt-mlir, documented in
+//! `docs/optimizer.md`: the passes run chunk by chunk; concat N-way validation counts the
+//! other active reservations (tt-mlir ignores them); a reshape with a `return` user is
+//! skipped instead of stopping the whole pass; the timeline is summed directly per position.
 
 use std::{
     cell::OnceCell,
@@ -184,10 +184,10 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
     for (&last, p) in &input.carry.chains {
         m.chains.entry(last).or_insert_with(|| p.clone());
     }
+    if m.merging {
+        m.decide(&here);
+    }
     for &x in &here {
-        if m.merging && m.pos.get(x as usize).is_some_and(|&p| p != u32::MAX) {
-            m.step(x);
-        }
         if let Some(c) = m.chain_ending_at(x) {
             m.finish_chain(c as usize);
         }
@@ -323,8 +323,7 @@ impl Merger<'_> {
                 if let Some((l, s)) = self.outputs.get(op) {
                     return s.clone().or_else(|| l.clone());
                 }
-                let p = self.plan(*op);
-                p.spill.as_ref().map(|s| s.layout.clone()).or_else(|| p.layout.clone())
+                self.planned_spill(*op).or_else(|| self.plan(*op).layout.clone())
             }
             ValueRef::Arg(a) => self.body.args.get(*a as usize).and_then(|t| t.layout().cloned()),
             ValueRef::Unknown => None,
@@ -367,10 +366,67 @@ impl Merger<'_> {
         self.records.push(r);
     }
 
-    /// The decisions whose source is op `x`.
-    fn step(&mut self, x: u32) {
-        // A concat is resolved at the earliest of its producers, so that every source is
-        // still ahead or here.
+    /// The decisions whose source lies in this chunk (`here`, in walk order), in tt-mlir's
+    /// order of passes: concats, reshapes, forks, chain merges (by target chain, a 3-way
+    /// before A->B, larger sources first), then the declines of chains no decision touched.
+    fn decide(&mut self, here: &[u32]) {
+        let scheduled: Vec<u32> = here
+            .iter()
+            .copied()
+            .filter(|&x| self.pos.get(x as usize).is_some_and(|&p| p != u32::MAX))
+            .collect();
+        for &x in &scheduled {
+            self.concats_at(x);
+        }
+        for &x in &scheduled {
+            if let Some(c) = self.own_chain_end(x)
+                && self.completed_dram_chain(c)
+            {
+                self.reshape_spill(x);
+            }
+            self.reshape_output(x);
+        }
+        for &x in &scheduled {
+            if let Some(c) = self.own_chain_end(x) {
+                self.fork(c);
+            }
+        }
+        let mut attempts: Vec<(u32, bool, std::cmp::Reverse<u64>, u32, usize, u32)> = Vec::new();
+        for &x in &scheduled {
+            if let Some(c) = self.own_chain_end(x)
+                && let Some((target, three_way)) = self.merge_target(c, x)
+            {
+                let bytes = std::cmp::Reverse(self.out_bytes(x));
+                if three_way {
+                    attempts.push((target, false, bytes, self.pos[x as usize], c, x));
+                }
+                attempts.push((target, true, bytes, self.pos[x as usize], c, x));
+            }
+        }
+        attempts.sort_unstable();
+        for (_, simple, _, _, c, x) in attempts {
+            if self.completed_dram_chain(c) {
+                self.merge_as_source(c, x, simple);
+            }
+        }
+        for &x in &scheduled {
+            if let Some(c) = self.own_chain_end(x) {
+                // A chain no decision touched still spills its output to DRAM; decline it
+                // if that makes it lose.
+                self.decline_if_losing(c);
+            }
+        }
+    }
+
+    /// The non-concat chain whose last op is `x`.
+    fn own_chain_end(&self, x: u32) -> Option<usize> {
+        let c = self.chain_ending_at(x)? as usize;
+        self.chain_is(c, |ch| !ch.concat).then_some(c)
+    }
+
+    /// Concat chains resolved at `x`: a concat is resolved at the earliest of its
+    /// producers, so that every source is still ahead or here.
+    fn concats_at(&mut self, x: u32) {
         let users: Vec<u32> = {
             let mut u: Vec<u32> = self.topo.ops[x as usize].users.iter().map(|u| u.user).collect();
             u.dedup();
@@ -393,23 +449,6 @@ impl Merger<'_> {
         {
             ch.spill_reason = "concat not merged: an input is not produced by a chain".to_owned();
         }
-        if let Some(c) = self.chain_ending_at(x).map(|c| c as usize)
-            && self.chain_is(c, |ch| !ch.concat)
-        {
-            if self.completed_dram_chain(c) {
-                self.reshape_spill(x);
-            }
-            if self.completed_dram_chain(c) {
-                self.fork(c);
-            }
-            if self.completed_dram_chain(c) {
-                self.merge_as_source(c, x);
-            }
-            // A chain no decision touched still spills its output to DRAM; decline it if
-            // that makes it lose.
-            self.decline_if_losing(c);
-        }
-        self.reshape_output(x);
     }
 
     /// The scheduled producer of op `y`'s operands that runs first.
@@ -455,55 +494,65 @@ impl Merger<'_> {
     fn finish_chain(&mut self, c: usize) {
         let Some(chain) = self.chain(c).cloned() else { return };
         for &i in &chain.ops {
-            let last = chain.ops.last() == Some(&i);
-            let returned = self.topo.ops[i as usize].returned;
-            let shape = self.shape(i);
-            let worker = self.target.worker_grid();
-            let p = self.plan_mut(i);
-            let Some(layout) = p.layout.clone() else { continue };
-            if !layout.is_l1() || p.spill.is_some() {
-                continue;
-            }
-            let Some(shape) = shape else { continue };
-            let dtype = layout.data_type().unwrap_or(DataType::BF16);
-            if last {
-                match chain.spill {
-                    SpillLocation::Dram => {
-                        p.spill = Some(Conversion {
-                            layout: TtnnLayout::dram_interleaved(
-                                &shape,
-                                dtype,
-                                layout.page_layout(),
-                            ),
-                            reason: if returned {
-                                "spill to DRAM: the chain's output is returned".to_owned()
-                            } else {
-                                format!("spill to DRAM: {}", chain.spill_reason)
-                            },
-                        });
-                    }
-                    SpillLocation::L1Interleaved => {
-                        p.spill = Some(Conversion {
-                            layout: TtnnLayout::l1_interleaved(
-                                &shape,
-                                dtype,
-                                layout.page_layout(),
-                                worker,
-                            ),
-                            reason: format!("to L1 interleaved: {}", chain.spill_reason),
-                        });
-                    }
-                    SpillLocation::None => {}
-                }
-            }
-            // A value returned while still in L1 (a merged output) must reach DRAM.
-            if returned && p.spill.is_none() && p.chain.is_some() {
-                p.spill = Some(Conversion {
-                    layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
-                    reason: "spill to DRAM: the value is returned".to_owned(),
-                });
+            if let Some(conversion) = self.chain_spill(i, &chain) {
+                self.plan_mut(i).spill = Some(conversion);
             }
         }
+    }
+
+    /// The conversion [`Self::finish_chain`] gives op `i` of `chain` as the plan stands.
+    fn chain_spill(&self, i: u32, chain: &ChainPlan) -> Option<Conversion> {
+        let p = self.plan(i);
+        let layout = p.layout.as_ref().filter(|l| l.is_l1())?;
+        if p.spill.is_some() {
+            return None;
+        }
+        let shape = self.shape(i)?;
+        let dtype = layout.data_type().unwrap_or(DataType::BF16);
+        let returned = self.topo.ops[i as usize].returned;
+        if chain.ops.last() == Some(&i) {
+            match chain.spill {
+                SpillLocation::Dram => {
+                    return Some(Conversion {
+                        layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
+                        reason: if returned {
+                            "spill to DRAM: the chain's output is returned".to_owned()
+                        } else {
+                            format!("spill to DRAM: {}", chain.spill_reason)
+                        },
+                    });
+                }
+                SpillLocation::L1Interleaved => {
+                    return Some(Conversion {
+                        layout: TtnnLayout::l1_interleaved(
+                            &shape,
+                            dtype,
+                            layout.page_layout(),
+                            self.target.worker_grid(),
+                        ),
+                        reason: format!("to L1 interleaved: {}", chain.spill_reason),
+                    });
+                }
+                SpillLocation::None => {}
+            }
+        }
+        // A value returned while still in L1 (a merged output) must reach DRAM.
+        (returned && p.chain.is_some()).then(|| Conversion {
+            layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
+            reason: "spill to DRAM: the value is returned".to_owned(),
+        })
+    }
+
+    /// The conversion that will run right after op `i`: its spill, or for an op whose chain
+    /// the walk has not finished yet, the spill that chain will get as the plan stands.
+    /// Decisions validate ops ahead of the walk, which must see those spills as tt-mlir's
+    /// merge pass sees them on the finished `df-sharding` plan.
+    fn planned_spill(&self, i: u32) -> Option<TtnnLayout> {
+        if let Some(s) = &self.plan(i).spill {
+            return Some(s.layout.clone());
+        }
+        let chain = self.chain(self.chain_of(i)? as usize)?;
+        self.chain_spill(i, chain).map(|c| c.layout)
     }
 
     /// Drops expected operands that the incoming value already satisfies, so only real
@@ -698,7 +747,7 @@ impl Merger<'_> {
     fn window_fits(&self, from: u32, to: u32, extra: u64, skip: &[u32]) -> Result<(), String> {
         for p in from..=to.min(self.sched.len().saturating_sub(1) as u32) {
             let Some(&i) = self.sched.get(p as usize) else { break };
-            if let Some(spill) = self.pending_spill(i) {
+            if let Some(spill) = self.planned_spill(i) {
                 self.spill_fits(i, &spill, extra)?;
             }
             if skip.contains(&i) {
@@ -712,25 +761,6 @@ impl Merger<'_> {
             })?;
         }
         Ok(())
-    }
-
-    /// The conversion that will run right after op `i` as the plan stands: its own spill, or
-    /// the DRAM spill of the completed chain it ends.
-    fn pending_spill(&self, i: u32) -> Option<TtnnLayout> {
-        if let Some(s) = &self.plan(i).spill {
-            return Some(s.layout.clone());
-        }
-        let c = self.chain_of_last(i)?;
-        if !self.completed_dram_chain(c) {
-            return None;
-        }
-        let layout = self.plan(i).layout.as_ref().filter(|l| l.is_l1())?;
-        let shape = self.shape(i)?;
-        Some(TtnnLayout::dram_interleaved(
-            &shape,
-            layout.data_type().unwrap_or(DataType::BF16),
-            layout.page_layout(),
-        ))
     }
 
     /// The `to_memory_config` from op `i`'s planned output to `to` fits next to what is
@@ -1213,10 +1243,37 @@ impl Merger<'_> {
             .then_some((sc, op))
     }
 
+    /// The chain `x` (the last op of chain `c`) would merge into: the schedule position of
+    /// that chain's first op, and whether `x` is the earlier input of a possible 3-way merge.
+    fn merge_target(&self, c: usize, x: u32) -> Option<(u32, bool)> {
+        let t = &self.topo.ops[x as usize];
+        if t.num_uses != 1 {
+            return None;
+        }
+        let j = t.users.first()?.user;
+        let b = self.chain_of(j)? as usize;
+        if b == c {
+            return None;
+        }
+        let &first = self.chain(b)?.ops.first()?;
+        let n_tensor_operands = self.sig(first).as_ref().map_or(0, |s| s.tensor_operands().count());
+        let three_way = j == first
+            && n_tensor_operands == 2
+            && match (self.source_for(b, first, 0), self.source_for(b, first, 1)) {
+                (Some(a), Some(other)) => {
+                    a.0 != other.0
+                        && self.pos[a.1 as usize].min(self.pos[other.1 as usize])
+                            == self.pos[x as usize]
+                }
+                _ => false,
+            };
+        Some((self.pos[first as usize], three_way))
+    }
+
     /// Chain merging with `x`, the last op of chain `c`, as the source: a 3-way merge into a
-    /// two-input join when `x` is the join's earlier input, else A->B into the chain of its
-    /// user. Decided here, at the source, so that every effect lies ahead.
-    fn merge_as_source(&mut self, c: usize, x: u32) {
+    /// two-input join when `x` is the join's earlier input (`simple` false), else A->B into
+    /// the chain of its user. Decided here, at the source, so that every effect lies ahead.
+    fn merge_as_source(&mut self, c: usize, x: u32, simple: bool) {
         let t = &self.topo.ops[x as usize];
         if t.num_uses != 1 {
             return;
@@ -1232,16 +1289,18 @@ impl Merger<'_> {
         }
         let Some(&first) = self.chain(b).and_then(|ch| ch.ops.first()) else { return };
         let n_tensor_operands = self.sig(first).as_ref().map_or(0, |s| s.tensor_operands().count());
-        // 3-way: both inputs of a two-input first op come from chains.
-        if j == first
-            && n_tensor_operands == 2
-            && let (Some(a), Some(other)) =
-                (self.source_for(b, first, 0), self.source_for(b, first, 1))
-            && a.0 != other.0
-            && self.pos[a.1 as usize].min(self.pos[other.1 as usize]) == self.pos[x as usize]
-            && self.try_three_way(b, first, a, other).is_ok()
-        {
-            self.merged_target.insert(b as u32);
+        if !simple {
+            // 3-way: both inputs of a two-input first op come from chains.
+            if j == first
+                && n_tensor_operands == 2
+                && let (Some(a), Some(other)) =
+                    (self.source_for(b, first, 0), self.source_for(b, first, 1))
+                && a.0 != other.0
+                && self.pos[a.1 as usize].min(self.pos[other.1 as usize]) == self.pos[x as usize]
+                && self.try_three_way(b, first, a, other).is_ok()
+            {
+                self.merged_target.insert(b as u32);
+            }
             return;
         }
         // A->B on any operand but the chain edge (operand 0 of a later op).
