@@ -343,12 +343,9 @@ fn a_whitespace_edit_resolves_no_chain() {
     );
 }
 
-#[test]
-fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
-    // 1200 independent single-op chains: the plan's parts come in chunks of 512 ops, and an
-    // override that keeps the 1100th op in its chain (another sharding) re-solves that chain
-    // and re-derives only the third chunk. (Taking an op out of its chain renumbers the
-    // chains after it, which every chunk's plans name.)
+/// 1200 independent single-op relu chains `r0` to `r1199`: optimized, `overrides` applied,
+/// optimized again; the plan, chain and per-block queries that executed.
+fn long_function_after(overrides: &str) -> String {
     let t = "tensor<256x256xbf16, #l>";
     let mut text = String::from(
         "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
@@ -366,17 +363,29 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     };
     cost(&host);
     let _ = host.take_executed_queries();
-    host.apply_change(
-        Change::new()
-            .set_overrides("m.overrides", "override-output-layout=r1100=l1:height_sharded\n"),
-    );
+    host.apply_change(Change::new().set_overrides("m.overrides", overrides));
     cost(&host);
     let mut executed: Vec<String> = host
         .take_executed_queries()
         .into_iter()
-        .filter(|q| q.starts_with("plan") || q.starts_with("solve_chain"))
+        .filter(|q| {
+            q.starts_with("plan")
+                || q.starts_with("solve_chain")
+                || q.starts_with("chains")
+                || q.starts_with("chainable_block")
+                || q.starts_with("lower_bound_block")
+        })
         .collect();
     executed.sort();
+    executed.join("\n")
+}
+
+#[test]
+fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
+    // The plan's parts come in chunks of 512 ops, and an override that keeps the 1100th op
+    // in its chain (another sharding) re-solves that chain and re-derives only the third
+    // chunk. Its chainability and cost bound stay as they were, so no block of 256 ops
+    // re-checks them and the chains are not rebuilt.
     expect![[r#"
         plan_chunk
         plan_cost
@@ -384,5 +393,24 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
         plan_parts_chunk
         plan_slice
         solve_chain(@main:[%1100])"#]]
-    .assert_eq(&executed.join("\n"));
+    .assert_eq(&long_function_after("override-output-layout=r1100=l1:height_sharded\n"));
+}
+
+#[test]
+fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
+    // A full DRAM layout takes the op out of its chain: the one block of 256 ops holding it
+    // re-checks chainability and the chains are rebuilt from the blocks' answers. The
+    // op's output is not fixed (it could still go elsewhere), so no block of the cost bound
+    // re-runs.
+    expect![[r#"
+        chainable_block
+        chains(@main)
+        plan_chunk
+        plan_cost
+        plan_for
+        plan_parts_chunk
+        plan_slice"#]]
+    .assert_eq(&long_function_after(
+        "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
+    ));
 }

@@ -90,6 +90,22 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     !layout::legal_op_configs(db, op).sharded.is_empty()
 }
 
+/// Ops per block of [`chainable_block`].
+const BLOCK: usize = 256;
+
+/// [`op_chainable`] for the ops of one block of [`BLOCK`] body indices.
+///
+/// A firewall: `chains` reads these blocks instead of every op's answer, so after an
+/// override only one block is re-checked (and backdated when its answers stay the same)
+/// instead of every op's memo being validated.
+#[salsa::tracked(returns(clone))]
+pub fn chainable_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<Vec<bool>> {
+    let ops = ir::func_ops(db, func);
+    let lo = (j as usize * BLOCK).min(ops.len());
+    let hi = (lo + BLOCK).min(ops.len());
+    Arc::new(ops[lo..hi].iter().map(|&op| op_chainable(db, op)).collect())
+}
+
 /// The chains of a function, built along the schedule as DFShardingPolicy builds them:
 ///
 /// - an op joins the current chain when it is chainable, it is scheduled right after the
@@ -104,6 +120,10 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
     let Some(body) = ir::func_body(db, func) else { return Arc::default() };
     let _p = tracing::debug_span!("chains", func = %func.name(db)).entered();
     let n = body.ops.len();
+    let blocks: Vec<Arc<Vec<bool>>> =
+        (0..n.div_ceil(BLOCK)).map(|j| chainable_block(db, func, j as u32)).collect();
+    let chainable =
+        |i: usize| blocks.get(i / BLOCK).and_then(|b| b.get(i % BLOCK)).copied().unwrap_or(false);
     let is_d2m = |i: usize| body.ops[i].name == "ttnn.d2m_subgraph";
     let is_concat = |i: usize| body.ops[i].name == "ttnn.concat";
     let mut raw: Vec<(Vec<u32>, bool)> = Vec::new();
@@ -121,12 +141,12 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
         }
         if is_concat(iu) {
             close(&mut current, &mut raw);
-            if op_chainable(db, ops[iu]) {
+            if chainable(iu) {
                 raw.push((vec![i], true));
             }
             continue;
         }
-        if !op_chainable(db, ops[iu]) {
+        if !chainable(iu) {
             close(&mut current, &mut raw);
             continue;
         }

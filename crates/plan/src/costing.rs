@@ -129,19 +129,33 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
 
 /// Whether the op's output layout is fixed, as `legal_op_layouts` says.
 ///
-/// A firewall for `cost_lower_bound`, which reads this for every op of a function: an
-/// override edit re-runs the op's `legal_op_layouts` (its candidates change) but not this
-/// answer, which depends on the op's signature alone, so the bound is re-validated instead of
-/// recomputed (about 50 ms of an override edit on a 10k-op graph).
+/// A firewall for `cost_lower_bound`: an override edit re-runs the op's `legal_op_layouts`
+/// (its candidates change) but rarely this answer (only when the op model then rejects every
+/// layout the op could take), so the bound's blocks are re-validated instead of recomputed.
 #[salsa::tracked(returns(copy))]
 fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
     layout::legal_op_layouts(db, op).fixed
 }
 
+/// Ops per block of [`lower_bound_block`].
+const BLOCK: usize = 256;
+
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
 /// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
+///
+/// The sum of per-block bounds, so that an override (which can fix its op's output) re-runs
+/// one block.
 #[salsa::tracked(returns(copy))]
 pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
+    let n = ir::func_ops(db, func).len();
+    (0..n.div_ceil(BLOCK))
+        .map(|j| lower_bound_block(db, func, j as u32))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// [`cost_lower_bound`] of the ops of one block of [`BLOCK`] body indices.
+#[salsa::tracked(returns(copy))]
+pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> u64 {
     let Some(body) = ir::func_body(db, func) else { return 0 };
     let model = CostModel::for_target(TargetInput::get(db).target(db));
     let ops = ir::func_ops(db, func);
@@ -155,8 +169,10 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
             fixed: if fixed { layout } else { None },
         })
     };
+    let lo = (j as usize * BLOCK).min(body.ops.len());
+    let hi = (lo + BLOCK).min(body.ops.len());
     let mut units = Vec::new();
-    for (i, data) in body.ops.iter().enumerate() {
+    for (i, data) in body.ops.iter().enumerate().take(hi).skip(lo) {
         let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
         if matches!(sig.kind, OpKind::Unknown(_)) {
             continue;
