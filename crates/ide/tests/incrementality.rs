@@ -370,6 +370,7 @@ fn long_function_after(overrides: &str) -> String {
         .into_iter()
         .filter(|q| {
             q.starts_with("plan")
+                || q.starts_with("chunk_cost")
                 || q.starts_with("solve_chain")
                 || q.starts_with("chains")
                 || q.starts_with("chainable_block")
@@ -387,9 +388,9 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // chunk. Its chainability and cost bound stay as they were, so no block of 256 ops
     // re-checks them and the chains are not rebuilt.
     expect![[r#"
+        chunk_cost
         plan_chunk
         plan_cost
-        plan_for
         plan_parts_chunk
         plan_slice
         solve_chain(@main:[%1100])"#]]
@@ -405,12 +406,54 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     expect![[r#"
         chainable_block
         chains(@main)
+        chunk_cost
         plan_chunk
-        plan_cost
-        plan_for
         plan_parts_chunk
         plan_slice"#]]
     .assert_eq(&long_function_after(
         "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
     ));
+}
+
+#[test]
+fn splitting_a_chain_across_a_chunk_cut_moves_that_cut_alone() {
+    // 120 chains of 10 relus each: the cut near op 256 falls inside the chain of ops 250 to
+    // 259 and moves to 260. Pinning op 255 to DRAM splits that chain, so the cut moves back
+    // to 256. The cuts after it stay where they were (they sit at the first chain boundary
+    // after each multiple of 256, not 256 ops after the previous cut), so every later chunk
+    // keeps its ops and its plan: only the two chunks beside the cut are costed again.
+    let t = "tensor<256x256xbf16, #l>";
+    let mut text = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
+    for i in 0..1200 {
+        let input = if i % 10 == 0 { "%a".to_owned() } else { format!("%{}", i - 1) };
+        text.push_str(&format!("  %{i} = \"ttnn.relu\"({input}) : ({t}) -> {t} loc(\"r{i}\")\n"));
+    }
+    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text));
+    let file = host.file(FILE).expect("file is open");
+    let cost = |host: &AnalysisHost| {
+        let _ = host.analysis().cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+    };
+    cost(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(Change::new().set_overrides(
+        "m.overrides",
+        "override-output-layout=r255=1x1:dram:interleaved:tile:bf16\n",
+    ));
+    cost(&host);
+    let mut executed: Vec<String> = host
+        .take_executed_queries()
+        .into_iter()
+        .filter(|q| q.starts_with("chunk_cost") || q.starts_with("chunk_layout"))
+        .collect();
+    executed.sort();
+    expect![[r#"
+        chunk_cost
+        chunk_cost
+        chunk_layout(@main)"#]]
+    .assert_eq(&executed.join("\n"));
 }

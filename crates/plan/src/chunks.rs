@@ -100,15 +100,21 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
         |i: u32| graph.op_chain.get(i as usize).copied().flatten().is_some_and(|(_, p)| p > 0);
     let chunk_ops = layout::effective_options(db).plan_chunk_ops.max(1) as usize;
     let size = chunk_ops.max(scheduled.div_ceil(MAX_CHUNKS));
+    // Cuts sit at the first position at or after each multiple of `size` that does not fall
+    // inside a chain: anchored to the multiples rather than to the previous cut, so a chain
+    // that grows or splits across one cut moves that cut alone, not every one after it
+    // (each moved cut changes two chunks).
     let mut bounds = vec![0u32];
     let mut p = 0usize;
+    let mut anchor = size;
     while p < scheduled {
-        let mut next = (p + size).min(scheduled);
+        let mut next = anchor.max(p + 1).min(scheduled);
         while next < scheduled && inside_chain(order[next]) {
             next += 1;
         }
         bounds.push(next as u32);
         p = next;
+        anchor = (next / size + 1) * size;
     }
     if order.len() > scheduled {
         bounds.push(order.len() as u32);
@@ -124,6 +130,22 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
         at[i as usize] = p as u32;
     }
     Arc::new(ChunkLayout { order, bounds, chunk_of, at })
+}
+
+/// The ops of chunk `k` (body indices, in chunk order).
+///
+/// A firewall over [`chunk_layout`], whose positions and indices change everywhere when one
+/// cut moves: a query about one chunk reads this, so it re-runs only when its own chunk's
+/// ops change.
+#[salsa::tracked(returns(clone))]
+pub fn chunk_ops(db: &dyn Db, func: FuncId, k: u32) -> Arc<[u32]> {
+    chunk_layout(db, func).ops(k as usize).into()
+}
+
+/// The number of chunks of a function (the last holds the unscheduled ops, if any).
+#[salsa::tracked(returns(copy))]
+pub fn chunk_count(db: &dyn Db, func: FuncId) -> u32 {
+    chunk_layout(db, func).len() as u32
 }
 
 /// The chains of one chunk (chunks never split a chain), named without their index in the

@@ -11,11 +11,14 @@ use base_db::{Policy, TargetInput};
 use cost::{CostModel, OpUnit, UnitTensor};
 use ir::{FuncId, Ty, ValueRef};
 use opmodel::{OpKind, TensorDesc};
+use rustc_hash::FxHashMap;
 use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
 use crate::{
     Db,
-    planning::{incoming_layout, plan_for},
+    chunks::{PlanSlice, chunk_count, chunk_ops, plan_carry, plan_slice},
+    planning::OpPlan,
+    scheduling::schedule,
 };
 
 /// A plan's estimated time, in nanoseconds, with its parts.
@@ -39,33 +42,90 @@ fn shape_of(ty: &Ty) -> Option<Vec<u64>> {
     ty.as_tensor()?.static_shape()
 }
 
-/// The cost of a function under a policy's plan.
+/// The cost of a function under a policy's plan: the sum of its chunks' costs.
 #[salsa::tracked(returns(clone))]
 pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
-    let plan = plan_for(db, func, policy);
     let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let model = CostModel::for_target(TargetInput::get(db).target(db));
-    let ops = ir::func_ops(db, func);
+    let n_chunks = chunk_count(db, func);
     let _p =
         tracing::debug_span!("plan_cost", func = %func.name(db), policy = policy.name()).entered();
     let mut out = PlanCost { per_op: vec![0; body.ops.len()], ..PlanCost::default() };
-    for (i, data) in body.ops.iter().enumerate() {
+    for k in 0..n_chunks {
+        let c = chunk_cost(db, func, policy, k);
+        for (&i, &ns) in chunk_ops(db, func, k).iter().zip(&c.per_op) {
+            if let Some(slot) = out.per_op.get_mut(i as usize) {
+                *slot = ns;
+            }
+        }
+        out.op_ns = out.op_ns.saturating_add(c.op_ns);
+        out.reshard_ns = out.reshard_ns.saturating_add(c.reshard_ns);
+        out.spill_ns = out.spill_ns.saturating_add(c.spill_ns);
+        out.flops = out.flops.saturating_add(c.flops);
+        out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
+    }
+    out.total_ns = out.op_ns.saturating_add(out.reshard_ns).saturating_add(out.spill_ns);
+    Arc::new(out)
+}
+
+/// The cost of chunk `k` of a policy's plan; `per_op` is parallel to the chunk's ops.
+///
+/// Reads the chunk's own plans, the outputs the carry into it hands on (producers in earlier
+/// chunks), and the last chunk's plans (unscheduled producers: device handles, empties), so
+/// that after an override only the chunks whose plans or incoming values changed re-run.
+#[salsa::tracked(returns(clone))]
+pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanCost> {
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let here = chunk_ops(db, func, k);
+    let slice = plan_slice(db, func, policy, k);
+    let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
+    let model = CostModel::for_target(TargetInput::get(db).target(db));
+    let ops = ir::func_ops(db, func);
+    let sched = schedule(db, func);
+    let at: FxHashMap<u32, usize> = here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
+    // Unscheduled producers (device handles, empties) form the last chunk.
+    let mut unscheduled: Option<(FxHashMap<u32, usize>, Arc<PlanSlice>)> = None;
+    let after_spill =
+        |p: &OpPlan| p.spill.as_ref().map(|c| c.layout.clone()).or_else(|| p.layout.clone());
+    // The layout a value arrives in after its producer's spill.
+    let mut arriving = |v: &ValueRef| -> Option<TtnnLayout> {
+        match *v {
+            ValueRef::Result { op, .. } => {
+                if let Some(&a) = at.get(&op) {
+                    return slice.plans.get(a).and_then(after_spill);
+                }
+                if let Some((l, spill)) = carry.outputs.get(&op) {
+                    return spill.clone().or_else(|| l.clone());
+                }
+                if sched.position.get(op as usize) != Some(&u32::MAX) {
+                    return None;
+                }
+                let (index, last) = unscheduled.get_or_insert_with(|| {
+                    let last = chunk_count(db, func).saturating_sub(1);
+                    let ops = chunk_ops(db, func, last);
+                    let index = ops.iter().enumerate().map(|(at, &i)| (i, at)).collect();
+                    (index, plan_slice(db, func, policy, last))
+                });
+                last.plans.get(*index.get(&op)?).and_then(after_spill)
+            }
+            ValueRef::Arg(a) => body.args.get(a as usize).and_then(|t| t.layout().cloned()),
+            ValueRef::Unknown => None,
+        }
+    };
+    let mut out = PlanCost { per_op: vec![0; slice.ops.len()], ..PlanCost::default() };
+    for (at, (&i, p)) in slice.ops.iter().zip(&slice.plans).enumerate() {
+        let i = i as usize;
+        let Some(data) = body.ops.get(i) else { continue };
         let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
-        let p = &plan.ops[i];
         let mut inputs = Vec::new();
         for (k, ty) in data.operand_types.iter().enumerate() {
             if ty.as_tensor().is_none() {
                 continue;
             }
-            let arriving = incoming_layout(&body, &plan.ops, i, k).or_else(|| ty.layout().cloned());
-            let used = p
-                .expected_operands
-                .get(k)
-                .cloned()
-                .flatten()
-                .map(|c| c.layout)
-                .or(arriving.clone());
-            if let (Some(from), Some(to)) = (desc(shape_of(ty), arriving), used.as_ref())
+            let arrived =
+                data.operands.get(k).and_then(&mut arriving).or_else(|| ty.layout().cloned());
+            let used =
+                p.expected_operands.get(k).cloned().flatten().map(|c| c.layout).or(arrived.clone());
+            if let (Some(from), Some(to)) = (desc(shape_of(ty), arrived), used.as_ref())
                 && &from.layout != to
             {
                 let c = model.reshard_cost(&from, to);
@@ -80,7 +140,7 @@ pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
             continue;
         };
         let c = model.op_cost(&sig.kind, &inputs, &output, &p.config);
-        out.per_op[i] = c.total_ns;
+        out.per_op[at] = c.total_ns;
         out.op_ns = out.op_ns.saturating_add(c.total_ns);
         out.flops = out.flops.saturating_add(c.flops);
         out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);

@@ -24,9 +24,10 @@ pub use crate::{
     chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
     chunks::{
         ChainFallback, ChunkChains, ChunkLayout, PlanChunk, PlanSlice, chain_fallback,
-        chunk_chains, chunk_layout, merge_base_chunk, plan_carry, plan_chunk, plan_slice,
+        chunk_chains, chunk_count, chunk_layout, chunk_ops, merge_base_chunk, plan_carry,
+        plan_chunk, plan_slice,
     },
-    costing::{PlanCost, cost_lower_bound, plan_cost, written_cost},
+    costing::{PlanCost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
     merge::{Carry, MergeKind, Reservation},
     planning::{
         ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, Plan, SpillLocation,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use base_db::Policy;
-use ir::{FuncId, OpId, ValueRef};
+use ir::{FuncId, OpId};
 use opmodel::OpConfig;
 use ttnn_types::{PageLayout, TtnnLayout};
 
@@ -190,28 +190,27 @@ impl PartsChunk {
 /// A chunk's op plans, indexed by body index.
 /// Chunks never split a chain, so every write lands in the chunk; were that broken, writes
 /// outside would land in `scratch` rather than panic.
-struct ChunkPlans<'a> {
-    layout: &'a crate::chunks::ChunkLayout,
-    lo: usize,
+struct ChunkPlans {
+    /// Body index → place in `plans`.
+    index: rustc_hash::FxHashMap<u32, usize>,
     plans: Vec<OpPlan>,
     scratch: OpPlan,
 }
 
-impl ChunkPlans<'_> {
+impl ChunkPlans {
     fn slot(&self, i: usize) -> Option<usize> {
-        let at = *self.layout.at.get(i)? as usize;
-        at.checked_sub(self.lo).filter(|&k| k < self.plans.len())
+        self.index.get(&(i as u32)).copied()
     }
 }
 
-impl std::ops::Index<usize> for ChunkPlans<'_> {
+impl std::ops::Index<usize> for ChunkPlans {
     type Output = OpPlan;
     fn index(&self, i: usize) -> &OpPlan {
         self.slot(i).map_or(&self.scratch, |k| &self.plans[k])
     }
 }
 
-impl std::ops::IndexMut<usize> for ChunkPlans<'_> {
+impl std::ops::IndexMut<usize> for ChunkPlans {
     fn index_mut(&mut self, i: usize) -> &mut OpPlan {
         match self.slot(i) {
             Some(k) => &mut self.plans[k],
@@ -223,10 +222,9 @@ impl std::ops::IndexMut<usize> for ChunkPlans<'_> {
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let chunk_chains = crate::chunks::chunk_chains(db, func, k);
-    let layout_of = crate::chunks::chunk_layout(db, func);
     let ops = ir::func_ops(db, func);
     let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let members_here = layout_of.ops(k as usize);
+    let members_here = crate::chunks::chunk_ops(db, func, k);
     let pinned = layout::pinned_outputs(db, func);
     let plans: Vec<OpPlan> = members_here
         .iter()
@@ -269,8 +267,8 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             }
         })
         .collect();
-    let lo = layout_of.bounds.get(k as usize).copied().unwrap_or(0) as usize;
-    let mut op_plans = ChunkPlans { layout: &layout_of, lo, plans, scratch: OpPlan::empty() };
+    let index = members_here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
+    let mut op_plans = ChunkPlans { index, plans, scratch: OpPlan::empty() };
     // The chains with an op here (all their ops are here), in index order. Nothing in the
     // chunk names a chain by its index in the function, which shifts whenever a chain
     // earlier on splits or joins: ops name their chain by its place among this chunk's.
@@ -462,23 +460,6 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
         chains: chain_plans.into_iter().map(|(_, c)| c).collect(),
         merges,
     })
-}
-
-/// The layout of the value feeding operand `k` of op `i` after spills.
-pub(crate) fn incoming_layout(
-    body: &ir::FuncBody,
-    plans: &[OpPlan],
-    i: usize,
-    k: usize,
-) -> Option<TtnnLayout> {
-    match body.ops[i].operands.get(k)? {
-        ValueRef::Result { op, .. } => {
-            let p = plans.get(*op as usize)?;
-            p.spill.as_ref().map(|s| s.layout.clone()).or_else(|| p.layout.clone())
-        }
-        ValueRef::Arg(a) => body.args.get(*a as usize).and_then(|t| t.layout().cloned()),
-        ValueRef::Unknown => None,
-    }
 }
 
 /// The op config for a layout outside a chain: the first legal config with that layout
