@@ -321,7 +321,6 @@ fn an_override_on_one_op_resolves_only_its_chain() {
             merge_base_chunk
             plan_chunk
             plan_cost
-            plan_for
             plan_parts_chunk
             plan_slice
             solve_chain(@main:[%4 %5])"#]],
@@ -359,7 +358,9 @@ fn long_function_after(overrides: &str) -> String {
     host.apply_change(Change::new().set_file(FILE, text));
     let file = host.file(FILE).expect("file is open");
     let cost = |host: &AnalysisHost| {
-        let _ = host.analysis().cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+        let analysis = host.analysis();
+        let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+        let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
     };
     cost(&host);
     let _ = host.take_executed_queries();
@@ -371,6 +372,10 @@ fn long_function_after(overrides: &str) -> String {
         .filter(|q| {
             q.starts_with("plan")
                 || q.starts_with("chunk_cost")
+                || q.starts_with("rewrite_chunk")
+                || q.starts_with("func_text")
+                || q.starts_with("unscheduled")
+                || q.starts_with("final_ir")
                 || q.starts_with("solve_chain")
                 || q.starts_with("chains")
                 || q.starts_with("chainable_block")
@@ -385,14 +390,17 @@ fn long_function_after(overrides: &str) -> String {
 fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // The plan's parts come in chunks of 512 ops, and an override that keeps the 1100th op
     // in its chain (another sharding) re-solves that chain and re-derives only the third
-    // chunk. Its chainability and cost bound stay as they were, so no block of 256 ops
-    // re-checks them and the chains are not rebuilt.
+    // chunk, whose cost and rewritten text are the only ones made again. Its chainability
+    // and cost bound stay as they were, so no block of 256 ops re-checks them and the chains
+    // are not rebuilt.
     expect![[r#"
         chunk_cost
+        final_ir_for
         plan_chunk
         plan_cost
         plan_parts_chunk
         plan_slice
+        rewrite_chunk
         solve_chain(@main:[%1100])"#]]
     .assert_eq(&long_function_after("override-output-layout=r1100=l1:height_sharded\n"));
 }
@@ -407,9 +415,11 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
         chainable_block
         chains(@main)
         chunk_cost
+        final_ir_for
         plan_chunk
         plan_parts_chunk
-        plan_slice"#]]
+        plan_slice
+        rewrite_chunk"#]]
     .assert_eq(&long_function_after(
         "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
     ));

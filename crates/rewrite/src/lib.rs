@@ -15,14 +15,21 @@
 //! syntax printer prints it, and attribute spellings are kept verbatim. Layouts get tt-mlir
 //! style aliases; an existing alias with the same layout is reused.
 
+mod chunk;
+mod statics;
+
+pub use crate::{
+    chunk::{ChunkText, Unscheduled, rewrite_chunk, unscheduled},
+    statics::{FuncText, OpText, func_text},
+};
+
 use std::{fmt::Write as _, sync::Arc};
 
 use base_db::{Policy, SourceFile};
 use ir::{FuncBody, FuncId, OpForm, Ty, ValueRef};
-use opmodel::OpConfig;
 use rustc_hash::FxHashMap;
-use syntax::{Parse, PrintHook, ast, escape_string, range_text};
-use ttnn_types::{BufferType, ElementType, TensorType, TtnnLayout};
+use syntax::{Parse, PrintHook, ast, range_text};
+use ttnn_types::{BufferType, TtnnLayout};
 
 #[salsa::db]
 pub trait Db: plan::Db {}
@@ -263,7 +270,8 @@ impl Rewriter<'_> {
         }
     }
 
-    #[expect(clippy::too_many_lines, reason = "one pass over the function reads best in one place")]
+    /// A function's rewritten text: its chunks spliced together, with alias names in the
+    /// gaps they leave, then the terminator and the signature.
     fn function(
         &mut self,
         chunk: usize,
@@ -275,186 +283,40 @@ impl Rewriter<'_> {
     ) -> Option<String> {
         let db = self.db;
         let region = f.body.as_ref()?;
-        let ast_ops: Vec<&ast::Op> = region
-            .blocks
-            .iter()
-            .flat_map(|b| &b.ops)
-            .filter(|o| !matches!(o.body, ast::OpBody::Return(_)))
-            .collect();
-        if ast_ops.len() != body.ops.len() || region.blocks.len() != 1 {
-            return None;
-        }
-        let plan = plan::plan_for(db, func, self.policy);
-        let names = ir::func_loc_names(db, func);
-        let mut used_names: rustc_hash::FxHashSet<String> =
-            body.arg_names.iter().cloned().collect();
-        for o in &ast_ops {
-            for r in &o.results {
-                used_names.insert(r.name.text.clone());
-            }
-        }
-        // Current name and type of every value.
-        let mut values: FxHashMap<ValueRef, (String, Ty)> = FxHashMap::default();
-        for (i, (n, t)) in body.arg_names.iter().zip(&body.args).enumerate() {
-            values.insert(ValueRef::Arg(i as u32), (n.clone(), t.clone()));
-        }
+        let statics = statics::func_text(db, func)?;
         let pad = "  ".repeat(indent + 1);
         let mut ops_text = String::new();
-        let mut conversions: FxHashMap<(ValueRef, TtnnLayout), (String, Ty)> = FxHashMap::default();
-        let mut fresh = 0u32;
-        let mut emitted = vec![false; body.ops.len()];
-        let mut order: Vec<u32> = Vec::with_capacity(body.ops.len());
-        // Unscheduled ops (device handles, empties) are emitted right before their first user.
-        fn visit(
-            i: u32,
-            body: &FuncBody,
-            emitted: &mut [bool],
-            order: &mut Vec<u32>,
-            sched: &[u32],
-        ) {
-            if emitted[i as usize] {
-                return;
+        for k in 0..plan::chunk_count(db, func) {
+            let c = chunk::rewrite_chunk(db, func, self.policy, k);
+            let names: Vec<String> = c.layouts.iter().map(|l| self.layout_ref(chunk, l)).collect();
+            let mut from = 0usize;
+            for &(at, idx) in &c.refs {
+                ops_text.push_str(c.text.get(from..at as usize).unwrap_or_default());
+                ops_text.push_str(names.get(idx as usize).map_or("", String::as_str));
+                from = at as usize;
             }
-            emitted[i as usize] = true;
-            for v in &body.ops[i as usize].operands {
-                if let ValueRef::Result { op, .. } = *v
-                    && sched[op as usize] == u32::MAX
-                {
-                    visit(op, body, emitted, order, sched);
+            ops_text.push_str(c.text.get(from..).unwrap_or_default());
+            self.out.conversions += c.conversions as usize;
+        }
+        let loc_names = ir::func_loc_names(db, func);
+        let names = chunk::ValueNames { statics: &statics, body, loc_names: &loc_names };
+        let chunks = plan::chunk_layout(db, func);
+        let value = |v: &ValueRef| -> Option<(String, Ty)> {
+            match *v {
+                ValueRef::Result { op, index } => {
+                    let (k, at) = chunks.locate(op)?;
+                    let slice = plan::plan_slice(db, func, self.policy, k);
+                    let p = slice.plans.get(at)?;
+                    names.bound(op, index, p.layout.as_ref(), p.spill.as_ref().map(|c| &c.layout))
                 }
-            }
-            order.push(i);
-        }
-        for &i in &plan.schedule.order {
-            visit(i, body, &mut emitted, &mut order, &plan.schedule.position);
-        }
-        for i in 0..body.ops.len() as u32 {
-            visit(i, body, &mut emitted, &mut order, &plan.schedule.position);
-        }
-        let loc_base = |i: usize| -> String {
-            names
-                .names
-                .get(i)
-                .cloned()
-                .flatten()
-                .unwrap_or_else(|| body.ops[i].key.trim_start_matches('%').replace(',', "_"))
-        };
-        let mut fresh_name = |base: &str| -> String {
-            loop {
-                fresh += 1;
-                let cand = format!("%{}_{fresh}", sanitize(base));
-                if used_names.insert(cand.clone()) {
-                    return cand;
-                }
+                other => names.bound_value(other),
             }
         };
-        for &iu in &order {
-            let i = iu as usize;
-            let data = &body.ops[i];
-            let ast_op = ast_ops[i];
-            let p = plan.ops.get(i);
-            // Operands, with conversions in front where the op needs another layout.
-            let mut operand_names = Vec::with_capacity(data.operands.len());
-            let mut operand_types = Vec::with_capacity(data.operands.len());
-            for (k, v) in data.operands.iter().enumerate() {
-                let Some((name, ty)) = values.get(v).cloned() else {
-                    operand_names
-                        .push(value_use_text(ast_op, k).unwrap_or_else(|| "%undefined".to_owned()));
-                    operand_types.push(data.operand_types.get(k).cloned().unwrap_or(Ty::Unknown));
-                    continue;
-                };
-                let required = p
-                    .and_then(|p| p.expected_operands.get(k).cloned().flatten())
-                    .map(|c| c.layout)
-                    .or_else(|| {
-                        // Ops whose operand types are pinned by another function's
-                        // signature (d2m subgraphs, calls) get exactly what they were written
-                        // with; every other op follows its producers.
-                        let pinned = data.form != OpForm::Generic;
-                        if pinned {
-                            data.operand_types.get(k).and_then(|t| t.layout().cloned())
-                        } else {
-                            None
-                        }
-                    });
-                match (required, ty.as_tensor()) {
-                    (Some(req), Some(t)) if t.layout.as_ref() != Some(&req) => {
-                        let key = (*v, req.clone());
-                        let converted = if let Some(c) = conversions.get(&key) {
-                            c.clone()
-                        } else {
-                            let new_ty = Ty::Tensor(retyped(t, &req));
-                            let cname = fresh_name(&format!("{}_in{k}", loc_base(i)));
-                            let loc = format!("{}_in_{k}_layout", loc_base(i));
-                            let line = self.conversion(chunk, &cname, &name, &ty, &new_ty, &loc);
-                            ops_text.push_str(&pad);
-                            ops_text.push_str(&line);
-                            self.out.conversions += 1;
-                            conversions.insert(key, (cname.clone(), new_ty.clone()));
-                            (cname, new_ty)
-                        };
-                        operand_names.push(converted.0);
-                        operand_types.push(converted.1);
-                    }
-                    _ => {
-                        operand_names.push(name);
-                        operand_types.push(ty);
-                    }
-                }
-            }
-            // Results with their planned types.
-            let mut result_types: Vec<Ty> = data.results.clone();
-            if let (Some(p), [Ty::Tensor(t)]) = (p, data.results.as_slice())
-                && let Some(l) = &p.layout
-            {
-                result_types = vec![Ty::Tensor(retyped(t, l))];
-            }
-            let line = self.op_line(
-                chunk,
-                ast_op,
-                data,
-                &operand_names,
-                &operand_types,
-                &result_types,
-                p.map(|p| &p.config),
-            );
-            ops_text.push_str(&pad);
-            ops_text.push_str(&line);
-            // Bind the results, then the spill that all uses see.
-            let mut idx = 0u32;
-            for r in &ast_op.results {
-                for j in 0..r.count {
-                    let n = if r.count == 1 {
-                        r.name.text.clone()
-                    } else {
-                        format!("{}#{j}", r.name.text)
-                    };
-                    let ty = result_types.get((idx + j) as usize).cloned().unwrap_or(Ty::Unknown);
-                    values.insert(ValueRef::Result { op: iu, index: idx + j }, (n, ty));
-                }
-                idx += r.count;
-            }
-            if let Some(spill) = p.and_then(|p| p.spill.as_ref())
-                && let Some((name, ty)) =
-                    values.get(&ValueRef::Result { op: iu, index: 0 }).cloned()
-                && let Some(t) = ty.as_tensor()
-            {
-                let new_ty = Ty::Tensor(retyped(t, &spill.layout));
-                let cname = fresh_name(&format!("{}_spill", loc_base(i)));
-                let loc = format!("{}_spill", loc_base(i));
-                let line = self.conversion(chunk, &cname, &name, &ty, &new_ty, &loc);
-                ops_text.push_str(&pad);
-                ops_text.push_str(&line);
-                self.out.conversions += 1;
-                values.insert(ValueRef::Result { op: iu, index: 0 }, (cname, new_ty));
-            }
-        }
         // The terminator returns the values as they now are.
         let mut ret_types = Vec::new();
         let mut ret_names = Vec::new();
         for v in &body.returns {
-            let (n, t) =
-                values.get(v).cloned().unwrap_or_else(|| ("%undefined".to_owned(), Ty::Unknown));
+            let (n, t) = value(v).unwrap_or_else(|| ("%undefined".to_owned(), Ty::Unknown));
             ret_names.push(n);
             ret_types.push(t);
         }
@@ -529,183 +391,4 @@ impl Rewriter<'_> {
             .unwrap_or_default();
         Some(format!("{sig} {{\n{ops_text}{outer}}}{loc}\n"))
     }
-
-    fn conversion(
-        &mut self,
-        chunk: usize,
-        result: &str,
-        input: &str,
-        from: &Ty,
-        to: &Ty,
-        loc: &str,
-    ) -> String {
-        let page_changes = from.layout().map(TtnnLayout::page_layout)
-            != to.layout().map(TtnnLayout::page_layout)
-            || from.layout().and_then(TtnnLayout::data_type)
-                != to.layout().and_then(TtnnLayout::data_type);
-        let op = if page_changes { "ttnn.to_layout" } else { "ttnn.to_memory_config" };
-        let (ft, tt) = (self.ty_text(chunk, from), self.ty_text(chunk, to));
-        format!("{result} = \"{op}\"({input}) : ({ft}) -> {tt} loc({})\n", escape_string(loc))
-    }
-
-    #[expect(clippy::too_many_arguments, reason = "the pieces of one op line")]
-    fn op_line(
-        &mut self,
-        chunk: usize,
-        ast_op: &ast::Op,
-        data: &ir::OpData,
-        operands: &[String],
-        operand_types: &[Ty],
-        result_types: &[Ty],
-        config: Option<&OpConfig>,
-    ) -> String {
-        let mut s = String::new();
-        if !ast_op.results.is_empty() {
-            let defs: Vec<String> = ast_op
-                .results
-                .iter()
-                .map(|r| {
-                    if r.count == 1 {
-                        r.name.text.clone()
-                    } else {
-                        format!("{}:{}", r.name.text, r.count)
-                    }
-                })
-                .collect();
-            let _ = write!(s, "{} = ", defs.join(", "));
-        }
-        // Custom forms print generically; `call` needs its dialect prefix then.
-        let name = match data.name.as_str() {
-            "call" => "func.call",
-            other => other,
-        };
-        let _ = write!(s, "{}({})", escape_string(name), operands.join(", "));
-        // Properties: verbatim, with the planned op config swapped in.
-        let mut props: Vec<(String, String)> = Vec::new();
-        let mut attrs_text = None;
-        match &ast_op.body {
-            ast::OpBody::Generic(g) => {
-                if let Some(p) = &g.properties {
-                    for e in &p.entries {
-                        let v =
-                            e.value.as_ref().map(|v| range_text(self.text, self.parse, v.range));
-                        props.push((e.key.text.clone(), v.unwrap_or_default()));
-                    }
-                }
-                attrs_text = g.attrs.as_ref().map(|a| range_text(self.text, self.parse, a.range));
-            }
-            ast::OpBody::D2mSubgraph(d) => {
-                props.push(("d2m_func".to_owned(), d.callee.text.clone()));
-                props.push((
-                    "operandSegmentSizes".to_owned(),
-                    format!("array<i32: {}, {}>", d.ins.len(), d.outs.len()),
-                ));
-                attrs_text = d.attrs.as_ref().map(|a| range_text(self.text, self.parse, a.range));
-            }
-            ast::OpBody::LoadCached(l) => props.push(("callee".to_owned(), l.callee.text.clone())),
-            ast::OpBody::Call(c) => props.push(("callee".to_owned(), c.callee.text.clone())),
-            ast::OpBody::TtLang(c) => {
-                attrs_text = c.attrs.as_ref().map(|a| range_text(self.text, self.parse, a.range));
-            }
-            _ => {}
-        }
-        match config {
-            Some(OpConfig::Conv2d { conv, slice, .. }) => {
-                set_prop(&mut props, "conv2d_config", Some(conv.to_string()));
-                // A conv planned whole in L1 loses a DRAM slice config it was written with.
-                set_prop(&mut props, "conv2d_slice_config", slice.map(|s| s.to_string()));
-            }
-            Some(OpConfig::Matmul { program, .. }) => {
-                let fused = matches!(
-                    program.as_deref(),
-                    Some(
-                        ttnn_types::MatmulProgramConfig::MultiCast2D {
-                            fused_activation: Some(_),
-                            ..
-                        } | ttnn_types::MatmulProgramConfig::MultiCast1D {
-                            fused_activation: Some(_),
-                            ..
-                        }
-                    )
-                );
-                set_prop(
-                    &mut props,
-                    "matmul_program_config",
-                    program.as_ref().map(ToString::to_string),
-                );
-                if fused {
-                    // tt-metal#35060: the activation would be applied twice.
-                    set_prop(&mut props, "activation", None);
-                }
-            }
-            _ => {}
-        }
-        if !props.is_empty() {
-            let entries: Vec<String> = props
-                .iter()
-                .map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k} = {v}") })
-                .collect();
-            let _ = write!(s, " <{{{}}}>", entries.join(", "));
-        }
-        if let Some(a) = attrs_text {
-            let _ = write!(s, " {a}");
-        }
-        let ins: Vec<String> = operand_types.iter().map(|t| self.ty_text(chunk, t)).collect();
-        let outs: Vec<String> = result_types.iter().map(|t| self.ty_text(chunk, t)).collect();
-        let results =
-            if outs.len() == 1 { outs[0].clone() } else { format!("({})", outs.join(", ")) };
-        let _ = write!(s, " : ({}) -> {results}", ins.join(", "));
-        if let Some(l) = &ast_op.loc {
-            let _ = write!(s, " {}", range_text(self.text, self.parse, l.range));
-        }
-        s.push('\n');
-        s
-    }
-}
-
-fn set_prop(props: &mut Vec<(String, String)>, key: &str, value: Option<String>) {
-    let at = props.iter().position(|(k, _)| k == key);
-    match (at, value) {
-        (Some(i), Some(v)) => props[i].1 = v,
-        (Some(i), None) => {
-            props.remove(i);
-        }
-        (None, Some(v)) => props.push((key.to_owned(), v)),
-        (None, None) => {}
-    }
-}
-
-/// The tensor type with a new layout; the element type follows the layout's data type.
-fn retyped(t: &TensorType, l: &TtnnLayout) -> TensorType {
-    let element = match (t.element, l.data_type()) {
-        (e, Some(dt)) if e.data_type() == Some(dt) => e,
-        (_, Some(dt)) => dt
-            .scalar_type()
-            .map_or(ElementType::Tile { height: 32, width: 32, dtype: dt }, ElementType::Scalar),
-        (e, None) => e,
-    };
-    TensorType { shape: t.shape.clone(), element, layout: Some(l.clone()), other_encoding: None }
-}
-
-fn value_use_text(op: &ast::Op, k: usize) -> Option<String> {
-    let uses: Vec<&ast::ValueUse> = match &op.body {
-        ast::OpBody::Generic(g) => g.operands.iter().collect(),
-        ast::OpBody::D2mSubgraph(d) => d.ins.iter().chain(&d.outs).collect(),
-        _ => return None,
-    };
-    let u = uses.get(k)?;
-    Some(match u.index {
-        Some(i) => format!("{}#{i}", u.name.text),
-        None => u.name.text.clone(),
-    })
-}
-
-/// A location name usable inside an SSA name.
-fn sanitize(s: &str) -> String {
-    let mut out: String =
-        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    if out.chars().next().is_none_or(|c| c.is_ascii_digit()) {
-        out.insert(0, 'v');
-    }
-    out
 }
