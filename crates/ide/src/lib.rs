@@ -206,6 +206,9 @@ pub struct AnalysisHost {
     /// Removed files keep their input (salsa inputs cannot be deleted); they are emptied and
     /// forgotten here, and reused if the path comes back.
     removed: FxHashMap<String, SourceFile>,
+    /// The op names whose override slot holds a value: only these and the names a new
+    /// overrides text mentions can change, so a sync need not read every op's slot.
+    overridden: rustc_hash::FxHashSet<String>,
 }
 
 impl AnalysisHost {
@@ -234,6 +237,7 @@ impl AnalysisHost {
             unused: Vec::new(),
             files: FxHashMap::default(),
             removed: FxHashMap::default(),
+            overridden: rustc_hash::FxHashSet::default(),
         }
     }
 
@@ -397,12 +401,16 @@ impl AnalysisHost {
         let mut table = parsed.table();
         let by_name = Arc::clone(slots.by_name(&self.db));
         let durability = self.mode.slot_durability();
-        for (name, slot) in by_name.iter() {
-            let value = table.remove(name).map(Arc::new);
+        let previous = std::mem::take(&mut self.overridden);
+        self.overridden = table.keys().cloned().collect();
+        for name in previous.iter().chain(table.keys()) {
+            let Some(slot) = by_name.get(name) else { continue };
+            let value = table.get(name).cloned().map(Arc::new);
             if *slot.value(&self.db) != value {
                 slot.set_value(&mut self.db).with_durability(durability).to(value);
             }
         }
+        table.retain(|name, _| !by_name.contains_key(name));
         // Names seen for the first time get a slot.
         self.add_slots(
             table.into_iter().map(|(name, value)| (name, Some(Arc::new(value)))),

@@ -380,6 +380,8 @@ fn long_function_after(overrides: &str) -> String {
                 || q.starts_with("chains")
                 || q.starts_with("chainable_block")
                 || q.starts_with("lower_bound_block")
+                || q.starts_with("base_plans_block")
+                || q.starts_with("signatures_block")
         })
         .collect();
     executed.sort();
@@ -388,12 +390,13 @@ fn long_function_after(overrides: &str) -> String {
 
 #[test]
 fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
-    // The plan's parts come in chunks of 512 ops, and an override that keeps the 1100th op
-    // in its chain (another sharding) re-solves that chain and re-derives only the third
-    // chunk, whose cost and rewritten text are the only ones made again. Its chainability
-    // and cost bound stay as they were, so no block of 256 ops re-checks them and the chains
-    // are not rebuilt.
+    // The plan's parts come in chunks of 256 ops, and an override that keeps the 1100th op
+    // in its chain (another sharding) re-solves that chain and re-derives only the fifth
+    // chunk, whose cost and rewritten text are the only ones made again. Of the blocks of
+    // 256 ops, only the op's block of base plans is made again; its chainability and cost
+    // bound stay as they were, so no block re-checks them and the chains are not rebuilt.
     expect![[r#"
+        base_plans_block
         chunk_cost
         final_ir_for
         plan_chunk
@@ -412,6 +415,7 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // op's output is not fixed (it could still go elsewhere), so no block of the cost bound
     // re-runs.
     expect![[r#"
+        base_plans_block
         chainable_block
         chains(@main)
         chunk_cost

@@ -17,7 +17,7 @@ use ttnn_types::{DataType, PageLayout, TtnnLayout};
 use crate::{
     Db,
     chunks::{PlanSlice, chunk_count, chunk_ops, plan_carry, plan_slice},
-    planning::OpPlan,
+    planning::{Blocks, OpPlan, signatures_block},
     scheduling::schedule,
 };
 
@@ -79,7 +79,6 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     let slice = plan_slice(db, func, policy, k);
     let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
     let model = CostModel::for_target(TargetInput::get(db).target(db));
-    let ops = ir::func_ops(db, func);
     let sched = schedule(db, func);
     let at: FxHashMap<u32, usize> = here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
     // Unscheduled producers (device handles, empties) form the last chunk.
@@ -111,11 +110,14 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
             ValueRef::Unknown => None,
         }
     };
+    let sigs = Blocks::new(body.ops.len());
     let mut out = PlanCost { per_op: vec![0; slice.ops.len()], ..PlanCost::default() };
     for (at, (&i, p)) in slice.ops.iter().zip(&slice.plans).enumerate() {
         let i = i as usize;
         let Some(data) = body.ops.get(i) else { continue };
-        let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
+        let Some(sig) = sigs.get(i, |j| signatures_block(db, func, j)).cloned().flatten() else {
+            continue;
+        };
         let mut inputs = Vec::new();
         for (k, ty) in data.operand_types.iter().enumerate() {
             if ty.as_tensor().is_none() {

@@ -141,10 +141,9 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         layout: input.layout,
         body: input.body,
         topo: input.topo,
-        ops: ir::func_ops(db, input.func),
         sched: &input.sched.order,
         pos: &input.sched.position,
-        sigs: (0..n).map(|_| OnceCell::new()).collect(),
+        sigs: crate::planning::Blocks::new(n),
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
         plans: FxHashMap::default(),
         chains: FxHashMap::default(),
@@ -206,11 +205,10 @@ struct Merger<'a> {
     chain_info: Vec<OnceCell<Arc<ChunkChains>>>,
     body: &'a ir::FuncBody,
     topo: &'a Topology,
-    ops: Arc<[ir::OpId]>,
     sched: &'a [u32],
     pos: &'a [u32],
-    /// Op signatures, fetched on first use (a window reads few of the function's ops).
-    sigs: Vec<OnceCell<Option<Arc<layout::OpSignature>>>>,
+    /// Op signatures, a block at a time, fetched on first use (a window reads few blocks).
+    sigs: crate::planning::Blocks<Option<Arc<layout::OpSignature>>>,
     /// The base plan of each chunk this walk reads, fetched on first use.
     base: Vec<OnceCell<Arc<PartsChunk>>>,
     /// Plans of this chunk's ops, and of later ops decisions changed.
@@ -239,8 +237,10 @@ struct Merger<'a> {
 
 impl Merger<'_> {
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
-        let cell = self.sigs.get(i as usize)?;
-        cell.get_or_init(|| layout::op_signature(self.db, self.ops[i as usize])).clone()
+        self.sigs
+            .get(i as usize, |j| crate::planning::signatures_block(self.db, self.func, j))
+            .cloned()
+            .flatten()
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost

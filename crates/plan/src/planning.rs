@@ -219,17 +219,24 @@ impl std::ops::IndexMut<usize> for ChunkPlans {
     }
 }
 
+/// Ops per block of [`base_plans_block`] and [`signatures_block`].
+pub(crate) const BLOCK: usize = 256;
+
+/// The plans the ops of one block of [`BLOCK`] body indices take outside any chain.
+///
+/// A firewall between the per-op layout queries and the per-chunk plan: a chunk's plan reads
+/// one memo per block its ops fall in instead of three per op, so after an override salsa
+/// re-validates a few blocks per chunk rather than every op's layout queries (on a tuning
+/// host, a block with no overridden op is validated by durability alone).
 #[salsa::tracked(returns(clone))]
-pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
-    let chunk_chains = crate::chunks::chunk_chains(db, func, k);
+pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
     let ops = ir::func_ops(db, func);
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let members_here = crate::chunks::chunk_ops(db, func, k);
+    let Some(body) = ir::func_body(db, func) else { return Arc::from(Vec::new()) };
     let pinned = layout::pinned_outputs(db, func);
-    let plans: Vec<OpPlan> = members_here
-        .iter()
-        .map(|&i| {
-            let i = i as usize;
+    let lo = (j as usize * BLOCK).min(ops.len());
+    let hi = (lo + BLOCK).min(ops.len());
+    (lo..hi)
+        .map(|i| {
             let op = ops[i];
             let layout = fallback_layout(db, op);
             let config = config_for(db, op, layout.as_ref());
@@ -265,6 +272,54 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                 reason,
                 reserved: 0,
             }
+        })
+        .collect()
+}
+
+/// The signatures of the ops of one block of [`BLOCK`] body indices; a firewall as
+/// [`base_plans_block`] is, for the queries that read many ops' signatures.
+#[salsa::tracked(returns(clone))]
+pub fn signatures_block(
+    db: &dyn Db,
+    func: FuncId,
+    j: u32,
+) -> Arc<[Option<Arc<layout::OpSignature>>]> {
+    let ops = ir::func_ops(db, func);
+    let lo = (j as usize * BLOCK).min(ops.len());
+    let hi = (lo + BLOCK).min(ops.len());
+    ops[lo..hi].iter().map(|&op| layout::op_signature(db, op)).collect()
+}
+
+/// Per-block memos fetched on first use.
+pub(crate) struct Blocks<T> {
+    blocks: Vec<std::cell::OnceCell<Arc<[T]>>>,
+}
+
+impl<T> Blocks<T> {
+    pub(crate) fn new(n_ops: usize) -> Self {
+        Blocks { blocks: (0..n_ops.div_ceil(BLOCK)).map(|_| std::cell::OnceCell::new()).collect() }
+    }
+
+    /// Op `i`'s entry, fetching its block with `fetch(j)` the first time.
+    pub(crate) fn get(&self, i: usize, fetch: impl FnOnce(u32) -> Arc<[T]>) -> Option<&T> {
+        let block = self.blocks.get(i / BLOCK)?.get_or_init(|| fetch((i / BLOCK) as u32));
+        block.get(i % BLOCK)
+    }
+}
+
+#[salsa::tracked(returns(clone))]
+pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
+    let chunk_chains = crate::chunks::chunk_chains(db, func, k);
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let members_here = crate::chunks::chunk_ops(db, func, k);
+    let blocks = Blocks::new(body.ops.len());
+    let plans: Vec<OpPlan> = members_here
+        .iter()
+        .map(|&i| {
+            blocks
+                .get(i as usize, |j| base_plans_block(db, func, j))
+                .cloned()
+                .unwrap_or_else(OpPlan::empty)
         })
         .collect();
     let index = members_here.iter().enumerate().map(|(at, &i)| (i, at)).collect();

@@ -47,13 +47,19 @@ pub struct FinalIr {
 }
 
 /// The optimized text of a file under the policy in the options.
-#[salsa::tracked(returns(clone))]
+///
+/// `no_eq`, as [`final_ir_for`]: nothing downstream reads it, so comparing megabytes of text
+/// with the last revision's would buy nothing.
+#[salsa::tracked(returns(clone), no_eq)]
 pub fn final_ir(db: &dyn Db, file: SourceFile) -> Arc<FinalIr> {
     final_ir_for(db, file, layout::effective_options(db).policy)
 }
 
 /// The optimized text of a file under a given policy.
-#[salsa::tracked(returns(clone))]
+///
+/// `no_eq`: no query reads it (callers take the text), so comparing the new text with the
+/// last revision's would cost a pass over megabytes for nothing.
+#[salsa::tracked(returns(clone), no_eq)]
 pub fn final_ir_for(db: &dyn Db, file: SourceFile, policy: Policy) -> Arc<FinalIr> {
     let parse = ir::parse_file(db, file);
     let funcs = ir::file_funcs(db, file);
@@ -126,7 +132,32 @@ impl PrintHook for Rewriter<'_> {
         op: &ast::Op,
         f: &ast::FuncOp,
         indent: usize,
-    ) -> Option<String> {
+        out: &mut String,
+    ) -> bool {
+        self.rewrite_func(chunk, op, f, indent, out).is_some()
+    }
+
+    fn extra_aliases(&mut self, chunk: usize) -> String {
+        let Some(c) = self.chunks.get(&chunk) else { return String::new() };
+        let mut out = String::new();
+        for (name, value) in c.new_buffers.iter().chain(&c.new_layouts) {
+            let _ = writeln!(out, "{name} = {value}");
+        }
+        out
+    }
+}
+
+impl Rewriter<'_> {
+    /// Writes function `f`'s rewritten text to `out`; `None` (and nothing written) when the
+    /// function is not rewritten.
+    fn rewrite_func(
+        &mut self,
+        chunk: usize,
+        op: &ast::Op,
+        f: &ast::FuncOp,
+        indent: usize,
+        out: &mut String,
+    ) -> Option<()> {
         let name = f.sym_name.text.trim_start_matches('@').to_owned();
         let dup = {
             let c = self.seen.entry((chunk, name.clone())).or_insert(0);
@@ -144,22 +175,11 @@ impl PrintHook for Rewriter<'_> {
             return None;
         }
         self.ensure_chunk(chunk);
-        let text = self.function(chunk, func, &body, op, f, indent)?;
+        self.function(chunk, func, &body, op, f, indent, out)?;
         self.out.functions += 1;
-        Some(text)
+        Some(())
     }
 
-    fn extra_aliases(&mut self, chunk: usize) -> String {
-        let Some(c) = self.chunks.get(&chunk) else { return String::new() };
-        let mut out = String::new();
-        for (name, value) in c.new_buffers.iter().chain(&c.new_layouts) {
-            let _ = writeln!(out, "{name} = {value}");
-        }
-        out
-    }
-}
-
-impl Rewriter<'_> {
     fn ensure_chunk(&mut self, chunk: usize) {
         if self.chunks.contains_key(&chunk) {
             return;
@@ -272,6 +292,11 @@ impl Rewriter<'_> {
 
     /// A function's rewritten text: its chunks spliced together, with alias names in the
     /// gaps they leave, then the terminator and the signature.
+    /// A function's rewritten text, written to `out`: its chunks spliced together with alias
+    /// names in the gaps they leave, the terminator and the signature. Aliases are named in
+    /// the order the text uses them (the ops, the terminator, then the signature), so they
+    /// are all named before anything is written, and the chunks are copied once, into `out`.
+    #[expect(clippy::too_many_arguments, reason = "the printer's hook arguments and the function")]
     fn function(
         &mut self,
         chunk: usize,
@@ -280,24 +305,19 @@ impl Rewriter<'_> {
         op: &ast::Op,
         f: &ast::FuncOp,
         indent: usize,
-    ) -> Option<String> {
+        out: &mut String,
+    ) -> Option<()> {
         let db = self.db;
         let region = f.body.as_ref()?;
         let statics = statics::func_text(db, func)?;
         let pad = "  ".repeat(indent + 1);
-        let mut ops_text = String::new();
-        for k in 0..plan::chunk_count(db, func) {
-            let c = chunk::rewrite_chunk(db, func, self.policy, k);
-            let names: Vec<String> = c.layouts.iter().map(|l| self.layout_ref(chunk, l)).collect();
-            let mut from = 0usize;
-            for &(at, idx) in &c.refs {
-                ops_text.push_str(c.text.get(from..at as usize).unwrap_or_default());
-                ops_text.push_str(names.get(idx as usize).map_or("", String::as_str));
-                from = at as usize;
-            }
-            ops_text.push_str(c.text.get(from..).unwrap_or_default());
-            self.out.conversions += c.conversions as usize;
-        }
+        let pieces: Vec<(Arc<chunk::ChunkText>, Vec<String>)> = (0..plan::chunk_count(db, func))
+            .map(|k| {
+                let c = chunk::rewrite_chunk(db, func, self.policy, k);
+                let names = c.layouts.iter().map(|l| self.layout_ref(chunk, l)).collect();
+                (c, names)
+            })
+            .collect();
         let loc_names = ir::func_loc_names(db, func);
         let names = chunk::ValueNames { statics: &statics, body, loc_names: &loc_names };
         let chunks = plan::chunk_layout(db, func);
@@ -333,7 +353,7 @@ impl Rewriter<'_> {
             let tys: Vec<String> = ret_types.iter().map(|t| self.ty_text(chunk, t)).collect();
             format!("return {} : {}", ret_names.join(", "), tys.join(", "))
         };
-        let _ = writeln!(ops_text, "{pad}{term}{ret_loc}");
+        let term = format!("{pad}{term}{ret_loc}\n");
         // The signature: arguments as written, results as now returned.
         let outer = "  ".repeat(indent);
         let mut sig = format!("{outer}func.func ");
@@ -389,6 +409,22 @@ impl Rewriter<'_> {
             .as_ref()
             .map(|l| format!(" {}", range_text(self.text, self.parse, l.range)))
             .unwrap_or_default();
-        Some(format!("{sig} {{\n{ops_text}{outer}}}{loc}\n"))
+        let spliced: usize = pieces.iter().map(|(c, n)| c.text.len() + n.len() * 16).sum();
+        out.reserve(sig.len() + spliced + term.len() + loc.len() + outer.len() + 8);
+        out.push_str(&sig);
+        out.push_str(" {\n");
+        for (c, names) in &pieces {
+            let mut from = 0usize;
+            for &(at, idx) in &c.refs {
+                out.push_str(c.text.get(from..at as usize).unwrap_or_default());
+                out.push_str(names.get(idx as usize).map_or("", String::as_str));
+                from = at as usize;
+            }
+            out.push_str(c.text.get(from..).unwrap_or_default());
+            self.out.conversions += c.conversions as usize;
+        }
+        out.push_str(&term);
+        let _ = writeln!(out, "{outer}}}{loc}");
+        Some(())
     }
 }

@@ -28,9 +28,17 @@ pub fn print(text: &str, parse: &Parse) -> String {
 
 /// Lets a caller replace how functions print (the optimizer's rewriter does).
 pub trait PrintHook {
-    /// Called for every `func.func`; returning `Some(text)` prints `text` instead (the whole
-    /// op, already indented, ending with a newline).
-    fn func(&mut self, chunk: usize, op: &Op, func: &FuncOp, indent: usize) -> Option<String>;
+    /// Called for every `func.func`; returning `true` means the hook wrote the op instead
+    /// (the whole op, already indented, ending with a newline) to `out`. A hook that returns
+    /// `false` must leave `out` as it was.
+    fn func(
+        &mut self,
+        chunk: usize,
+        op: &Op,
+        func: &FuncOp,
+        indent: usize,
+        out: &mut String,
+    ) -> bool;
     /// Alias definitions to add at the top of a chunk, after its own (each line ending with a
     /// newline). Called after the chunk's ops were printed, so it sees what they used.
     fn extra_aliases(&mut self, chunk: usize) -> String;
@@ -39,8 +47,8 @@ pub trait PrintHook {
 struct NoHook;
 
 impl PrintHook for NoHook {
-    fn func(&mut self, _: usize, _: &Op, _: &FuncOp, _: usize) -> Option<String> {
-        None
+    fn func(&mut self, _: usize, _: &Op, _: &FuncOp, _: usize, _: &mut String) -> bool {
+        false
     }
 
     fn extra_aliases(&mut self, _: usize) -> String {
@@ -121,9 +129,20 @@ impl Printer<'_> {
     }
 
     fn chunk(&mut self, chunk: &Chunk) {
-        // Ops print first into their own buffer: a hook may add aliases for what they use,
-        // and aliases go first.
-        let aliases_start = self.out.len();
+        // Ops print first: a hook may add aliases for what they use, and aliases go first, so
+        // they are inserted in front of the ops afterwards (one move of the ops' text).
+        let start = self.out.len();
+        for item in &chunk.items {
+            match item {
+                Item::Op(op) => self.op(op, 0),
+                Item::Error(range) => {
+                    self.range(*range);
+                    self.out.push('\n');
+                }
+                _ => {}
+            }
+        }
+        let ops_end = self.out.len();
         for item in &chunk.items {
             match item {
                 Item::AttrAlias(a) => {
@@ -141,22 +160,10 @@ impl Printer<'_> {
                 _ => {}
             }
         }
-        let aliases = self.out.split_off(aliases_start);
-        for item in &chunk.items {
-            match item {
-                Item::Op(op) => self.op(op, 0),
-                Item::Error(range) => {
-                    self.range(*range);
-                    self.out.push('\n');
-                }
-                _ => {}
-            }
-        }
-        let ops = self.out.split_off(aliases_start);
-        self.out.push_str(&aliases);
         let extra = self.hook.extra_aliases(self.chunk);
         self.out.push_str(&extra);
-        self.out.push_str(&ops);
+        let aliases = self.out.split_off(ops_end);
+        self.out.insert_str(start, &aliases);
         for item in &chunk.items {
             if let Item::LocAlias(a) = item {
                 self.range(a.range);
@@ -247,9 +254,8 @@ impl Printer<'_> {
 
     fn op(&mut self, op: &Op, level: usize) {
         if let OpBody::Func(f) = &op.body
-            && let Some(text) = self.hook.func(self.chunk, op, f, level)
+            && self.hook.func(self.chunk, op, f, level, &mut self.out)
         {
-            self.out.push_str(&text);
             return;
         }
         self.indent(level);
