@@ -25,6 +25,7 @@
 //! Pure: no salsa, no IO. All arithmetic is in integers and saturates, so the model is
 //! deterministic and never panics.
 
+mod cache;
 mod cost;
 mod figures;
 mod model;
@@ -32,6 +33,7 @@ mod tensor;
 mod work;
 
 pub use crate::{
+    cache::CostCache,
     cost::{Bound, OpCost, PlanCost},
     figures::Figures,
     model::{CostModel, OpUnit, PlanStep, UnitTensor},

@@ -774,3 +774,24 @@ fn a_model_with_zero_figures_still_answers() {
     assert_eq!(c.cores, 1);
     assert!(c.total_ns > c.dispatch_ns);
 }
+
+#[test]
+fn the_cost_cache_answers_as_the_model_does_and_keeps_targets_apart() {
+    // The same add on n150 and p150 differs (DRAM bandwidth), so a cache shared by both
+    // targets must not answer one with the other's cost; asked twice, it answers the same.
+    let cache = crate::CostCache::new();
+    let x = dram(&[1024, 1024]);
+    let add = OpKind::Binary(BinaryOp::Add);
+    let inputs = [x.clone(), x.clone()];
+    let mut seen = Vec::new();
+    for target in [Target::n150(), Target::p150(), Target::n150()] {
+        let model = CostModel::for_target(&target);
+        let direct = model.op_cost(&add, &inputs, &x, &OpConfig::None);
+        let cached = cache.op_cost(&target, &model, &add, &inputs, &x, &OpConfig::None);
+        let again = cache.op_cost(&target, &model, &add, &inputs, &x, &OpConfig::None);
+        assert_eq!((cached, again), (direct, direct));
+        seen.push(direct.total_ns);
+    }
+    assert_ne!(seen[0], seen[1], "the two targets cost the add differently");
+    assert_eq!(seen[0], seen[2]);
+}

@@ -21,6 +21,8 @@ pub struct RootDatabase {
     log_executed: Arc<AtomicBool>,
     /// The op model, shared by all snapshots: pure and value-keyed.
     op_model: Arc<SharedOpModel>,
+    /// Op costs, shared by all snapshots likewise.
+    cost_cache: Arc<cost::CostCache>,
 }
 
 impl Default for RootDatabase {
@@ -56,6 +58,7 @@ impl RootDatabase {
             executed,
             log_executed,
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
+            cost_cache: Arc::default(),
         }
     }
 }
@@ -77,7 +80,11 @@ impl layout::Db for RootDatabase {
 }
 
 #[salsa::db]
-impl plan::Db for RootDatabase {}
+impl plan::Db for RootDatabase {
+    fn cost_cache(&self) -> &cost::CostCache {
+        &self.cost_cache
+    }
+}
 
 #[salsa::db]
 impl rewrite::Db for RootDatabase {}

@@ -298,6 +298,7 @@ fn check_optimize(change: Change, expect: Expect) {
         .filter(|q| {
             q.starts_with("solve_chain")
                 || q.starts_with("chain_problem")
+                || q.starts_with("chain_part")
                 || q.starts_with("legal_op")
                 || q.starts_with("chains")
                 || q.starts_with("merge")
@@ -315,6 +316,7 @@ fn an_override_on_one_op_resolves_only_its_chain() {
         Change::new()
             .set_overrides("m.overrides", "override-output-layout=neg1=l1:height_sharded\n"),
         expect![[r#"
+            chain_part
             chain_problem(@main:[%4 %5])
             legal_op_configs(@main:%5)
             legal_op_layouts(@main:%5)
@@ -382,6 +384,9 @@ fn long_function_after(overrides: &str) -> String {
                 || q.starts_with("lower_bound_block")
                 || q.starts_with("base_plans_block")
                 || q.starts_with("signatures_block")
+                || q.starts_with("fixed_block")
+                || q.starts_with("chain_part")
+                || q.starts_with("chunk_incoming")
         })
         .collect();
     executed.sort();
@@ -397,6 +402,7 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // bound stay as they were, so no block re-checks them and the chains are not rebuilt.
     expect![[r#"
         base_plans_block
+        chain_part
         chunk_cost
         final_ir_for
         plan_chunk

@@ -25,7 +25,7 @@ use crate::{
         ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, config_for,
         plan_parts_chunk,
     },
-    problem::{chain_cost, fallback_layout},
+    problem::fallback_layout,
     scheduling::{func_topology, schedule},
 };
 
@@ -239,6 +239,42 @@ pub fn plan_slice(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     Arc::clone(&plan_chunk(db, func, policy, k).slice)
 }
 
+/// The final layout and spill of each value made before chunk `k` that chunk `k` reads
+/// (its ops', and the unscheduled ops' printed with them), by producer.
+pub type Incoming = std::collections::BTreeMap<u32, (Option<TtnnLayout>, Option<TtnnLayout>)>;
+
+/// [`Incoming`] for chunk `k`: the part of the carry into it that its ops read.
+///
+/// A firewall for the per-chunk readers (cost, rewritten text): the carry also holds what
+/// later chunks read, so it changes more often than what this chunk reads.
+#[salsa::tracked(returns(clone))]
+pub fn chunk_incoming(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Incoming> {
+    if k == 0 {
+        return Arc::default();
+    }
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let carry = plan_carry(db, func, policy, k - 1);
+    let sched = schedule(db, func);
+    let here = chunk_ops(db, func, k);
+    let mut out = Incoming::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut stack: Vec<u32> = here.to_vec();
+    while let Some(i) = stack.pop() {
+        let Some(data) = body.ops.get(i as usize) else { continue };
+        for v in &data.operands {
+            let ir::ValueRef::Result { op, .. } = *v else { continue };
+            if let Some(value) = carry.outputs.get(&op) {
+                out.insert(op, value.clone());
+            } else if sched.position.get(op as usize) == Some(&u32::MAX) && seen.insert(op) {
+                // An unscheduled producer is printed with its first user; what it reads
+                // counts as read here.
+                stack.push(op);
+            }
+        }
+    }
+    Arc::new(out)
+}
+
 /// The base plan chunk under merging: the solved chains, with every chain the cost model
 /// expects to lose in L1 even without its spill declined before any merge (going past
 /// tt-mlir), so no merge builds on it.
@@ -251,11 +287,12 @@ pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
         if chain.state != ChainState::Completed || chain.concat {
             continue;
         }
-        let Some(cost) = chain_cost(db, chain.id) else { continue };
+        let part = crate::planning::chain_part(db, chain.id);
+        let Some(cost) = part.cost else { continue };
         if !cost.loses_without_spill() {
             continue;
         }
-        let Some(fallback) = chain_fallback(db, chain.id) else { continue };
+        let Some(fallback) = part.fallback.clone() else { continue };
         let spill = if chain.spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
         let reason = decline_reason(&cost, spill);
         let out = out.get_or_insert_with(|| (*parts).clone());

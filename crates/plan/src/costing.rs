@@ -16,7 +16,7 @@ use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
 use crate::{
     Db,
-    chunks::{PlanSlice, chunk_count, chunk_ops, plan_carry, plan_slice},
+    chunks::{PlanSlice, chunk_count, chunk_incoming, chunk_ops, plan_slice},
     planning::{Blocks, OpPlan, signatures_block},
     scheduling::schedule,
 };
@@ -77,8 +77,9 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     let Some(body) = ir::func_body(db, func) else { return Arc::default() };
     let here = chunk_ops(db, func, k);
     let slice = plan_slice(db, func, policy, k);
-    let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
-    let model = CostModel::for_target(TargetInput::get(db).target(db));
+    let incoming = chunk_incoming(db, func, policy, k);
+    let target = TargetInput::get(db).target(db);
+    let model = CostModel::for_target(target);
     let sched = schedule(db, func);
     let at: FxHashMap<u32, usize> = here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
     // Unscheduled producers (device handles, empties) form the last chunk.
@@ -92,7 +93,7 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
                 if let Some(&a) = at.get(&op) {
                     return slice.plans.get(a).and_then(after_spill);
                 }
-                if let Some((l, spill)) = carry.outputs.get(&op) {
+                if let Some((l, spill)) = incoming.get(&op) {
                     return spill.clone().or_else(|| l.clone());
                 }
                 if sched.position.get(op as usize) != Some(&u32::MAX) {
@@ -141,7 +142,7 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
         let Some(output) = desc(data.results.first().and_then(shape_of), p.layout.clone()) else {
             continue;
         };
-        let c = model.op_cost(&sig.kind, &inputs, &output, &p.config);
+        let c = db.cost_cache().op_cost(target, &model, &sig.kind, &inputs, &output, &p.config);
         out.per_op[at] = c.total_ns;
         out.op_ns = out.op_ns.saturating_add(c.total_ns);
         out.flops = out.flops.saturating_add(c.flops);
@@ -190,35 +191,50 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
 }
 
 /// Whether the op's output layout is fixed, as `legal_op_layouts` says.
-///
-/// A firewall for `cost_lower_bound`: an override edit re-runs the op's `legal_op_layouts`
-/// (its candidates change) but rarely this answer (only when the op model then rejects every
-/// layout the op could take), so the bound's blocks are re-validated instead of recomputed.
 #[salsa::tracked(returns(copy))]
 fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
     layout::legal_op_layouts(db, op).fixed
 }
 
-/// Ops per block of [`lower_bound_block`].
+/// Ops per block of [`lower_bound_block`] and [`fixed_block`].
 const BLOCK: usize = 256;
 
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
 /// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
 ///
-/// The sum of per-block bounds, so that an override (which can fix its op's output) re-runs
-/// one block.
+/// Each op's bound comes from its block in two versions, with its output free and fixed, and
+/// [`fixed_block`] picks one: an override that fixes or frees an op's output (the op model
+/// rejecting every layout it allows) re-runs one block of flags, not a block of bounds.
 #[salsa::tracked(returns(copy))]
 pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
     let n = ir::func_ops(db, func).len();
-    (0..n.div_ceil(BLOCK))
-        .map(|j| lower_bound_block(db, func, j as u32))
-        .fold(0u64, u64::saturating_add)
+    let mut total = 0u64;
+    for j in 0..n.div_ceil(BLOCK) as u32 {
+        let bounds = lower_bound_block(db, func, j);
+        let fixed = fixed_block(db, func, j);
+        for (&(free, pinned), &f) in bounds.iter().zip(fixed.iter()) {
+            total = total.saturating_add(if f { pinned } else { free });
+        }
+    }
+    total
 }
 
-/// [`cost_lower_bound`] of the ops of one block of [`BLOCK`] body indices.
-#[salsa::tracked(returns(copy))]
-pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> u64 {
-    let Some(body) = ir::func_body(db, func) else { return 0 };
+/// Per op of one block of [`BLOCK`] body indices: whether its output layout is fixed.
+#[salsa::tracked(returns(clone))]
+pub fn fixed_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[bool]> {
+    let ops = ir::func_ops(db, func);
+    let lo = (j as usize * BLOCK).min(ops.len());
+    let hi = (lo + BLOCK).min(ops.len());
+    ops[lo..hi].iter().map(|&op| output_fixed(db, op)).collect()
+}
+
+/// Per op of one block of [`BLOCK`] body indices: its lower bound with its output free to
+/// take any placement, and kept in the layout it is written with. Reads the ops' signatures
+/// and types only, so overrides never re-run it. (A fixed output allows one placement, so
+/// the second bound costs little.)
+#[salsa::tracked(returns(clone))]
+pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(u64, u64)]> {
+    let Some(body) = ir::func_body(db, func) else { return Arc::from(Vec::new()) };
     let model = CostModel::for_target(TargetInput::get(db).target(db));
     let ops = ir::func_ops(db, func);
     let unit = |ty: &Ty, fixed: bool| -> Option<UnitTensor> {
@@ -233,21 +249,26 @@ pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> u64 {
     };
     let lo = (j as usize * BLOCK).min(body.ops.len());
     let hi = (lo + BLOCK).min(body.ops.len());
-    let mut units = Vec::new();
+    let mut out = Vec::with_capacity(hi - lo);
     for (i, data) in body.ops.iter().enumerate().take(hi).skip(lo) {
-        let Some(sig) = layout::op_signature(db, ops[i]) else { continue };
-        if matches!(sig.kind, OpKind::Unknown(_)) {
-            continue;
-        }
-        let fixed_out = output_fixed(db, ops[i]);
-        let inputs: Vec<UnitTensor> = data
-            .operands
-            .iter()
-            .zip(&data.operand_types)
-            .filter_map(|(v, t)| unit(t, matches!(v, ValueRef::Arg(_))))
-            .collect();
-        let Some(output) = data.results.first().and_then(|t| unit(t, fixed_out)) else { continue };
-        units.push(OpUnit { kind: sig.kind.clone(), inputs, output, config: sig.config.clone() });
+        let bound = |fixed_out: bool| -> u64 {
+            let Some(sig) = layout::op_signature(db, ops[i]) else { return 0 };
+            if matches!(sig.kind, OpKind::Unknown(_)) {
+                return 0;
+            }
+            let inputs: Vec<UnitTensor> = data
+                .operands
+                .iter()
+                .zip(&data.operand_types)
+                .filter_map(|(v, t)| unit(t, matches!(v, ValueRef::Arg(_))))
+                .collect();
+            let Some(output) = data.results.first().and_then(|t| unit(t, fixed_out)) else {
+                return 0;
+            };
+            let op = OpUnit { kind: sig.kind.clone(), inputs, output, config: sig.config.clone() };
+            model.op_lower_bound(&op).total_ns
+        };
+        out.push((bound(false), bound(true)));
     }
-    model.lower_bound(&units)
+    out.into()
 }

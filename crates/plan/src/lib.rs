@@ -23,19 +23,22 @@ mod scheduling;
 pub use crate::{
     chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
     chunks::{
-        ChainFallback, ChunkChains, ChunkLayout, PlanChunk, PlanSlice, chain_fallback,
-        chunk_chains, chunk_count, chunk_layout, chunk_ops, merge_base_chunk, plan_carry,
-        plan_chunk, plan_slice,
+        ChainFallback, ChunkChains, ChunkLayout, Incoming, PlanChunk, PlanSlice, chain_fallback,
+        chunk_chains, chunk_count, chunk_incoming, chunk_layout, chunk_ops, merge_base_chunk,
+        plan_carry, plan_chunk, plan_slice,
     },
     costing::{PlanCost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
     merge::{Carry, MergeKind, Reservation},
     planning::{
-        ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, Plan, SpillLocation,
-        plan, plan_for, plan_parts_chunk,
+        ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord, OpPlan, PartsChunk,
+        Plan, SpillLocation, chain_part, plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, chain_cost, chain_problem, fallback_layout, solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
 };
 
 #[salsa::db]
-pub trait Db: layout::Db {}
+pub trait Db: layout::Db {
+    /// Op costs kept across revisions (see [`cost::CostCache`]).
+    fn cost_cache(&self) -> &cost::CostCache;
+}

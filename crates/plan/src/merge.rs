@@ -78,6 +78,19 @@ pub struct Reservation {
     pub bytes: u64,
 }
 
+/// Why a chain's op gets a spill, for its reason text (built only when the spill is placed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SpillWhy {
+    /// The chain spills its output to DRAM, and the output is returned.
+    ChainReturned,
+    /// The chain spills its output to DRAM.
+    Chain,
+    /// The chain's output goes to L1 interleaved.
+    L1Interleaved,
+    /// A value returned while still in L1.
+    Returned,
+}
+
 /// What one chunk's walk hands to the next: everything decided so far that later ops see.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Carry {
@@ -158,6 +171,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         model: db.op_model(),
         target,
         cost: cost::CostModel::for_target(target),
+        spill_layouts: std::cell::RefCell::default(),
     };
     for r in &m.reservations {
         let to = (r.end as usize).min(m.live.len().saturating_sub(1));
@@ -233,6 +247,9 @@ struct Merger<'a> {
     /// Every merge must also pay off in estimated time (going past tt-mlir, which merges
     /// whenever L1 allows).
     cost: cost::CostModel,
+    /// The interleaved layouts op outputs spill to, by op, L1 or DRAM, data type and page
+    /// layout: decisions ask for them for every operand they validate.
+    spill_layouts: std::cell::RefCell<FxHashMap<(u32, bool, DataType, PageLayout), TtnnLayout>>,
 }
 
 impl Merger<'_> {
@@ -472,13 +489,14 @@ impl Merger<'_> {
             return;
         }
         let id = chain.id;
-        let Some(cost) = crate::problem::chain_cost(self.db, id) else { return };
+        let part = crate::planning::chain_part(self.db, id);
+        let Some(cost) = part.cost else { return };
         if !cost.loses() {
             return;
         }
         let spill = if chain.spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
         let reason = decline_reason(&cost, spill);
-        let Some(fallback) = crate::chunks::chain_fallback(self.db, id) else { return };
+        let Some(fallback) = part.fallback.clone() else { return };
         let members = chain.ops.clone();
         if let Some(ch) = self.chain_mut(c) {
             decline(ch, &reason);
@@ -494,53 +512,38 @@ impl Merger<'_> {
     fn finish_chain(&mut self, c: usize) {
         let Some(chain) = self.chain(c).cloned() else { return };
         for &i in &chain.ops {
-            if let Some(conversion) = self.chain_spill(i, &chain) {
-                self.plan_mut(i).spill = Some(conversion);
+            if let Some((layout, why)) = self.chain_spill(i, &chain) {
+                let reason = match why {
+                    SpillWhy::ChainReturned => {
+                        "spill to DRAM: the chain's output is returned".to_owned()
+                    }
+                    SpillWhy::Chain => format!("spill to DRAM: {}", chain.spill_reason),
+                    SpillWhy::L1Interleaved => format!("to L1 interleaved: {}", chain.spill_reason),
+                    SpillWhy::Returned => "spill to DRAM: the value is returned".to_owned(),
+                };
+                self.plan_mut(i).spill = Some(Conversion { layout, reason });
             }
         }
     }
 
-    /// The conversion [`Self::finish_chain`] gives op `i` of `chain` as the plan stands.
-    fn chain_spill(&self, i: u32, chain: &ChainPlan) -> Option<Conversion> {
+    /// The spill [`Self::finish_chain`] gives op `i` of `chain` as the plan stands, and why.
+    fn chain_spill(&self, i: u32, chain: &ChainPlan) -> Option<(TtnnLayout, SpillWhy)> {
         let p = self.plan(i);
         let layout = p.layout.as_ref().filter(|l| l.is_l1())?;
         if p.spill.is_some() {
             return None;
         }
-        let shape = self.shape(i)?;
-        let dtype = layout.data_type().unwrap_or(DataType::BF16);
         let returned = self.topo.ops[i as usize].returned;
-        if chain.ops.last() == Some(&i) {
-            match chain.spill {
-                SpillLocation::Dram => {
-                    return Some(Conversion {
-                        layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
-                        reason: if returned {
-                            "spill to DRAM: the chain's output is returned".to_owned()
-                        } else {
-                            format!("spill to DRAM: {}", chain.spill_reason)
-                        },
-                    });
-                }
-                SpillLocation::L1Interleaved => {
-                    return Some(Conversion {
-                        layout: TtnnLayout::l1_interleaved(
-                            &shape,
-                            dtype,
-                            layout.page_layout(),
-                            self.target.worker_grid(),
-                        ),
-                        reason: format!("to L1 interleaved: {}", chain.spill_reason),
-                    });
-                }
-                SpillLocation::None => {}
-            }
-        }
-        // A value returned while still in L1 (a merged output) must reach DRAM.
-        (returned && p.chain.is_some()).then(|| Conversion {
-            layout: TtnnLayout::dram_interleaved(&shape, dtype, layout.page_layout()),
-            reason: "spill to DRAM: the value is returned".to_owned(),
-        })
+        let last = chain.ops.last() == Some(&i);
+        let why = match chain.spill {
+            SpillLocation::Dram if last && returned => SpillWhy::ChainReturned,
+            SpillLocation::Dram if last => SpillWhy::Chain,
+            SpillLocation::L1Interleaved if last => SpillWhy::L1Interleaved,
+            // A value returned while still in L1 (a merged output) must reach DRAM.
+            _ if returned && p.chain.is_some() => SpillWhy::Returned,
+            _ => return None,
+        };
+        Some((self.interleaved(i, why == SpillWhy::L1Interleaved, layout)?, why))
     }
 
     /// The conversion that will run right after op `i`: its spill, or for an op whose chain
@@ -552,7 +555,7 @@ impl Merger<'_> {
             return Some(s.layout.clone());
         }
         let chain = self.chain(self.chain_of(i)? as usize)?;
-        self.chain_spill(i, chain).map(|c| c.layout)
+        self.chain_spill(i, chain).map(|(layout, _)| layout)
     }
 
     /// Drops expected operands that the incoming value already satisfies, so only real
@@ -670,6 +673,25 @@ impl Merger<'_> {
 
     fn shape(&self, i: u32) -> Option<Vec<u64>> {
         self.body.ops[i as usize].results.first()?.as_tensor()?.static_shape()
+    }
+
+    /// Op `i`'s output interleaved in L1 (`l1`) or DRAM, with `from`'s data type and page
+    /// layout; `None` when the output has no static shape.
+    fn interleaved(&self, i: u32, l1: bool, from: &TtnnLayout) -> Option<TtnnLayout> {
+        let dtype = from.data_type().unwrap_or(DataType::BF16);
+        let page = from.page_layout();
+        let key = (i, l1, dtype, page);
+        if let Some(l) = self.spill_layouts.borrow().get(&key) {
+            return Some(l.clone());
+        }
+        let shape = self.shape(i)?;
+        let l = if l1 {
+            TtnnLayout::l1_interleaved(&shape, dtype, page, self.target.worker_grid())
+        } else {
+            TtnnLayout::dram_interleaved(&shape, dtype, page)
+        };
+        self.spill_layouts.borrow_mut().insert(key, l.clone());
+        Some(l)
     }
 
     /// The layout of operand `k` of op `i` as the plan stands (residents included).
@@ -818,7 +840,10 @@ impl Merger<'_> {
             }
         }
         let output = TensorDesc::new(&result.static_shape().unwrap_or_default(), out.clone());
-        self.cost.op_cost(&sig.kind, &inputs, &output, &self.plan(i).config).total_ns
+        self.db
+            .cost_cache()
+            .op_cost(self.target, &self.cost, &sig.kind, &inputs, &output, &self.plan(i).config)
+            .total_ns
     }
 
     /// The estimated time of copying op `i`'s planned output into `to` (free if unchanged).
@@ -832,12 +857,7 @@ impl Merger<'_> {
     /// The layout op `i`'s output spills to after a completed DRAM chain, if it is one.
     fn dram_spill(&self, i: u32) -> Option<TtnnLayout> {
         let layout = self.plan(i).layout.as_ref().filter(|l| l.is_l1())?;
-        let shape = self.shape(i)?;
-        Some(TtnnLayout::dram_interleaved(
-            &shape,
-            layout.data_type().unwrap_or(DataType::BF16),
-            layout.page_layout(),
-        ))
+        self.interleaved(i, false, layout)
     }
 
     /// `Err` unless a merge's estimated time (`after`) beats what it replaces (`before`).

@@ -307,6 +307,163 @@ impl<T> Blocks<T> {
     }
 }
 
+/// What one member op of a chain takes from the chain.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct MemberPlan {
+    /// The picked candidate's layout and config; `None` when the chain did not solve.
+    pub picked: Option<(TtnnLayout, OpConfig)>,
+    /// Why the op is planned so; empty to keep the op's own reason.
+    pub reason: String,
+    /// Conversions the op expects on its operands: in-chain edges, the chain entry,
+    /// reshards.
+    pub expected: Vec<(u32, Conversion)>,
+}
+
+/// Everything the plan reads of one chain, in one memo: its solution applied to its ops
+/// (in chain order), its state and spill, its cost in L1 and out of it, and where its ops go
+/// if it is declined.
+///
+/// One memo per chain rather than four (`solve_chain`, `chain_problem`, `chain_cost`,
+/// `chain_fallback`): after an override, every chunk's plan re-validates each of its chains,
+/// and on a tuning host a chain with no overridden op validates here by durability alone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChainPart {
+    pub state: ChainState,
+    pub failure: Option<String>,
+    pub spill: SpillLocation,
+    pub spill_reason: String,
+    pub core_usage: Vec<u64>,
+    /// Per member op, in chain order.
+    pub members: Vec<MemberPlan>,
+    /// `None` for a chain that did not solve (or a concat chain).
+    pub cost: Option<crate::problem::ChainCost>,
+    /// `None` when the chain did not solve or has nowhere better to go.
+    pub fallback: Option<Arc<crate::chunks::ChainFallback>>,
+}
+
+/// [`ChainPart`] of one chain.
+#[salsa::tracked(returns(clone))]
+pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
+    let n = chain.ops(db).len();
+    if chain.concat(db) {
+        return Arc::new(ChainPart {
+            state: ChainState::Built,
+            failure: None,
+            spill: SpillLocation::Dram,
+            spill_reason: "concat chains are resolved only by chain merging".to_owned(),
+            core_usage: Vec::new(),
+            members: vec![MemberPlan::default(); n],
+            cost: None,
+            fallback: None,
+        });
+    }
+    let sol = solve_chain(db, chain);
+    let selected = match &sol.result {
+        Err(f) => {
+            let reason =
+                format!("its chain failed, so the whole chain falls back to DRAM: {}", f.reason);
+            let member = MemberPlan { reason, ..MemberPlan::default() };
+            return Arc::new(ChainPart {
+                state: ChainState::Failed,
+                failure: Some(f.reason.clone()),
+                spill: SpillLocation::Dram,
+                spill_reason: String::new(),
+                core_usage: Vec::new(),
+                members: vec![member; n],
+                cost: None,
+                fallback: None,
+            });
+        }
+        Ok(selected) => selected,
+    };
+    let problem = crate::problem::chain_problem(db, chain);
+    let mut members: Vec<MemberPlan> = Vec::with_capacity(n);
+    for (pos, &k) in selected.iter().enumerate() {
+        let Some(cand) = problem.ops.get(pos).and_then(|o| o.candidates.get(k)) else {
+            members.push(MemberPlan::default());
+            continue;
+        };
+        members.push(MemberPlan {
+            picked: Some((cand.layout.clone(), cand.config.clone())),
+            reason: format!(
+                "L1 chain, op {} of {}: the config with the highest accumulated core usage ({})",
+                pos + 1,
+                n,
+                sol.core_usage.get(pos).copied().unwrap_or(0)
+            ),
+            expected: Vec::new(),
+        });
+    }
+    members.resize(n, MemberPlan::default());
+    // Expected operands: in-chain edges carry the producer's layout or the reshard target;
+    // the chain entry was validated with a DRAM-interleaved input (or the d2m-chosen input).
+    let mut expect = |pos: usize, operand: u32, conversion: Conversion| {
+        if let Some(m) = members.get_mut(pos) {
+            match m.expected.iter_mut().find(|(o, _)| *o == operand) {
+                Some(slot) => slot.1 = conversion,
+                None => m.expected.push((operand, conversion)),
+            }
+        }
+    };
+    for e in &problem.edges {
+        let Some(producer_layout) = selected
+            .get(e.producer)
+            .and_then(|&k| problem.ops.get(e.producer)?.candidates.get(k))
+            .map(|c| c.layout.clone())
+        else {
+            continue;
+        };
+        expect(
+            e.consumer,
+            e.operand,
+            Conversion { layout: producer_layout, reason: String::new() },
+        );
+    }
+    if let Some(Some(input)) = problem.ops.first().and_then(|o| o.operands.first()) {
+        let layout = sol.first_input_layout.clone().unwrap_or_else(|| {
+            TtnnLayout::dram_interleaved(
+                &input.shape,
+                input.layout.data_type().unwrap_or(ttnn_types::DataType::BF16),
+                PageLayout::Tile,
+            )
+        });
+        let reason = if sol.first_input_layout.is_some() {
+            "the input layout chosen for a chain fed by a d2m subgraph".to_owned()
+        } else {
+            "the chain entry is validated with a DRAM-interleaved input".to_owned()
+        };
+        expect(0, 0, Conversion { layout, reason });
+    }
+    for r in &sol.reshards {
+        let why =
+            if r.user { "requested by insert-memreconfig".to_owned() } else { r.reason.clone() };
+        expect(
+            r.consumer,
+            r.operand,
+            Conversion { layout: r.layout.clone(), reason: format!("reshard: {why}") },
+        );
+    }
+    // The last op's layout is its picked candidate's.
+    let out_l1 = members.last().and_then(|m| m.picked.as_ref()).is_some_and(|(l, _)| l.is_l1());
+    let (spill, spill_reason) = if chain.to_d2m(db) {
+        (SpillLocation::None, "feeds a d2m subgraph: kept in L1".to_owned())
+    } else if out_l1 {
+        (SpillLocation::Dram, "chain output spills to DRAM".to_owned())
+    } else {
+        (SpillLocation::None, String::new())
+    };
+    Arc::new(ChainPart {
+        state: ChainState::Completed,
+        failure: None,
+        spill,
+        spill_reason,
+        core_usage: sol.core_usage.clone(),
+        members,
+        cost: crate::problem::chain_cost(db, chain),
+        fallback: crate::chunks::chain_fallback(db, chain),
+    })
+}
+
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let chunk_chains = crate::chunks::chunk_chains(db, func, k);
@@ -334,132 +491,33 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             .iter()
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
-        for (pos, &i) in members.iter().enumerate() {
-            op_plans[i as usize].chain = Some((local as u32, pos as u32));
-        }
-        if chain.concat(db) {
-            chain_plans.push(ChainPlan {
-                id: chain,
-                ops: members,
-                concat: true,
-                state: ChainState::Built,
-                failure: None,
-                spill: SpillLocation::Dram,
-                spill_reason: "concat chains are resolved only by chain merging".to_owned(),
-                core_usage: Vec::new(),
-            });
-            continue;
-        }
-        let sol = solve_chain(db, chain);
-        match &sol.result {
-            Err(f) => {
-                for &i in &members {
-                    op_plans[i as usize].reason = format!(
-                        "its chain failed, so the whole chain falls back to DRAM: {}",
-                        f.reason
-                    );
-                }
-                chain_plans.push(ChainPlan {
-                    id: chain,
-                    ops: members,
-                    concat: false,
-                    state: ChainState::Failed,
-                    failure: Some(f.reason.clone()),
-                    spill: SpillLocation::Dram,
-                    spill_reason: String::new(),
-                    core_usage: Vec::new(),
-                });
+        let part = chain_part(db, chain);
+        for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
+            let p = &mut op_plans[i as usize];
+            p.chain = Some((local as u32, pos as u32));
+            if let Some((layout, config)) = &m.picked {
+                p.layout = Some(layout.clone());
+                p.config = config.clone();
             }
-            Ok(selected) => {
-                let problem = crate::problem::chain_problem(db, chain);
-                for (pos, (&i, &k)) in members.iter().zip(selected).enumerate() {
-                    let cand = &problem.ops[pos].candidates[k];
-                    let p = &mut op_plans[i as usize];
-                    p.layout = Some(cand.layout.clone());
-                    p.config = cand.config.clone();
-                    p.reason = format!(
-                        "L1 chain, op {} of {}: the config with the highest accumulated core usage ({})",
-                        pos + 1,
-                        members.len(),
-                        sol.core_usage.get(pos).copied().unwrap_or(0)
-                    );
+            if !m.reason.is_empty() {
+                p.reason.clone_from(&m.reason);
+            }
+            for (operand, conversion) in &m.expected {
+                if let Some(slot) = p.expected_operands.get_mut(*operand as usize) {
+                    *slot = Some(conversion.clone());
                 }
-                // Expected operands: in-chain edges carry the producer's layout or the
-                // reshard target; the chain entry was validated with a DRAM-interleaved
-                // input (or the d2m-chosen input).
-                for e in &problem.edges {
-                    let consumer = members[e.consumer] as usize;
-                    let producer_layout =
-                        problem.ops[e.producer].candidates[selected[e.producer]].layout.clone();
-                    if let Some(slot) =
-                        op_plans[consumer].expected_operands.get_mut(e.operand as usize)
-                    {
-                        *slot = Some(Conversion { layout: producer_layout, reason: String::new() });
-                    }
-                }
-                if let Some(first) = members.first()
-                    && let Some(Some(input)) = problem.ops.first().and_then(|o| o.operands.first())
-                {
-                    let layout = sol.first_input_layout.clone().unwrap_or_else(|| {
-                        TtnnLayout::dram_interleaved(
-                            &input.shape,
-                            input.layout.data_type().unwrap_or(ttnn_types::DataType::BF16),
-                            PageLayout::Tile,
-                        )
-                    });
-                    let reason = if sol.first_input_layout.is_some() {
-                        "the input layout chosen for a chain fed by a d2m subgraph".to_owned()
-                    } else {
-                        "the chain entry is validated with a DRAM-interleaved input".to_owned()
-                    };
-                    if let Some(slot) = op_plans[*first as usize].expected_operands.get_mut(0) {
-                        *slot = Some(Conversion { layout, reason });
-                    }
-                }
-                for r in &sol.reshards {
-                    let consumer = members[r.consumer] as usize;
-                    let why = if r.user {
-                        "requested by insert-memreconfig".to_owned()
-                    } else {
-                        r.reason.clone()
-                    };
-                    if let Some(slot) =
-                        op_plans[consumer].expected_operands.get_mut(r.operand as usize)
-                    {
-                        *slot = Some(Conversion {
-                            layout: r.layout.clone(),
-                            reason: format!("reshard: {why}"),
-                        });
-                    }
-                }
-                // The last op's layout is its picked candidate's (it may lie in another chunk).
-                let feeds_d2m = chain.to_d2m(db);
-                let out_l1 = members
-                    .len()
-                    .checked_sub(1)
-                    .and_then(|p| {
-                        Some(&problem.ops.get(p)?.candidates.get(*selected.get(p)?)?.layout)
-                    })
-                    .is_some_and(TtnnLayout::is_l1);
-                let (spill, spill_reason) = if feeds_d2m {
-                    (SpillLocation::None, "feeds a d2m subgraph: kept in L1".to_owned())
-                } else if out_l1 {
-                    (SpillLocation::Dram, "chain output spills to DRAM".to_owned())
-                } else {
-                    (SpillLocation::None, String::new())
-                };
-                chain_plans.push(ChainPlan {
-                    id: chain,
-                    ops: members,
-                    concat: false,
-                    state: ChainState::Completed,
-                    failure: None,
-                    spill,
-                    spill_reason,
-                    core_usage: sol.core_usage.clone(),
-                });
             }
         }
+        chain_plans.push(ChainPlan {
+            id: chain,
+            ops: members,
+            concat: chain.concat(db),
+            state: part.state,
+            failure: part.failure.clone(),
+            spill: part.spill,
+            spill_reason: part.spill_reason.clone(),
+            core_usage: part.core_usage.clone(),
+        });
     }
     Arc::new(PartsChunk { ops: op_plans.plans, chains: chain_plans })
 }

@@ -102,7 +102,7 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
     };
     let here = plan::chunk_ops(db, func, k);
     let slice = plan::plan_slice(db, func, policy, k);
-    let carry = if k == 0 { Arc::default() } else { plan::plan_carry(db, func, policy, k - 1) };
+    let incoming = plan::chunk_incoming(db, func, policy, k);
     let sched = plan::schedule(db, func);
     let unscheduled = unscheduled(db, func);
     let loc_names = ir::func_loc_names(db, func);
@@ -151,7 +151,7 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         for (k, v) in data.operands.iter().enumerate() {
             let value = values.get(v).cloned().or_else(|| match *v {
                 ValueRef::Result { op, index } => {
-                    let (layout, spill) = match carry.outputs.get(&op) {
+                    let (layout, spill) = match incoming.get(&op) {
                         Some((l, s)) => (l.clone(), s.clone()),
                         None => {
                             let p = plan_of(op);
