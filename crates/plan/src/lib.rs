@@ -2,15 +2,20 @@
 //!
 //! ```text
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
-//! op_signature, legal_op_configs ─► op_chainable(op)
-//! schedule + op_chainable ─► chains(f)                       interned ChainIds
+//! op_signature, legal_op_configs ─► op_chainable(op) ─► chainable_block(f, j)
+//! schedule + chainable_block* ─► chains(f)                  interned ChainIds
 //! chain ─► chain_problem(chain) ─► solve_chain(chain)        reads ONE chain's problem
-//! solve_chain* ─► plan_for(f, df-sharding)
-//!   └► merge_decisions(f) ─► plan_for(f, df-sharding-merge)
+//!   └► chain_cost, chain_fallback ─► chain_part(chain)      what the plan reads of a chain
+//! chains ─► chunk_layout(f) ─► chunk_ops(f, k), chunk_chains(f, k)
+//! chain_part* + base_plans_block* ─► plan_parts_chunk(f, k) ─► merge_base_chunk(f, k)
+//! plan_carry(f, p, k-1) ─► plan_chunk(f, p, k) ─► plan_slice(f, p, k), plan_carry(f, p, k)
+//! plan_slice + chunk_incoming ─► chunk_cost(f, p, k) ─► plan_cost(f, p)
+//! plan_slice* ─► plan_for(f, p)                              the whole plan, for reports
 //! ```
 //!
 //! `solve_chain` reads only `chain_problem(chain)`, which is built from the chain's own ops,
-//! so an edit re-solves exactly the chains whose problem changed.
+//! so an edit re-solves exactly the chains whose problem changed. Everything after the
+//! chains works one chunk of the schedule at a time (see `chunks` and `merge`).
 
 mod chain_graph;
 mod chunks;
