@@ -123,7 +123,9 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
         replace("\"ttnn.relu\"(%0) :", "\"ttnn.relu\"(%0) {ttnn.hoist_generic_via_d2m} :"),
         expect![[r#"
             file_funcs
+            func_block
             func_body(@main)
+            func_frame
             func_loc_names(@main)
             func_ops(@main)
             lower_file
@@ -147,7 +149,9 @@ fn editing_one_result_type_reruns_only_that_op() {
         ),
         expect![[r#"
             file_funcs
+            func_block
             func_body(@main)
+            func_frame
             func_loc_names(@main)
             func_ops(@main)
             legal_op_configs(@main:%3)
@@ -238,7 +242,9 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
         ),
         expect![[r#"
             file_funcs
+            func_block
             func_body(@main)
+            func_frame
             func_loc_names(@main)
             func_ops(@main)
             legal_op_configs(@main:%new)
@@ -476,4 +482,61 @@ fn splitting_a_chain_across_a_chunk_cut_moves_that_cut_alone() {
         chunk_cost
         chunk_layout(@main)"#]]
     .assert_eq(&executed.join("\n"));
+}
+
+#[test]
+fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
+    // 1200 independent relus; a discardable attribute added to the 1100th changes the
+    // function body, but of its blocks of 256 ops only the fifth: only that block's
+    // signatures are read again (and come out the same), only the chunk holding the op is
+    // walked again (once per policy) and costed, and no chunk's parts are re-derived. The
+    // whole plan is gathered again for the report, which reads the body.
+    let t = "tensor<256x256xbf16, #l>";
+    let mut text = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
+    for i in 0..1200 {
+        text.push_str(&format!("  %{i} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r{i}\")\n"));
+    }
+    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text.clone()));
+    let file = host.file(FILE).expect("file is open");
+    let optimize = |host: &AnalysisHost| {
+        let analysis = host.analysis();
+        let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+        let _ = analysis.plan_report(file).expect("not cancelled");
+    };
+    optimize(&host);
+    let _ = host.take_executed_queries();
+    let at = text.find("%1100 = \"ttnn.relu\"(%a)").expect("fixture has %1100") as u32;
+    let end = at + "%1100 = \"ttnn.relu\"(%a)".len() as u32;
+    host.apply_change(Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
+    ));
+    optimize(&host);
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for q in host.take_executed_queries() {
+        let name = q.split('(').next().unwrap_or(&q).to_owned();
+        if name.starts_with("func_block")
+            || name.starts_with("op_signature")
+            || name.starts_with("plan_")
+            || name.starts_with("chunk_")
+            || name.starts_with("base_plans_block")
+        {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    let text: Vec<String> = counts.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    expect![[r#"
+        base_plans_block 1
+        chunk_cost 1
+        chunk_incoming 1
+        func_block 5
+        op_signature 176
+        plan_chunk 2
+        plan_for 1"#]]
+    .assert_eq(&text.join("\n"));
 }

@@ -9,6 +9,8 @@
 //!     ├ file_funcs(F)             Eq: the function ids; changes only when functions do
 //!     ├ func_body(f)              Eq firewall: position-free, so whitespace/comment/loc
 //!     │                           edits are backdated here and nothing downstream re-runs
+//!     │ ├ func_frame(f)           Eq: the body without its ops (signature, keys)
+//!     │ └ func_block(f, j)        Eq: ops in blocks of 256, so an edit changes one block
 //!     ├ func_loc_names(f)         Eq: the `loc("name")` of each op (override keys)
 //!     ├ func_ops(f)               Eq: op ids in program order
 //!     └ func_source_map(f)        no_eq: positions, read only by the IDE layer and CLI
@@ -18,6 +20,7 @@
 //! (function, result SSA names). Inserting an op with a fresh name above another leaves the
 //! other's id, and so every per-op query keyed by it, untouched.
 
+mod blocks;
 mod decode;
 mod lower;
 mod model;
@@ -28,6 +31,7 @@ use base_db::SourceFile;
 use syntax::Parse;
 
 pub use crate::{
+    blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame},
     lower::lower_file as lower_parse,
     model::{
         AttrValue, ChipDesc, Decoded, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames,

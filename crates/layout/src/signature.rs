@@ -60,9 +60,14 @@ impl OpSignature {
 /// The layout-relevant signature of an op, or `None` if the op no longer exists.
 #[salsa::tracked(returns(clone))]
 pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
-    let (body, idx) = ir::op_in_body(db, op)?;
+    // The frame and the op's block, not the whole body: an edit to another op of the
+    // function leaves both as they were, so this is not re-run for every op.
+    let func = op.func(db);
+    let frame = ir::func_frame(db, func)?;
+    let idx = frame.op_index(op.key(db))?;
+    let block = ir::func_block(db, func, (idx / ir::BODY_BLOCK) as u32);
     let _p = tracing::trace_span!("op_signature", op = %op.key(db)).entered();
-    let data = &body.ops[idx];
+    let data = block.get(idx % ir::BODY_BLOCK)?;
     let operands = data
         .operands
         .iter()
@@ -71,7 +76,7 @@ pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
             let source = match *v {
                 ValueRef::Arg(i) => OperandSource::Arg(i),
                 ValueRef::Result { op, index } => OperandSource::Op {
-                    key: body.ops.get(op as usize).map(|o| o.key.clone()).unwrap_or_default(),
+                    key: frame.keys.get(op as usize).cloned().unwrap_or_default(),
                     result: index,
                 },
                 ValueRef::Unknown => OperandSource::Unknown,

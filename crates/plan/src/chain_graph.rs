@@ -91,7 +91,7 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
 }
 
 /// Ops per block of [`chainable_block`].
-const BLOCK: usize = 256;
+const BLOCK: usize = ir::BODY_BLOCK;
 
 /// [`op_chainable`] for the ops of one block of [`BLOCK`] body indices.
 ///

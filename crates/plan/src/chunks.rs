@@ -208,7 +208,7 @@ pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     let layout = chunk_layout(db, func);
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
     let _p = tracing::debug_span!("plan_chunk", func = %func.name(db), policy = policy.name(), k)
         .entered();
@@ -252,7 +252,7 @@ pub fn chunk_incoming(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<
     if k == 0 {
         return Arc::default();
     }
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let carry = plan_carry(db, func, policy, k - 1);
     let sched = schedule(db, func);
     let here = chunk_ops(db, func, k);

@@ -45,11 +45,11 @@ fn shape_of(ty: &Ty) -> Option<Vec<u64>> {
 /// The cost of a function under a policy's plan: the sum of its chunks' costs.
 #[salsa::tracked(returns(clone))]
 pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
     let n_chunks = chunk_count(db, func);
     let _p =
         tracing::debug_span!("plan_cost", func = %func.name(db), policy = policy.name()).entered();
-    let mut out = PlanCost { per_op: vec![0; body.ops.len()], ..PlanCost::default() };
+    let mut out = PlanCost { per_op: vec![0; frame.n_ops], ..PlanCost::default() };
     for k in 0..n_chunks {
         let c = chunk_cost(db, func, policy, k);
         for (&i, &ns) in chunk_ops(db, func, k).iter().zip(&c.per_op) {
@@ -74,7 +74,7 @@ pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
 /// that after an override only the chunks whose plans or incoming values changed re-run.
 #[salsa::tracked(returns(clone))]
 pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanCost> {
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let here = chunk_ops(db, func, k);
     let slice = plan_slice(db, func, policy, k);
     let incoming = chunk_incoming(db, func, policy, k);
@@ -196,8 +196,8 @@ fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
     layout::legal_op_layouts(db, op).fixed
 }
 
-/// Ops per block of [`lower_bound_block`] and [`fixed_block`].
-const BLOCK: usize = 256;
+/// Ops per block of [`lower_bound_block`] and [`fixed_block`] (the body's blocks).
+const BLOCK: usize = ir::BODY_BLOCK;
 
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
 /// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
@@ -234,7 +234,7 @@ pub fn fixed_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[bool]> {
 /// the second bound costs little.)
 #[salsa::tracked(returns(clone))]
 pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(u64, u64)]> {
-    let Some(body) = ir::func_body(db, func) else { return Arc::from(Vec::new()) };
+    let block = ir::func_block(db, func, j);
     let model = CostModel::for_target(TargetInput::get(db).target(db));
     let ops = ir::func_ops(db, func);
     let unit = |ty: &Ty, fixed: bool| -> Option<UnitTensor> {
@@ -247,10 +247,9 @@ pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(u64, u64)]>
             fixed: if fixed { layout } else { None },
         })
     };
-    let lo = (j as usize * BLOCK).min(body.ops.len());
-    let hi = (lo + BLOCK).min(body.ops.len());
-    let mut out = Vec::with_capacity(hi - lo);
-    for (i, data) in body.ops.iter().enumerate().take(hi).skip(lo) {
+    let lo = (j as usize * BLOCK).min(ops.len());
+    let mut out = Vec::with_capacity(block.len());
+    for (i, data) in block.iter().enumerate().map(|(at, d)| (lo + at, d)) {
         let bound = |fixed_out: bool| -> u64 {
             let Some(sig) = layout::op_signature(db, ops[i]) else { return 0 };
             if matches!(sig.kind, OpKind::Unknown(_)) {

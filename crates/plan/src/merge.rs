@@ -132,7 +132,7 @@ pub(crate) struct ChunkInputs<'a> {
     /// Whether chain merging runs (`df-sharding-merge`) or only the spills and conversions.
     pub merging: bool,
     pub layout: &'a ChunkLayout,
-    pub body: &'a ir::FuncBody,
+    pub body: &'a ir::BodyView<'a>,
     pub topo: &'a Topology,
     pub sched: &'a crate::scheduling::Schedule,
     pub carry: &'a Carry,
@@ -217,7 +217,7 @@ struct Merger<'a> {
     layout: &'a ChunkLayout,
     /// Each chunk's chains, fetched on first use.
     chain_info: Vec<OnceCell<Arc<ChunkChains>>>,
-    body: &'a ir::FuncBody,
+    body: &'a ir::BodyView<'a>,
     topo: &'a Topology,
     sched: &'a [u32],
     pos: &'a [u32],

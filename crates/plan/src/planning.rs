@@ -220,7 +220,7 @@ impl std::ops::IndexMut<usize> for ChunkPlans {
 }
 
 /// Ops per block of [`base_plans_block`] and [`signatures_block`].
-pub(crate) const BLOCK: usize = 256;
+pub(crate) const BLOCK: usize = ir::BODY_BLOCK;
 
 /// The plans the ops of one block of [`BLOCK`] body indices take outside any chain.
 ///
@@ -231,7 +231,7 @@ pub(crate) const BLOCK: usize = 256;
 #[salsa::tracked(returns(clone))]
 pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
     let ops = ir::func_ops(db, func);
-    let Some(body) = ir::func_body(db, func) else { return Arc::from(Vec::new()) };
+    let block = ir::func_block(db, func, j);
     let pinned = layout::pinned_outputs(db, func);
     let lo = (j as usize * BLOCK).min(ops.len());
     let hi = (lo + BLOCK).min(ops.len());
@@ -267,7 +267,7 @@ pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
                 layout,
                 config,
                 chain: None,
-                expected_operands: vec![None; body.ops[i].operands.len()],
+                expected_operands: vec![None; block.get(i - lo).map_or(0, |o| o.operands.len())],
                 spill: None,
                 reason,
                 reserved: 0,
@@ -467,7 +467,7 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let chunk_chains = crate::chunks::chunk_chains(db, func, k);
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let members_here = crate::chunks::chunk_ops(db, func, k);
     let blocks = Blocks::new(body.ops.len());
     let plans: Vec<OpPlan> = members_here
