@@ -381,6 +381,7 @@ fn long_function_after(overrides: &str) -> String {
             q.starts_with("plan")
                 || q.starts_with("chunk_cost")
                 || q.starts_with("rewrite_chunk")
+                || q.starts_with("args_text")
                 || q.starts_with("func_text")
                 || q.starts_with("unscheduled")
                 || q.starts_with("final_ir")

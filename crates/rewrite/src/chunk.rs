@@ -233,6 +233,34 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
     Arc::new(p.out)
 }
 
+/// A function's argument list as the signature prints it (`%a: tensor<...> loc(...), ...`),
+/// with gaps for layout aliases as a chunk has. The arguments keep their written types, so
+/// this re-runs only when the text does; a 10k-op model can have thousands of arguments.
+#[salsa::tracked(returns(clone))]
+pub fn args_text(db: &dyn Db, func: FuncId) -> Arc<ChunkText> {
+    let (Some(body), Some(statics)) = (ir::func_body(db, func), func_text(db, func)) else {
+        return Arc::default();
+    };
+    let loc_names = ir::func_loc_names(db, func);
+    let mut p = Printer {
+        statics: &statics,
+        body: &body,
+        loc_names: &loc_names,
+        pad: String::new(),
+        out: ChunkText::default(),
+        by_layout: FxHashMap::default(),
+    };
+    for (i, (name, after)) in statics.args.iter().enumerate() {
+        if i > 0 {
+            p.push(", ");
+        }
+        p.push(name);
+        p.ty(body.args.get(i).unwrap_or(&Ty::Unknown));
+        p.push(after);
+    }
+    Arc::new(p.out)
+}
+
 /// The plans of the unscheduled ops (the last chunk), fetched on first use.
 struct UnscheduledPlans<'db> {
     db: &'db dyn Db,

@@ -19,7 +19,7 @@ mod chunk;
 mod statics;
 
 pub use crate::{
-    chunk::{ChunkText, Unscheduled, rewrite_chunk, unscheduled},
+    chunk::{ChunkText, Unscheduled, args_text, rewrite_chunk, unscheduled},
     statics::{FuncText, OpText, func_text},
 };
 
@@ -361,21 +361,9 @@ impl Rewriter<'_> {
             let _ = write!(sig, "{} ", v.text);
         }
         let _ = write!(sig, "{}(", f.sym_name.text);
-        for (i, a) in f.args.iter().enumerate() {
-            if i > 0 {
-                sig.push_str(", ");
-            }
-            let ty = body.args.get(i).cloned().unwrap_or(Ty::Unknown);
-            let ty_text = self.ty_text(chunk, &ty);
-            let name = a.name.as_ref().map_or(String::new(), |n| format!("{}: ", n.text));
-            let _ = write!(sig, "{name}{ty_text}");
-            if let Some(attrs) = &a.attrs {
-                let _ = write!(sig, " {}", range_text(self.text, self.parse, attrs.range));
-            }
-            if let Some(l) = &a.loc {
-                let _ = write!(sig, " {}", range_text(self.text, self.parse, l.range));
-            }
-        }
+        let args = chunk::args_text(db, func);
+        let names: Vec<String> = args.layouts.iter().map(|l| self.layout_ref(chunk, l)).collect();
+        splice(&mut sig, &args, &names);
         sig.push(')');
         let result_types: Vec<Ty> =
             if ret_types.len() == f.results.len() { ret_types } else { body.results.clone() };
@@ -414,17 +402,22 @@ impl Rewriter<'_> {
         out.push_str(&sig);
         out.push_str(" {\n");
         for (c, names) in &pieces {
-            let mut from = 0usize;
-            for &(at, idx) in &c.refs {
-                out.push_str(c.text.get(from..at as usize).unwrap_or_default());
-                out.push_str(names.get(idx as usize).map_or("", String::as_str));
-                from = at as usize;
-            }
-            out.push_str(c.text.get(from..).unwrap_or_default());
+            splice(out, c, names);
             self.out.conversions += c.conversions as usize;
         }
         out.push_str(&term);
         let _ = writeln!(out, "{outer}}}{loc}");
         Some(())
     }
+}
+
+/// Appends `text` with its gaps filled by `names` (the alias of each of its layouts).
+fn splice(out: &mut String, text: &chunk::ChunkText, names: &[String]) {
+    let mut from = 0usize;
+    for &(at, idx) in &text.refs {
+        out.push_str(text.text.get(from..at as usize).unwrap_or_default());
+        out.push_str(names.get(idx as usize).map_or("", String::as_str));
+        from = at as usize;
+    }
+    out.push_str(text.text.get(from..).unwrap_or_default());
 }

@@ -41,6 +41,9 @@ pub struct FuncText {
     /// Every value name written in the function (arguments and results): names the rewrite
     /// makes up must avoid them.
     pub names: FxHashSet<String>,
+    /// Per argument: `%name: ` (empty for a declaration's unnamed argument), and what
+    /// follows its type: ` {attrs}` and ` loc(...)`, normalized.
+    pub args: Vec<(String, String)>,
 }
 
 /// The written pieces of a function, or `None` when its body does not line up with the
@@ -70,7 +73,24 @@ pub fn func_text(db: &dyn Db, func: FuncId) -> Option<Arc<FuncText>> {
         }
         out.push(op_text(text, &parse, op));
     }
-    Some(Arc::new(FuncText { indent, ops: out, names }))
+    let args = f
+        .args
+        .iter()
+        .map(|a| {
+            let name = a.name.as_ref().map_or(String::new(), |n| format!("{}: ", n.text));
+            let mut after = String::new();
+            if let Some(attrs) = &a.attrs {
+                after.push(' ');
+                after.push_str(&range_text(text, &parse, attrs.range));
+            }
+            if let Some(l) = &a.loc {
+                after.push(' ');
+                after.push_str(&range_text(text, &parse, l.range));
+            }
+            (name, after)
+        })
+        .collect();
+    Some(Arc::new(FuncText { indent, ops: out, names, args }))
 }
 
 /// The `func.func` named `name` (its `dup`-th definition) in chunk `chunk`, with its nesting
