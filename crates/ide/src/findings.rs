@@ -92,8 +92,10 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         if rewrite::optimizable(&body).is_err() {
             continue;
         }
-        let plan = plan::plan(db, func);
-        for c in &plan.chains {
+        // Read chunk by chunk: gathering the whole plan (`plan::plan`) would copy every op's
+        // plan after each edit, for diagnostics that only look at each once.
+        let plan = plan::PlanView::new(db, func, layout::effective_options(db).policy);
+        for c in plan.chains() {
             if let (Some(f), Some(&first)) = (&c.failure, c.ops.first()) {
                 let range = sm.op_name_ranges.get(first as usize).copied().unwrap_or_default();
                 // A declined chain is a decision, not a problem: information, not a warning.
@@ -110,7 +112,7 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
                 });
             }
         }
-        for (i, p) in plan.ops.iter().enumerate() {
+        for (i, p) in plan.ops() {
             if let Some(s) = &p.spill {
                 let range =
                     sm.result_ranges.get(i).and_then(|r| r.first().copied()).unwrap_or_default();

@@ -13,18 +13,19 @@ use layout::OverrideUse;
 
 use crate::{RootDatabase, sites};
 
-/// The function's plan, if the optimizer rewrites that function.
-fn plan_of(db: &RootDatabase, op: OpId) -> Option<(std::sync::Arc<plan::Plan>, usize)> {
+/// The function's plan, if the optimizer rewrites that function, read chunk by chunk (a
+/// hover right after an edit should not wait for the whole plan to be gathered).
+fn plan_of(db: &RootDatabase, op: OpId) -> Option<(plan::PlanView<'_>, usize)> {
     let func = op.func(db);
     let (body, idx) = ir::op_in_body(db, op)?;
     rewrite::optimizable(&body).ok()?;
-    Some((plan::plan(db, func), idx))
+    Some((plan::PlanView::new(db, func, layout::effective_options(db).policy), idx))
 }
 
 /// The layout the optimizer plans for the op's result.
 pub(crate) fn planned_layout(db: &RootDatabase, op: OpId) -> Option<ttnn_types::TtnnLayout> {
     let (plan, idx) = plan_of(db, op)?;
-    plan.ops.get(idx)?.layout.clone()
+    plan.op(idx)?.layout.clone()
 }
 
 /// Per-core L1 of the op with its planned layouts (cb, tensor, output), and the live L1 of
@@ -32,19 +33,19 @@ pub(crate) fn planned_layout(db: &RootDatabase, op: OpId) -> Option<ttnn_types::
 fn planned_l1(
     db: &RootDatabase,
     op: OpId,
-    plan: &plan::Plan,
+    plan: &plan::PlanView<'_>,
     idx: usize,
 ) -> Option<(u64, u64, u64, u64)> {
     let (body, _) = ir::op_in_body(db, op)?;
     let sig = layout::op_signature(db, op)?;
-    let p = plan.ops.get(idx)?;
+    let p = plan.op(idx)?;
     let mut inputs = Vec::new();
     for (k, v) in body.ops[idx].operands.iter().enumerate() {
         let Some(t) = body.ops[idx].operand_types.get(k).and_then(ir::Ty::as_tensor) else {
             continue;
         };
         let arriving = match v {
-            ir::ValueRef::Result { op: o, .. } => plan.ops.get(*o as usize).and_then(|q| {
+            ir::ValueRef::Result { op: o, .. } => plan.op(*o as usize).and_then(|q| {
                 q.spill.as_ref().map(|s| s.layout.clone()).or_else(|| q.layout.clone())
             }),
             _ => t.layout.clone(),
@@ -74,7 +75,7 @@ fn planned_l1(
             .max()
             .unwrap_or(pj);
         if last >= pos || t.returned {
-            let q = &plan.ops[j];
+            let Some(q) = plan.op(j) else { continue };
             live += q
                 .spill
                 .as_ref()
@@ -91,7 +92,7 @@ fn planned_l1(
 pub(crate) fn extra_lines(db: &RootDatabase, op: OpId) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some((plan, idx)) = plan_of(db, op)
-        && let Some(p) = plan.ops.get(idx)
+        && let Some(p) = plan.op(idx)
     {
         let written = ir::op_in_body(db, op)
             .and_then(|(b, i)| b.ops[i].results.first().and_then(|t| t.layout().cloned()));
@@ -116,9 +117,7 @@ pub(crate) fn extra_lines(db: &RootDatabase, op: OpId) -> Vec<String> {
         if let Some((cb, tensor, output, live)) = planned_l1(db, op, &plan, idx) {
             lines.push(format!("L1 per core: cb {cb} B, tensor {tensor} B, output {output} B; live L1 before it: {live} B"));
         }
-        if let Some((c, pos)) = p.chain
-            && let Some(chain) = plan.chains.get(c as usize)
-        {
+        if let Some((c, pos, chain)) = plan.chain_of(idx) {
             let mut line = format!(
                 "chain #{c}: op {} of {}, {}",
                 pos + 1,

@@ -327,3 +327,70 @@ pub fn chain_fallback(db: &dyn Db, chain: ChainId) -> Option<Arc<ChainFallback>>
     }
     Some(Arc::new(out))
 }
+
+/// A function's plan read chunk by chunk: what [`plan_for`](crate::plan_for) gathers, without
+/// copying it, each chunk fetched when first read. Editor features that look at one op, or
+/// walk every op once, read this after an edit instead of re-gathering every op's plan.
+pub struct PlanView<'db> {
+    db: &'db dyn Db,
+    func: FuncId,
+    pub policy: Policy,
+    pub schedule: Arc<crate::scheduling::Schedule>,
+    layout: Arc<ChunkLayout>,
+    slices: Vec<std::cell::OnceCell<Arc<PlanSlice>>>,
+    graph: std::cell::OnceCell<Arc<crate::chain_graph::ChainGraph>>,
+}
+
+impl<'db> PlanView<'db> {
+    #[must_use]
+    pub fn new(db: &'db dyn Db, func: FuncId, policy: Policy) -> PlanView<'db> {
+        let layout = chunk_layout(db, func);
+        let slices = (0..layout.len()).map(|_| std::cell::OnceCell::new()).collect();
+        PlanView {
+            db,
+            func,
+            policy,
+            schedule: schedule(db, func),
+            layout,
+            slices,
+            graph: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn slice(&self, k: usize) -> Option<&Arc<PlanSlice>> {
+        let cell = self.slices.get(k)?;
+        Some(cell.get_or_init(|| plan_slice(self.db, self.func, self.policy, k as u32)))
+    }
+
+    /// Op `i`'s plan (body index). Its `chain` names the chain by its place in the op's
+    /// chunk; [`PlanView::chain_of`] gives the chain itself.
+    #[must_use]
+    pub fn op(&self, i: usize) -> Option<&OpPlan> {
+        let (k, at) = self.layout.locate(i as u32)?;
+        self.slice(k as usize)?.plans.get(at)
+    }
+
+    /// Op `i`'s chain: its index in the function (as `plan_for` numbers chains), the op's
+    /// position in it, and the chain's plan.
+    #[must_use]
+    pub fn chain_of(&self, i: usize) -> Option<(u32, u32, &ChainPlan)> {
+        let (k, at) = self.layout.locate(i as u32)?;
+        let slice = self.slice(k as usize)?;
+        let (local, pos) = slice.plans.get(at)?.chain?;
+        let chain = slice.chains.get(local as usize)?;
+        let graph = self.graph.get_or_init(|| chains(self.db, self.func));
+        Some((graph.chain_of(i as u32)?, pos, chain))
+    }
+
+    /// Every op's plan with its body index, chunk by chunk.
+    pub fn ops(&self) -> impl Iterator<Item = (usize, &OpPlan)> {
+        (0..self.slices.len())
+            .filter_map(|k| self.slice(k))
+            .flat_map(|s| s.ops.iter().zip(&s.plans).map(|(&i, p)| (i as usize, p)))
+    }
+
+    /// Every chain's plan, chunk by chunk.
+    pub fn chains(&self) -> impl Iterator<Item = &ChainPlan> {
+        (0..self.slices.len()).filter_map(|k| self.slice(k)).flat_map(|s| s.chains.iter())
+    }
+}
