@@ -113,6 +113,13 @@ pub struct Carry {
     pub outputs: BTreeMap<u32, (Option<TtnnLayout>, Option<TtnnLayout>)>,
 }
 
+/// A chunk's base plan, with its chains by last op (body index): decisions look chains up
+/// by their last op for every operand they validate.
+struct BaseChunk {
+    parts: Arc<PartsChunk>,
+    by_last: FxHashMap<u32, usize>,
+}
+
 /// A plan with nothing in it, for lookups that miss.
 static NO_PLAN: OpPlan = OpPlan {
     layout: None,
@@ -224,7 +231,7 @@ struct Merger<'a> {
     /// Op signatures, a block at a time, fetched on first use (a window reads few blocks).
     sigs: crate::planning::Blocks<Option<Arc<layout::OpSignature>>>,
     /// The base plan of each chunk this walk reads, fetched on first use.
-    base: Vec<OnceCell<Arc<PartsChunk>>>,
+    base: Vec<OnceCell<BaseChunk>>,
     /// Plans of this chunk's ops, and of later ops decisions changed.
     plans: FxHashMap<u32, OpPlan>,
     chains: FxHashMap<u32, ChainPlan>,
@@ -261,17 +268,27 @@ impl Merger<'_> {
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost
-    /// model declines up front.
-    fn base_chunk(&self, k: u32) -> Arc<PartsChunk> {
-        let Some(cell) = self.base.get(k as usize) else { return Arc::default() };
-        cell.get_or_init(|| {
-            if self.merging {
+    /// model declines up front; with its chains indexed by their last op.
+    fn base(&self, k: u32) -> Option<&BaseChunk> {
+        let cell = self.base.get(k as usize)?;
+        Some(cell.get_or_init(|| {
+            let parts = if self.merging {
                 crate::chunks::merge_base_chunk(self.db, self.func, k)
             } else {
                 crate::planning::plan_parts_chunk(self.db, self.func, k)
-            }
-        })
-        .clone()
+            };
+            let by_last = parts
+                .chains
+                .iter()
+                .enumerate()
+                .filter_map(|(c, ch)| Some((*ch.ops.last()?, c)))
+                .collect();
+            BaseChunk { parts, by_last }
+        }))
+    }
+
+    fn base_chunk(&self, k: u32) -> Arc<PartsChunk> {
+        self.base(k).map(|b| Arc::clone(&b.parts)).unwrap_or_default()
     }
 
     fn plan(&self, i: u32) -> &OpPlan {
@@ -279,15 +296,7 @@ impl Merger<'_> {
             return p;
         }
         let Some((k, at)) = self.layout.locate(i) else { return &NO_PLAN };
-        let Some(cell) = self.base.get(k as usize) else { return &NO_PLAN };
-        let chunk = cell.get_or_init(|| {
-            if self.merging {
-                crate::chunks::merge_base_chunk(self.db, self.func, k)
-            } else {
-                crate::planning::plan_parts_chunk(self.db, self.func, k)
-            }
-        });
-        chunk.ops.get(at).unwrap_or(&NO_PLAN)
+        self.base(k).and_then(|b| b.parts.ops.get(at)).unwrap_or(&NO_PLAN)
     }
 
     fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
@@ -304,15 +313,8 @@ impl Merger<'_> {
         }
         let last = c as u32;
         let (k, _) = self.layout.locate(last)?;
-        let cell = self.base.get(k as usize)?;
-        let chunk = cell.get_or_init(|| {
-            if self.merging {
-                crate::chunks::merge_base_chunk(self.db, self.func, k)
-            } else {
-                crate::planning::plan_parts_chunk(self.db, self.func, k)
-            }
-        });
-        chunk.chain_ending_at(last)
+        let base = self.base(k)?;
+        base.parts.chains.get(*base.by_last.get(&last)?)
     }
 
     /// Whether chain `c` exists and `f` holds for it.
@@ -735,7 +737,7 @@ impl Merger<'_> {
                     PageLayout::Tile,
                 )
             });
-            inputs.push(TensorDesc::new(&shape, layout));
+            inputs.push(TensorDesc { shape, layout });
         }
         let out = output.or(plan.layout.as_ref());
         let hint = match (out, &sig.kind) {
@@ -833,13 +835,13 @@ impl Merger<'_> {
         let mut inputs = Vec::new();
         for (k, operand) in sig.operands.iter().enumerate() {
             let Some(t) = operand.ty.as_tensor() else { continue };
-            let shape = t.static_shape().unwrap_or_default();
             let layout = self.operand_layout(i, k, subst).or_else(|| t.layout.clone());
             if let Some(layout) = layout {
-                inputs.push(TensorDesc::new(&shape, layout));
+                inputs.push(TensorDesc { shape: t.static_shape().unwrap_or_default(), layout });
             }
         }
-        let output = TensorDesc::new(&result.static_shape().unwrap_or_default(), out.clone());
+        let output =
+            TensorDesc { shape: result.static_shape().unwrap_or_default(), layout: out.clone() };
         self.db
             .cost_cache()
             .op_cost(self.target, &self.cost, &sig.kind, &inputs, &output, &self.plan(i).config)
