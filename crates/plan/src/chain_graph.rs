@@ -106,6 +106,35 @@ pub fn chainable_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<Vec<bool>> {
     Arc::new(ops[lo..hi].iter().map(|&op| op_chainable(db, op)).collect())
 }
 
+/// What chain building reads of one op besides its chainability: whether it is a
+/// `d2m_subgraph` or a concat (with the input layout a concat wants), and for those two the
+/// values they read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ChainFacts {
+    pub d2m: bool,
+    /// `Some` for a concat: the memory layout it needs its inputs in, if any.
+    pub concat: Option<Option<TensorMemoryLayout>>,
+    /// The operands of a d2m subgraph or a concat (empty for other ops).
+    pub operands: Vec<ir::ValueRef>,
+}
+
+/// [`ChainFacts`] of the ops of one block of body indices.
+///
+/// A firewall between the body and `chains`: an edit to an op's attributes or types changes
+/// its body block but not these facts, so the chains are not rebuilt.
+#[salsa::tracked(returns(clone))]
+pub fn chain_facts_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[ChainFacts]> {
+    ir::func_block(db, func, j)
+        .iter()
+        .map(|op| {
+            let d2m = op.name == "ttnn.d2m_subgraph";
+            let concat = (op.name == "ttnn.concat").then(|| concat_input_layout(op));
+            let operands = if d2m || concat.is_some() { op.operands.clone() } else { Vec::new() };
+            ChainFacts { d2m, concat, operands }
+        })
+        .collect()
+}
+
 /// The chains of a function, built along the schedule as DFShardingPolicy builds them:
 ///
 /// - an op joins the current chain when it is chainable, it is scheduled right after the
@@ -117,15 +146,21 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
     let ops = ir::func_ops(db, func);
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
     let _p = tracing::debug_span!("chains", func = %func.name(db)).entered();
-    let n = body.ops.len();
+    let n = ops.len();
     let blocks: Vec<Arc<Vec<bool>>> =
         (0..n.div_ceil(BLOCK)).map(|j| chainable_block(db, func, j as u32)).collect();
     let chainable =
         |i: usize| blocks.get(i / BLOCK).and_then(|b| b.get(i % BLOCK)).copied().unwrap_or(false);
-    let is_d2m = |i: usize| body.ops[i].name == "ttnn.d2m_subgraph";
-    let is_concat = |i: usize| body.ops[i].name == "ttnn.concat";
+    // The body's facts, not the body: chains are rebuilt only when something they depend on
+    // changes.
+    let fact_blocks: Vec<Arc<[ChainFacts]>> =
+        (0..n.div_ceil(BLOCK)).map(|j| chain_facts_block(db, func, j as u32)).collect();
+    let no_facts = ChainFacts::default();
+    let facts =
+        |i: usize| fact_blocks.get(i / BLOCK).and_then(|b| b.get(i % BLOCK)).unwrap_or(&no_facts);
+    let is_d2m = |i: usize| facts(i).d2m;
+    let is_concat = |i: usize| facts(i).concat.is_some();
     let mut raw: Vec<(Vec<u32>, bool)> = Vec::new();
     let mut current: Vec<u32> = Vec::new();
     let close = |current: &mut Vec<u32>, raw: &mut Vec<(Vec<u32>, bool)>| {
@@ -178,8 +213,8 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
             continue;
         }
         let ci = members[0] as usize;
-        let Some(pref) = concat_input_layout(&body.ops[ci]) else { continue };
-        for v in &body.ops[ci].operands {
+        let Some(Some(pref)) = facts(ci).concat else { continue };
+        for v in &facts(ci).operands {
             if let ir::ValueRef::Result { op, .. } = *v
                 && let Some((c, p)) = op_chain[op as usize]
                 && raw[c as usize].0.len() == p as usize + 1
@@ -201,7 +236,7 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
         if !is_d2m(i) {
             continue;
         }
-        let producer = body.ops[i].operands.iter().find_map(|v| match *v {
+        let producer = facts(i).operands.iter().find_map(|v| match *v {
             ir::ValueRef::Result { op, .. } => op_chain[op as usize]
                 .filter(|(c, p)| raw[*c as usize].0.len() == *p as usize + 1)
                 .map(|(c, _)| c as usize),

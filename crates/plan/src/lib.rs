@@ -26,7 +26,9 @@ mod problem;
 mod scheduling;
 
 pub use crate::{
-    chain_graph::{ChainGraph, ChainId, D2mRelation, chains, op_chainable},
+    chain_graph::{
+        ChainFacts, ChainGraph, ChainId, D2mRelation, chain_facts_block, chains, op_chainable,
+    },
     chunks::{
         ChainFallback, ChunkChains, ChunkLayout, Incoming, PlanChunk, PlanSlice, PlanView,
         chain_fallback, chunk_chains, chunk_count, chunk_incoming, chunk_layout, chunk_ops,
