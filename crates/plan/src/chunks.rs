@@ -287,12 +287,12 @@ pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
         if chain.state != ChainState::Completed || chain.concat {
             continue;
         }
-        let part = crate::planning::chain_part(db, chain.id);
-        let Some(cost) = part.cost else { continue };
+        let Some(outcome) = parts.outcomes.get(idx) else { continue };
+        let Some(cost) = outcome.cost else { continue };
         if !cost.loses_without_spill() {
             continue;
         }
-        let Some(fallback) = part.fallback.clone() else { continue };
+        let Some(fallback) = outcome.fallback.clone() else { continue };
         let spill = if chain.spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
         let reason = decline_reason(&cost, spill);
         let out = out.get_or_insert_with(|| (*parts).clone());

@@ -37,8 +37,8 @@ pub use crate::{
     costing::{PlanCost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
     merge::{Carry, MergeKind, Reservation},
     planning::{
-        ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord, OpPlan, PartsChunk,
-        Plan, SpillLocation, chain_part, plan, plan_for, plan_parts_chunk,
+        ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
+        OpPlan, PartsChunk, Plan, SpillLocation, chain_part, plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, chain_cost, chain_problem, fallback_layout, solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},

@@ -287,6 +287,13 @@ impl Merger<'_> {
         }))
     }
 
+    /// The cost and fallback of the chain whose last op is `last`, from its base chunk.
+    fn outcome(&self, last: u32) -> Option<&crate::planning::ChainOutcome> {
+        let (k, _) = self.layout.locate(last)?;
+        let base = self.base(k)?;
+        base.parts.outcomes.get(*base.by_last.get(&last)?)
+    }
+
     fn base_chunk(&self, k: u32) -> Arc<PartsChunk> {
         self.base(k).map(|b| Arc::clone(&b.parts)).unwrap_or_default()
     }
@@ -490,15 +497,15 @@ impl Merger<'_> {
         {
             return;
         }
-        let id = chain.id;
-        let part = crate::planning::chain_part(self.db, id);
-        let Some(cost) = part.cost else { return };
+        // The chain's cost and fallback come with its chunk's base plan.
+        let Some(outcome) = self.outcome(c as u32) else { return };
+        let Some(cost) = outcome.cost else { return };
         if !cost.loses() {
             return;
         }
         let spill = if chain.spill == SpillLocation::Dram { cost.spill_ns } else { 0 };
         let reason = decline_reason(&cost, spill);
-        let Some(fallback) = part.fallback.clone() else { return };
+        let Some(fallback) = outcome.fallback.clone() else { return };
         let members = chain.ops.clone();
         if let Some(ch) = self.chain_mut(c) {
             decline(ch, &reason);

@@ -177,6 +177,17 @@ pub fn plan(db: &dyn Db, func: FuncId) -> Arc<Plan> {
 pub struct PartsChunk {
     pub ops: Vec<OpPlan>,
     pub chains: Vec<ChainPlan>,
+    /// Parallel to `chains`: each chain's cost in L1 and out of it, and where its ops go if
+    /// it is declined ([`ChainPart::cost`], [`ChainPart::fallback`]). Carried here so that
+    /// merging reads them from the chunk instead of one memo per chain.
+    pub outcomes: Vec<ChainOutcome>,
+}
+
+/// A solved chain's cost and fallback, as [`ChainPart`] has them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ChainOutcome {
+    pub cost: Option<crate::problem::ChainCost>,
+    pub fallback: Option<Arc<crate::chunks::ChainFallback>>,
 }
 
 impl PartsChunk {
@@ -485,6 +496,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     // chunk names a chain by its index in the function, which shifts whenever a chain
     // earlier on splits or joins: ops name their chain by its place among this chunk's.
     let mut chain_plans: Vec<ChainPlan> = Vec::new();
+    let mut outcomes: Vec<ChainOutcome> = Vec::new();
     for (local, &chain) in chunk_chains.ids.iter().enumerate() {
         let members: Vec<u32> = chain
             .ops(db)
@@ -492,6 +504,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
         let part = chain_part(db, chain);
+        outcomes.push(ChainOutcome { cost: part.cost, fallback: part.fallback.clone() });
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];
             p.chain = Some((local as u32, pos as u32));
@@ -519,7 +532,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             core_usage: part.core_usage.clone(),
         });
     }
-    Arc::new(PartsChunk { ops: op_plans.plans, chains: chain_plans })
+    Arc::new(PartsChunk { ops: op_plans.plans, chains: chain_plans, outcomes })
 }
 
 /// The plan of a function under a given policy (policies can be compared side by side),
