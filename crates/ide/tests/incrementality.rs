@@ -388,6 +388,7 @@ fn long_function_after(overrides: &str) -> String {
                 || q.starts_with("solve_chain")
                 || q.starts_with("chains")
                 || q.starts_with("chainable_block")
+                || q.starts_with("chain_block")
                 || q.starts_with("lower_bound_block")
                 || q.starts_with("base_plans_block")
                 || q.starts_with("signatures_block")
@@ -424,11 +425,15 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
 #[test]
 fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // A full DRAM layout takes the op out of its chain: the one block of 256 ops holding it
-    // re-checks chainability and the chains are rebuilt from the blocks' answers. The
+    // re-checks chainability, the chains starting in that block of the schedule are rebuilt
+    // (and those of the block before, whose last chain looks one op into it), and the
+    // function's chains are gathered again from the blocks. The
     // op's output is not fixed (it could still go elsewhere), so no block of the cost bound
     // re-runs.
     expect![[r#"
         base_plans_block
+        chain_block
+        chain_block
         chainable_block
         chains(@main)
         chunk_cost

@@ -135,140 +135,237 @@ pub fn chain_facts_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[ChainFacts]>
         .collect()
 }
 
+/// What chain building reads, fetched a block at a time when first needed.
+struct Scan<'a> {
+    db: &'a dyn Db,
+    func: FuncId,
+    topo: &'a crate::scheduling::Topology,
+    sched: &'a crate::scheduling::Schedule,
+    chainable: Vec<std::cell::OnceCell<Arc<Vec<bool>>>>,
+    facts: Vec<std::cell::OnceCell<Arc<[ChainFacts]>>>,
+}
+
+static NO_FACTS: ChainFacts = ChainFacts { d2m: false, concat: None, operands: Vec::new() };
+
+impl<'a> Scan<'a> {
+    fn new(
+        db: &'a dyn Db,
+        func: FuncId,
+        topo: &'a crate::scheduling::Topology,
+        sched: &'a crate::scheduling::Schedule,
+    ) -> Scan<'a> {
+        let blocks = topo.ops.len().div_ceil(BLOCK);
+        Scan {
+            db,
+            func,
+            topo,
+            sched,
+            chainable: (0..blocks).map(|_| std::cell::OnceCell::new()).collect(),
+            facts: (0..blocks).map(|_| std::cell::OnceCell::new()).collect(),
+        }
+    }
+
+    fn chainable(&self, i: u32) -> bool {
+        let j = i as usize / BLOCK;
+        let Some(cell) = self.chainable.get(j) else { return false };
+        let block = cell.get_or_init(|| chainable_block(self.db, self.func, j as u32));
+        block.get(i as usize % BLOCK).copied().unwrap_or(false)
+    }
+
+    fn facts(&self, i: u32) -> &ChainFacts {
+        let j = i as usize / BLOCK;
+        let Some(cell) = self.facts.get(j) else { return &NO_FACTS };
+        let block = cell.get_or_init(|| chain_facts_block(self.db, self.func, j as u32));
+        block.get(i as usize % BLOCK).unwrap_or(&NO_FACTS)
+    }
+
+    /// A chainable op that is neither a concat nor a d2m subgraph: one a plain chain takes.
+    fn plain(&self, i: u32) -> bool {
+        let f = self.facts(i);
+        !f.d2m && f.concat.is_none() && self.chainable(i)
+    }
+
+    /// Whether the op at schedule position `pos` continues the chain of the one before it:
+    /// both are plain, and the one before has this op as its only use, through operand 0.
+    fn continues(&self, pos: usize) -> bool {
+        let order = &self.sched.order;
+        let (Some(&prev), Some(&cur)) =
+            (pos.checked_sub(1).and_then(|p| order.get(p)), order.get(pos))
+        else {
+            return false;
+        };
+        let l = &self.topo.ops[prev as usize];
+        self.plain(prev)
+            && self.plain(cur)
+            && l.num_uses == 1
+            && l.users.first().is_some_and(|u| u.user == cur && u.operand == 0)
+    }
+
+    /// Whether op `i` is the first op of a chain (a concat's chain is that concat alone).
+    fn starts_chain(&self, i: u32) -> bool {
+        let Some(&pos) = self.sched.position.get(i as usize) else { return false };
+        if pos == u32::MAX {
+            return false;
+        }
+        if self.facts(i).concat.is_some() {
+            return self.chainable(i);
+        }
+        self.plain(i) && !self.continues(pos as usize)
+    }
+
+    /// The concat preference of the chain `members`: of the chainable concats with a
+    /// preference that read its last op, or whose only use is its first op, the one scheduled
+    /// last (as a pass over the concats in schedule order would leave it).
+    fn preferred(&self, members: &[u32]) -> Option<TensorMemoryLayout> {
+        let (&first, &last) = (members.first()?, members.last()?);
+        let mut best: Option<(u32, TensorMemoryLayout)> = None;
+        let mut consider = |ci: u32| {
+            if let Some(Some(pref)) = self.facts(ci).concat
+                && self.chainable(ci)
+            {
+                let pos = self.sched.position[ci as usize];
+                if pos != u32::MAX && best.is_none_or(|(p, _)| pos > p) {
+                    best = Some((pos, pref));
+                }
+            }
+        };
+        for u in &self.topo.ops[last as usize].users {
+            if self.facts(u.user).concat.is_some()
+                && self
+                    .facts(u.user)
+                    .operands
+                    .iter()
+                    .any(|v| matches!(*v, ir::ValueRef::Result { op, .. } if op == last))
+            {
+                consider(u.user);
+            }
+        }
+        for &ci in &self.topo.ops[first as usize].deps {
+            let t = &self.topo.ops[ci as usize];
+            if let [only] = t.users.as_slice()
+                && t.num_uses == 1
+                && only.user == first
+            {
+                consider(ci);
+            }
+        }
+        best.map(|(_, pref)| pref)
+    }
+
+    /// Whether the chain starting at `first` is fed by a `d2m_subgraph`: `first` reads the
+    /// subgraph's result as operand 0 and is the first such chain start among its users.
+    fn fed_by_d2m(&self, first: u32) -> bool {
+        self.topo.ops[first as usize].deps.iter().any(|&i| {
+            self.facts(i).d2m
+                && self.topo.ops[i as usize]
+                    .users
+                    .iter()
+                    .find(|u| u.operand == 0 && self.starts_chain(u.user))
+                    .is_some_and(|u| u.user == first)
+        })
+    }
+}
+
+/// The chains whose first op lies at schedule positions `[256 j, 256 j + 256)`, with their
+/// ops (body indices) and ids, as [`chains`] builds them.
+///
+/// Chain building looks at each op, the one scheduled before it, and the ops next to a
+/// chain's ends (a concat it feeds or is fed by, a d2m subgraph), so a block reads the blocks
+/// of those ops only: an override that changes one op's chainability rebuilds the chains
+/// around it, not all of them.
+#[salsa::tracked(returns(clone))]
+pub fn chain_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(Vec<u32>, ChainId)]> {
+    let topo = func_topology(db, func);
+    let sched = schedule(db, func);
+    let ops = ir::func_ops(db, func);
+    let scan = Scan::new(db, func, &topo, &sched);
+    let order = &sched.order;
+    let lo = (j as usize * BLOCK).min(order.len());
+    let hi = (lo + BLOCK).min(order.len());
+    let mut out = Vec::new();
+    for pos in lo..hi {
+        let i = order[pos];
+        let members = if scan.facts(i).concat.is_some() {
+            if !scan.chainable(i) {
+                continue;
+            }
+            vec![i]
+        } else {
+            if !scan.plain(i) || scan.continues(pos) {
+                continue;
+            }
+            let mut members = vec![i];
+            let mut q = pos + 1;
+            while q < order.len() && scan.continues(q) {
+                members.push(order[q]);
+                q += 1;
+            }
+            members
+        };
+        let concat = members.len() == 1 && scan.facts(i).concat.is_some();
+        let preferred = scan.preferred(&members);
+        let first = members[0];
+        let from_d2m = scan.fed_by_d2m(first);
+        let last = *members.last().unwrap_or(&first);
+        let to_d2m = topo.ops[last as usize].users.iter().any(|u| scan.facts(u.user).d2m);
+        let ids: Vec<OpId> = members.iter().map(|&m| ops[m as usize]).collect();
+        let id = ChainId::new(db, func, ids, concat, preferred, from_d2m, to_d2m);
+        out.push((members, id));
+    }
+    out.into()
+}
+
 /// The chains of a function, built along the schedule as DFShardingPolicy builds them:
 ///
 /// - an op joins the current chain when it is chainable, it is scheduled right after the
 ///   chain's last op, that op has exactly one use, and the op consumes it as operand 0;
 /// - a non-chainable op closes the chain; a `d2m_subgraph` is a boundary, in no chain;
 /// - a concat closes the chain and sits alone in a concat chain.
+///
+/// Gathered from [`chain_block`]s.
 #[salsa::tracked(returns(clone))]
 pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
-    let ops = ir::func_ops(db, func);
     let _p = tracing::debug_span!("chains", func = %func.name(db)).entered();
-    let n = ops.len();
-    let blocks: Vec<Arc<Vec<bool>>> =
-        (0..n.div_ceil(BLOCK)).map(|j| chainable_block(db, func, j as u32)).collect();
-    let chainable =
-        |i: usize| blocks.get(i / BLOCK).and_then(|b| b.get(i % BLOCK)).copied().unwrap_or(false);
-    // The body's facts, not the body: chains are rebuilt only when something they depend on
-    // changes.
-    let fact_blocks: Vec<Arc<[ChainFacts]>> =
-        (0..n.div_ceil(BLOCK)).map(|j| chain_facts_block(db, func, j as u32)).collect();
-    let no_facts = ChainFacts::default();
-    let facts =
-        |i: usize| fact_blocks.get(i / BLOCK).and_then(|b| b.get(i % BLOCK)).unwrap_or(&no_facts);
-    let is_d2m = |i: usize| facts(i).d2m;
-    let is_concat = |i: usize| facts(i).concat.is_some();
-    let mut raw: Vec<(Vec<u32>, bool)> = Vec::new();
-    let mut current: Vec<u32> = Vec::new();
-    let close = |current: &mut Vec<u32>, raw: &mut Vec<(Vec<u32>, bool)>| {
-        if !current.is_empty() {
-            raw.push((std::mem::take(current), false));
-        }
-    };
-    for (pos, &i) in sched.order.iter().enumerate() {
-        let iu = i as usize;
-        if is_d2m(iu) {
-            close(&mut current, &mut raw);
-            continue;
-        }
-        if is_concat(iu) {
-            close(&mut current, &mut raw);
-            if chainable(iu) {
-                raw.push((vec![i], true));
-            }
-            continue;
-        }
-        if !chainable(iu) {
-            close(&mut current, &mut raw);
-            continue;
-        }
-        let extends = current.last().is_some_and(|&last| {
-            let l = &topo.ops[last as usize];
-            pos > 0
-                && sched.order[pos - 1] == last
-                && l.num_uses == 1
-                && l.users.first().is_some_and(|u| u.user == i && u.operand == 0)
-        });
-        if !extends {
-            close(&mut current, &mut raw);
-        }
-        current.push(i);
-    }
-    close(&mut current, &mut raw);
-
+    let n = topo.ops.len();
+    let mut chains: Vec<ChainId> = Vec::new();
     let mut op_chain = vec![None; n];
-    for (c, (members, _)) in raw.iter().enumerate() {
-        for (p, &i) in members.iter().enumerate() {
-            op_chain[i as usize] = Some((c as u32, p as u32));
-        }
-    }
-    // Concat preferences: width concat wants height-sharded inputs, height concat
-    // width-sharded ones, never block sharded.
-    let mut preferred: Vec<Option<TensorMemoryLayout>> = vec![None; raw.len()];
-    for (members, concat) in &raw {
-        if !*concat {
-            continue;
-        }
-        let ci = members[0] as usize;
-        let Some(Some(pref)) = facts(ci).concat else { continue };
-        for v in &facts(ci).operands {
-            if let ir::ValueRef::Result { op, .. } = *v
-                && let Some((c, p)) = op_chain[op as usize]
-                && raw[c as usize].0.len() == p as usize + 1
-            {
-                preferred[c as usize] = Some(pref);
+    let mut last_op = Vec::new();
+    for j in 0..sched.order.len().div_ceil(BLOCK) {
+        for (members, id) in chain_block(db, func, j as u32).iter() {
+            let c = chains.len() as u32;
+            for (p, &i) in members.iter().enumerate() {
+                if let Some(slot) = op_chain.get_mut(i as usize) {
+                    *slot = Some((c, p as u32));
+                }
             }
-        }
-        let t = &topo.ops[ci];
-        if let [only] = t.users.as_slice()
-            && t.num_uses == 1
-            && let Some((c, 0)) = op_chain[only.user as usize]
-        {
-            preferred[c as usize] = Some(pref);
+            last_op.push(members.last().copied().unwrap_or(0));
+            chains.push(*id);
         }
     }
     // d2m relationships and the solving order.
+    let scan = Scan::new(db, func, &topo, &sched);
     let mut d2m = Vec::new();
-    for i in 0..n {
-        if !is_d2m(i) {
+    for i in 0..n as u32 {
+        let facts = scan.facts(i);
+        if !facts.d2m {
             continue;
         }
-        let producer = facts(i).operands.iter().find_map(|v| match *v {
+        let producer = facts.operands.iter().find_map(|v| match *v {
             ir::ValueRef::Result { op, .. } => op_chain[op as usize]
-                .filter(|(c, p)| raw[*c as usize].0.len() == *p as usize + 1)
+                .filter(|(c, _)| last_op.get(*c as usize) == Some(&op))
                 .map(|(c, _)| c as usize),
             _ => None,
         });
-        let consumer = topo.ops[i].users.iter().find_map(|u| {
+        let consumer = topo.ops[i as usize].users.iter().find_map(|u| {
             op_chain[u.user as usize]
                 .filter(|(_, p)| *p == 0 && u.operand == 0)
                 .map(|(c, _)| c as usize)
         });
-        d2m.push(D2mRelation { op: i as u32, producer, consumer });
+        d2m.push(D2mRelation { op: i, producer, consumer });
     }
-    let from_d2m: Vec<bool> =
-        (0..raw.len()).map(|c| d2m.iter().any(|r| r.consumer == Some(c))).collect();
-    let to_d2m: Vec<bool> = raw
-        .iter()
-        .map(|(members, _)| {
-            members.last().is_some_and(|&l| {
-                topo.ops[l as usize].users.iter().any(|u| is_d2m(u.user as usize))
-            })
-        })
-        .collect();
-    let solve_order = solving_order(raw.len(), &d2m);
-    let last_op = raw.iter().map(|(members, _)| members.last().copied().unwrap_or(0)).collect();
-    let chains = raw
-        .iter()
-        .enumerate()
-        .map(|(c, (members, concat))| {
-            let ids: Vec<OpId> = members.iter().map(|&i| ops[i as usize]).collect();
-            ChainId::new(db, func, ids, *concat, preferred[c], from_d2m[c], to_d2m[c])
-        })
-        .collect();
+    let solve_order = solving_order(chains.len(), &d2m);
     Arc::new(ChainGraph { chains, op_chain, last_op, d2m, solve_order })
 }
 

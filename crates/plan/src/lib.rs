@@ -3,7 +3,7 @@
 //! ```text
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
 //! op_signature, legal_op_configs ─► op_chainable(op) ─► chainable_block(f, j)
-//! schedule + chainable_block* + chain_facts_block* ─► chains(f)   interned ChainIds
+//! schedule + chainable_block + chain_facts_block ─► chain_block(f, j) ─► chains(f)
 //! chain ─► chain_problem(chain) ─► solve_chain(chain)        reads ONE chain's problem
 //!   └► chain_cost, chain_fallback ─► chain_part(chain)      what the plan reads of a chain
 //! chains ─► chunk_layout(f) ─► chunk_ops(f, k), chunk_chains(f, k)
