@@ -307,32 +307,67 @@ pub fn tile_padded_shape(shape: &[u64]) -> Vec<u64> {
 #[must_use]
 pub fn linear_map_text(physical_shape: &[u64]) -> String {
     let rank = physical_shape.len();
-    let dims: Vec<String> = (0..rank).map(|i| format!("d{i}")).collect();
-    let mut out = format!("({}) -> (", dims.join(", "));
+    let mut out = String::with_capacity(16 + 12 * rank);
+    out.push('(');
+    for i in 0..rank {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "d{i}");
+    }
+    out.push_str(") -> (");
     match rank {
         0 => out.push_str("0, 0"),
         1 => out.push_str("0, d0"),
         _ => {
-            let mut terms = Vec::new();
+            let mut any = false;
             for i in 0..rank - 1 {
                 let stride: u64 =
                     physical_shape[i + 1..rank - 1].iter().fold(1u64, |a, d| a.saturating_mul(*d));
-                match stride {
-                    0 => {}
-                    1 => terms.push(format!("d{i}")),
-                    s => terms.push(format!("d{i} * {s}")),
+                if stride == 0 {
+                    continue;
+                }
+                if any {
+                    out.push_str(" + ");
+                }
+                any = true;
+                let _ = write!(out, "d{i}");
+                if stride != 1 {
+                    let _ = write!(out, " * {stride}");
                 }
             }
-            if terms.is_empty() {
+            if !any {
                 out.push('0');
-            } else {
-                out.push_str(&terms.join(" + "));
             }
             let _ = write!(out, ", d{}", rank - 1);
         }
     }
     out.push(')');
     out
+}
+
+/// [`linear_map_text`] as shared text, remembered per shape on each thread: layouts are
+/// built for the same few shapes over and over (every interleaved spill the optimizer
+/// considers), and each build formatted the map anew.
+fn linear_map(physical_shape: &[u64]) -> Arc<str> {
+    /// Shapes remembered per thread before the table starts over.
+    const CAPACITY: usize = 4096;
+    thread_local! {
+        static MAPS: std::cell::RefCell<std::collections::HashMap<Vec<u64>, Arc<str>>> =
+            std::cell::RefCell::default();
+    }
+    MAPS.with(|maps| {
+        if let Some(text) = maps.borrow().get(physical_shape) {
+            return Arc::clone(text);
+        }
+        let text: Arc<str> = linear_map_text(physical_shape).into();
+        let mut maps = maps.borrow_mut();
+        if maps.len() >= CAPACITY {
+            maps.clear();
+        }
+        maps.insert(physical_shape.to_vec(), Arc::clone(&text));
+        text
+    })
 }
 
 impl TtnnLayout {
@@ -431,7 +466,7 @@ impl TtnnLayout {
             (_, PageLayout::RowMajor) => vec![h, w],
         };
         TtnnLayout::from(LayoutData {
-            linear_map: linear_map_text(&phys).into(),
+            linear_map: linear_map(&phys),
             grid: crate::smallvec![grid.rows, grid.cols],
             mesh: None,
             memref_shape: memref_shape.into(),
@@ -448,7 +483,7 @@ impl TtnnLayout {
     pub fn system_memory(shape: &[u64], scalar: ScalarType) -> TtnnLayout {
         let (h, w) = collapse_2d(shape);
         TtnnLayout::from(LayoutData {
-            linear_map: linear_map_text(shape).into(),
+            linear_map: linear_map(shape),
             grid: crate::smallvec![1, 1],
             mesh: None,
             memref_shape: crate::smallvec![h, w],
@@ -508,7 +543,7 @@ impl TtnnLayout {
             PageLayout::RowMajor => vec![div_ceil(h, grid.rows), div_ceil(w, grid.cols)],
         };
         Ok(TtnnLayout::from(LayoutData {
-            linear_map: linear_map_text(&phys).into(),
+            linear_map: linear_map(&phys),
             grid: crate::smallvec![grid.rows, grid.cols],
             mesh: None,
             memref_shape: memref_shape.into(),
@@ -682,6 +717,26 @@ mod tests {
         let l = TtnnLayout::dram_interleaved(&[1, 12, 32, 64], DataType::BF16, PageLayout::Tile);
         expect![[r#"#ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 384 + d1 * 32 + d2, d3), <1x1>, memref<12x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>"#]]
             .assert_eq(&l.to_string());
+    }
+
+    #[test]
+    fn collapse_maps_cover_every_rank_and_skip_zero_strides() {
+        let maps: Vec<String> =
+            [&[][..], &[7], &[3, 5], &[2, 0, 4, 6], &[1, 12, 32, 64], &[2, 3, 4]]
+                .iter()
+                .map(|shape| linear_map_text(shape))
+                .collect();
+        expect![[r#"
+            () -> (0, 0)
+            (d0) -> (0, d0)
+            (d0, d1) -> (d0, d1)
+            (d0, d1, d2, d3) -> (d1 * 4 + d2, d3)
+            (d0, d1, d2, d3) -> (d0 * 384 + d1 * 32 + d2, d3)
+            (d0, d1, d2) -> (d0 * 3 + d1, d2)"#]]
+        .assert_eq(&maps.join("\n"));
+        // The remembered copy is the same text.
+        assert_eq!(&*linear_map(&[1, 12, 32, 64]), maps[4].as_str());
+        assert_eq!(&*linear_map(&[1, 12, 32, 64]), maps[4].as_str());
     }
 
     #[test]
