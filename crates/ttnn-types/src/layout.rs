@@ -353,7 +353,7 @@ fn linear_map(physical_shape: &[u64]) -> Arc<str> {
     /// Shapes remembered per thread before the table starts over.
     const CAPACITY: usize = 4096;
     thread_local! {
-        static MAPS: std::cell::RefCell<std::collections::HashMap<Vec<u64>, Arc<str>>> =
+        static MAPS: std::cell::RefCell<rustc_hash::FxHashMap<Vec<u64>, Arc<str>>> =
             std::cell::RefCell::default();
     }
     MAPS.with(|maps| {
