@@ -408,7 +408,7 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
     members.resize(n, MemberPlan::default());
     // Expected operands: in-chain edges carry the producer's layout or the reshard target;
     // the chain entry was validated with a DRAM-interleaved input (or the d2m-chosen input).
-    let mut expect = |pos: usize, operand: u32, conversion: Conversion| {
+    let mut set_expected = |pos: usize, operand: u32, conversion: Conversion| {
         if let Some(m) = members.get_mut(pos) {
             match m.expected.iter_mut().find(|(o, _)| *o == operand) {
                 Some(slot) => slot.1 = conversion,
@@ -424,7 +424,7 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
         else {
             continue;
         };
-        expect(
+        set_expected(
             e.consumer,
             e.operand,
             Conversion { layout: producer_layout, reason: String::new() },
@@ -443,12 +443,12 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
         } else {
             "the chain entry is validated with a DRAM-interleaved input".to_owned()
         };
-        expect(0, 0, Conversion { layout, reason });
+        set_expected(0, 0, Conversion { layout, reason });
     }
     for r in &sol.reshards {
         let why =
             if r.user { "requested by insert-memreconfig".to_owned() } else { r.reason.clone() };
-        expect(
+        set_expected(
             r.consumer,
             r.operand,
             Conversion { layout: r.layout.clone(), reason: format!("reshard: {why}") },
