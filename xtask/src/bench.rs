@@ -359,19 +359,23 @@ fn child(key: &str) -> anyhow::Result<()> {
         (0..OVERRIDE_OPS).map(|i| movable[i * movable.len() / OVERRIDE_OPS].clone()).collect()
     };
 
-    // (b) One override each, timed from the change to the re-optimized IR and cost.
-    let mut times = Vec::new();
-    for (op, params) in &pick {
-        let started = Instant::now();
-        host.set_override(op, OverrideOption::OutputLayout, params);
-        let _ = host.analysis().final_ir_for(file, policy).map_err(cancelled)?;
-        let _ = host.analysis().cost(file, policy).map_err(cancelled)?;
-        times.push(started.elapsed().as_secs_f64());
-        host.clear_override(op, None);
-        let _ = host.analysis().final_ir_for(file, policy).map_err(cancelled)?;
-        let _ = host.analysis().cost(file, policy).map_err(cancelled)?;
-    }
-    times.sort_by(f64::total_cmp);
+    // (b) One override each, timed from the change to the re-optimized IR and cost, sorted.
+    let override_each = |host: &mut AnalysisHost| -> anyhow::Result<Vec<f64>> {
+        let mut times = Vec::new();
+        for (op, params) in &pick {
+            let started = Instant::now();
+            host.set_override(op, OverrideOption::OutputLayout, params);
+            let _ = host.analysis().final_ir_for(file, policy).map_err(cancelled)?;
+            let _ = host.analysis().cost(file, policy).map_err(cancelled)?;
+            times.push(started.elapsed().as_secs_f64());
+            host.clear_override(op, None);
+            let _ = host.analysis().final_ir_for(file, policy).map_err(cancelled)?;
+            let _ = host.analysis().cost(file, policy).map_err(cancelled)?;
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times)
+    };
+    let times = override_each(&mut host)?;
     m.one_override_n = times.len();
     m.one_override_median = times.get(times.len() / 2).copied().unwrap_or(0.0);
     m.one_override_max = times.last().copied().unwrap_or(0.0);
@@ -380,18 +384,7 @@ fn child(key: &str) -> anyhow::Result<()> {
     // graph's durability, which makes salsa re-validate every memo once; from then on the
     // op's slot changes at the overrides' own durability, as in a tuning loop that comes back
     // to an op.
-    let mut again = Vec::new();
-    for (op, params) in &pick {
-        let started = Instant::now();
-        host.set_override(op, OverrideOption::OutputLayout, params);
-        let _ = host.analysis().final_ir_for(file, policy).map_err(cancelled)?;
-        let _ = host.analysis().cost(file, policy).map_err(cancelled)?;
-        again.push(started.elapsed().as_secs_f64());
-        host.clear_override(op, None);
-        let _ = host.analysis().final_ir_for(file, policy).map_err(cancelled)?;
-        let _ = host.analysis().cost(file, policy).map_err(cancelled)?;
-    }
-    again.sort_by(f64::total_cmp);
+    let again = override_each(&mut host)?;
     m.again_median = again.get(again.len() / 2).copied().unwrap_or(0.0);
 
     // (c) No change, then a whitespace edit (a trailing space: the whole file re-parses, the

@@ -350,18 +350,26 @@ fn a_whitespace_edit_resolves_no_chain() {
     );
 }
 
-/// 1200 independent single-op relu chains `r0` to `r1199`: optimized, `overrides` applied,
-/// optimized again; the plan, chain and per-block queries that executed.
-fn long_function_after(overrides: &str) -> String {
+/// A function `@main` of 1200 relus `%0` to `%1199` (locations `r0` to `r1199`), relu `i`
+/// reading `input(i)`; it returns `%1199`.
+fn relus(input: impl Fn(usize) -> String) -> String {
     let t = "tensor<256x256xbf16, #l>";
     let mut text = String::from(
         "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
     );
     text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
     for i in 0..1200 {
-        text.push_str(&format!("  %{i} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r{i}\")\n"));
+        let x = input(i);
+        text.push_str(&format!("  %{i} = \"ttnn.relu\"({x}) : ({t}) -> {t} loc(\"r{i}\")\n"));
     }
     text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    text
+}
+
+/// 1200 independent single-op relu chains `r0` to `r1199`: optimized, `overrides` applied,
+/// optimized again; the plan, chain and per-block queries that executed.
+fn long_function_after(overrides: &str) -> String {
+    let text = relus(|_| "%a".to_owned());
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(FILE, text));
     let file = host.file(FILE).expect("file is open");
@@ -454,16 +462,7 @@ fn splitting_a_chain_across_a_chunk_cut_moves_that_cut_alone() {
     // to 256. The cuts after it stay where they were (they sit at the first chain boundary
     // after each multiple of 256, not 256 ops after the previous cut), so every later chunk
     // keeps its ops and its plan: only the two chunks beside the cut are costed again.
-    let t = "tensor<256x256xbf16, #l>";
-    let mut text = String::from(
-        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
-    );
-    text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
-    for i in 0..1200 {
-        let input = if i % 10 == 0 { "%a".to_owned() } else { format!("%{}", i - 1) };
-        text.push_str(&format!("  %{i} = \"ttnn.relu\"({input}) : ({t}) -> {t} loc(\"r{i}\")\n"));
-    }
-    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    let text = relus(|i| if i % 10 == 0 { "%a".to_owned() } else { format!("%{}", i - 1) });
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(FILE, text));
     let file = host.file(FILE).expect("file is open");
@@ -498,15 +497,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     // walked again (once per policy) and costed, and no chunk's parts are re-derived; the
     // chains are not rebuilt (that block's chain facts are read again and come out the
     // same). The whole plan is gathered again for the report, which reads the body.
-    let t = "tensor<256x256xbf16, #l>";
-    let mut text = String::from(
-        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
-    );
-    text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
-    for i in 0..1200 {
-        text.push_str(&format!("  %{i} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r{i}\")\n"));
-    }
-    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    let text = relus(|_| "%a".to_owned());
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(FILE, text.clone()));
     let file = host.file(FILE).expect("file is open");

@@ -79,7 +79,7 @@ pub fn func_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpData]> {
 }
 
 /// An op with nothing in it, for lookups past the end.
-static NO_OP: std::sync::LazyLock<OpData> = std::sync::LazyLock::new(|| OpData {
+static NO_OP: OpData = OpData {
     key: String::new(),
     name: String::new(),
     form: crate::OpForm::Generic,
@@ -90,7 +90,7 @@ static NO_OP: std::sync::LazyLock<OpData> = std::sync::LazyLock::new(|| OpData {
     attrs: Vec::new(),
     callee: None,
     has_regions: false,
-});
+};
 
 /// A function body read through its frame and blocks (see the module docs).
 pub struct BodyView<'db> {

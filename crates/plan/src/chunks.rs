@@ -328,6 +328,66 @@ pub fn chain_fallback(db: &dyn Db, chain: ChainId) -> Option<Arc<ChainFallback>>
     Some(Arc::new(out))
 }
 
+/// The plans a per-chunk reader of chunk `k` sees: its own ops' (from its slice), the
+/// unscheduled ops' (device handles, `ttnn.empty`: the last chunk, printed and read wherever
+/// their users are), and the final layout and spill of values from earlier chunks (the carry's
+/// part that the chunk reads, [`chunk_incoming`]). Shared by the chunk's cost and rewritten
+/// text, so that both read exactly the same values.
+pub struct ChunkValues<'db> {
+    db: &'db dyn Db,
+    func: FuncId,
+    policy: Policy,
+    /// Body index → place in `slice`.
+    at: rustc_hash::FxHashMap<u32, usize>,
+    pub slice: Arc<PlanSlice>,
+    incoming: Arc<Incoming>,
+    unscheduled: std::cell::OnceCell<(rustc_hash::FxHashMap<u32, usize>, Arc<PlanSlice>)>,
+}
+
+impl<'db> ChunkValues<'db> {
+    #[must_use]
+    pub fn new(db: &'db dyn Db, func: FuncId, policy: Policy, k: u32) -> ChunkValues<'db> {
+        let at = chunk_ops(db, func, k).iter().enumerate().map(|(at, &i)| (i, at)).collect();
+        ChunkValues {
+            db,
+            func,
+            policy,
+            at,
+            slice: plan_slice(db, func, policy, k),
+            incoming: chunk_incoming(db, func, policy, k),
+            unscheduled: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Op `i`'s plan if the chunk prints or costs it: one of its own ops, or an unscheduled
+    /// op (fetched from the last chunk on first use).
+    #[must_use]
+    pub fn plan(&self, i: u32) -> Option<&OpPlan> {
+        if let Some(&a) = self.at.get(&i) {
+            return self.slice.plans.get(a);
+        }
+        let (index, slice) = self.unscheduled.get_or_init(|| {
+            let last = chunk_count(self.db, self.func).saturating_sub(1);
+            let ops = chunk_ops(self.db, self.func, last);
+            let index = ops.iter().enumerate().map(|(at, &i)| (i, at)).collect();
+            (index, plan_slice(self.db, self.func, self.policy, last))
+        });
+        slice.plans.get(*index.get(&i)?)
+    }
+
+    /// The planned layout and spill of op `i`'s output as the chunk reads it.
+    #[must_use]
+    pub fn output(&self, i: u32) -> Option<(Option<TtnnLayout>, Option<TtnnLayout>)> {
+        if !self.at.contains_key(&i)
+            && let Some(value) = self.incoming.get(&i)
+        {
+            return Some(value.clone());
+        }
+        let p = self.plan(i)?;
+        Some((p.layout.clone(), p.spill.as_ref().map(|c| c.layout.clone())))
+    }
+}
+
 /// A function's plan read chunk by chunk: what [`plan_for`](crate::plan_for) gathers, without
 /// copying it, each chunk fetched when first read. Editor features that look at one op, or
 /// walk every op once, read this after an edit instead of re-gathering every op's plan.

@@ -11,14 +11,12 @@ use base_db::{Policy, TargetInput};
 use cost::{CostModel, OpUnit, UnitTensor};
 use ir::{FuncId, Ty, ValueRef};
 use opmodel::{OpKind, TensorDesc};
-use rustc_hash::FxHashMap;
 use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
 use crate::{
     Db,
-    chunks::{PlanSlice, chunk_count, chunk_incoming, chunk_ops, plan_slice},
-    planning::{Blocks, OpPlan, signatures_block},
-    scheduling::schedule,
+    chunks::{ChunkValues, chunk_count, chunk_ops},
+    planning::{Blocks, signatures_block},
 };
 
 /// A plan's estimated time, in nanoseconds, with its parts.
@@ -75,37 +73,16 @@ pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
 #[salsa::tracked(returns(clone))]
 pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanCost> {
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
-    let here = chunk_ops(db, func, k);
-    let slice = plan_slice(db, func, policy, k);
-    let incoming = chunk_incoming(db, func, policy, k);
+    let values = ChunkValues::new(db, func, policy, k);
+    let slice = Arc::clone(&values.slice);
     let target = TargetInput::get(db).target(db);
     let model = CostModel::for_target(target);
-    let sched = schedule(db, func);
-    let at: FxHashMap<u32, usize> = here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
-    // Unscheduled producers (device handles, empties) form the last chunk.
-    let mut unscheduled: Option<(FxHashMap<u32, usize>, Arc<PlanSlice>)> = None;
-    let after_spill =
-        |p: &OpPlan| p.spill.as_ref().map(|c| c.layout.clone()).or_else(|| p.layout.clone());
     // The layout a value arrives in after its producer's spill.
-    let mut arriving = |v: &ValueRef| -> Option<TtnnLayout> {
+    let arriving = |v: &ValueRef| -> Option<TtnnLayout> {
         match *v {
             ValueRef::Result { op, .. } => {
-                if let Some(&a) = at.get(&op) {
-                    return slice.plans.get(a).and_then(after_spill);
-                }
-                if let Some((l, spill)) = incoming.get(&op) {
-                    return spill.clone().or_else(|| l.clone());
-                }
-                if sched.position.get(op as usize) != Some(&u32::MAX) {
-                    return None;
-                }
-                let (index, last) = unscheduled.get_or_insert_with(|| {
-                    let last = chunk_count(db, func).saturating_sub(1);
-                    let ops = chunk_ops(db, func, last);
-                    let index = ops.iter().enumerate().map(|(at, &i)| (i, at)).collect();
-                    (index, plan_slice(db, func, policy, last))
-                });
-                last.plans.get(*index.get(&op)?).and_then(after_spill)
+                let (layout, spill) = values.output(op)?;
+                spill.or(layout)
             }
             ValueRef::Arg(a) => body.args.get(a as usize).and_then(|t| t.layout().cloned()),
             ValueRef::Unknown => None,
@@ -124,8 +101,7 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
             if ty.as_tensor().is_none() {
                 continue;
             }
-            let arrived =
-                data.operands.get(k).and_then(&mut arriving).or_else(|| ty.layout().cloned());
+            let arrived = data.operands.get(k).and_then(arriving).or_else(|| ty.layout().cloned());
             let used =
                 p.expected_operands.get(k).cloned().flatten().map(|c| c.layout).or(arrived.clone());
             if let (Some(from), Some(to)) = (desc(shape_of(ty), arrived), used.as_ref())

@@ -183,19 +183,13 @@ pub struct PartsChunk {
     pub outcomes: Vec<ChainOutcome>,
 }
 
-/// A solved chain's cost and fallback, as [`ChainPart`] has them.
+/// A solved chain's cost in L1 and out of it, and where its ops go if it is declined: `None`
+/// for a chain that did not solve (or a concat chain), and a `None` fallback for one that has
+/// nowhere better to go.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ChainOutcome {
     pub cost: Option<crate::problem::ChainCost>,
     pub fallback: Option<Arc<crate::chunks::ChainFallback>>,
-}
-
-impl PartsChunk {
-    /// The plan of the chain whose last op is `last` (body index), if it lies here.
-    #[must_use]
-    pub fn chain_ending_at(&self, last: u32) -> Option<&ChainPlan> {
-        self.chains.iter().find(|c| c.ops.last() == Some(&last))
-    }
 }
 
 /// A chunk's op plans, indexed by body index.
@@ -339,33 +333,39 @@ pub struct MemberPlan {
 /// and on a tuning host a chain with no overridden op validates here by durability alone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChainPart {
-    pub state: ChainState,
-    pub failure: Option<String>,
-    pub spill: SpillLocation,
-    pub spill_reason: String,
-    pub core_usage: Vec<u64>,
+    /// The chain's plan as ShardSolver leaves it, its `ops` left empty: the part reads no
+    /// function body, and the chunk that places the chain fills in their body indices.
+    pub plan: ChainPlan,
     /// Per member op, in chain order.
     pub members: Vec<MemberPlan>,
-    /// `None` for a chain that did not solve (or a concat chain).
-    pub cost: Option<crate::problem::ChainCost>,
-    /// `None` when the chain did not solve or has nowhere better to go.
-    pub fallback: Option<Arc<crate::chunks::ChainFallback>>,
+    pub outcome: ChainOutcome,
 }
 
 /// [`ChainPart`] of one chain.
 #[salsa::tracked(returns(clone))]
 pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
     let n = chain.ops(db).len();
+    let template = |state, failure, spill, spill_reason, core_usage| ChainPlan {
+        id: chain,
+        ops: Vec::new(),
+        concat: chain.concat(db),
+        state,
+        failure,
+        spill,
+        spill_reason,
+        core_usage,
+    };
     if chain.concat(db) {
         return Arc::new(ChainPart {
-            state: ChainState::Built,
-            failure: None,
-            spill: SpillLocation::Dram,
-            spill_reason: "concat chains are resolved only by chain merging".to_owned(),
-            core_usage: Vec::new(),
+            plan: template(
+                ChainState::Built,
+                None,
+                SpillLocation::Dram,
+                "concat chains are resolved only by chain merging".to_owned(),
+                Vec::new(),
+            ),
             members: vec![MemberPlan::default(); n],
-            cost: None,
-            fallback: None,
+            outcome: ChainOutcome::default(),
         });
     }
     let sol = solve_chain(db, chain);
@@ -375,14 +375,15 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
                 format!("its chain failed, so the whole chain falls back to DRAM: {}", f.reason);
             let member = MemberPlan { reason, ..MemberPlan::default() };
             return Arc::new(ChainPart {
-                state: ChainState::Failed,
-                failure: Some(f.reason.clone()),
-                spill: SpillLocation::Dram,
-                spill_reason: String::new(),
-                core_usage: Vec::new(),
+                plan: template(
+                    ChainState::Failed,
+                    Some(f.reason.clone()),
+                    SpillLocation::Dram,
+                    String::new(),
+                    Vec::new(),
+                ),
                 members: vec![member; n],
-                cost: None,
-                fallback: None,
+                outcome: ChainOutcome::default(),
             });
         }
         Ok(selected) => selected,
@@ -464,14 +465,12 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
         (SpillLocation::None, String::new())
     };
     Arc::new(ChainPart {
-        state: ChainState::Completed,
-        failure: None,
-        spill,
-        spill_reason,
-        core_usage: sol.core_usage.clone(),
+        plan: template(ChainState::Completed, None, spill, spill_reason, sol.core_usage.clone()),
         members,
-        cost: crate::problem::chain_cost(db, chain),
-        fallback: crate::chunks::chain_fallback(db, chain),
+        outcome: ChainOutcome {
+            cost: crate::problem::chain_cost(db, chain),
+            fallback: crate::chunks::chain_fallback(db, chain),
+        },
     })
 }
 
@@ -504,7 +503,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
         let part = chain_part(db, chain);
-        outcomes.push(ChainOutcome { cost: part.cost, fallback: part.fallback.clone() });
+        outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];
             p.chain = Some((local as u32, pos as u32));
@@ -521,16 +520,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                 }
             }
         }
-        chain_plans.push(ChainPlan {
-            id: chain,
-            ops: members,
-            concat: chain.concat(db),
-            state: part.state,
-            failure: part.failure.clone(),
-            spill: part.spill,
-            spill_reason: part.spill_reason.clone(),
-            core_usage: part.core_usage.clone(),
-        });
+        chain_plans.push(ChainPlan { ops: members, ..part.plan.clone() });
     }
     Arc::new(PartsChunk { ops: op_plans.plans, chains: chain_plans, outcomes })
 }

@@ -21,7 +21,6 @@ use std::{fmt::Write as _, sync::Arc};
 use base_db::Policy;
 use ir::{FuncBody, FuncId, OpForm, Ty, ValueRef};
 use opmodel::OpConfig;
-use plan::OpPlan;
 use rustc_hash::FxHashMap;
 use syntax::escape_string;
 use ttnn_types::{TensorType, TtnnLayout};
@@ -101,21 +100,12 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         return Arc::default();
     };
     let here = plan::chunk_ops(db, func, k);
-    let slice = plan::plan_slice(db, func, policy, k);
-    let incoming = plan::chunk_incoming(db, func, policy, k);
+    let plans = plan::ChunkValues::new(db, func, policy, k);
     let sched = plan::schedule(db, func);
     let unscheduled = unscheduled(db, func);
     let loc_names = ir::func_loc_names(db, func);
     let _p = tracing::debug_span!("rewrite_chunk", func = %func.name(db), k).entered();
-    let last = plan::chunk_count(db, func).saturating_sub(1);
-    let last_plans = UnscheduledPlans::new(db, func, policy, last);
-    let at: FxHashMap<u32, usize> = here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
-    let plan_of = |i: u32| -> Option<&OpPlan> {
-        match at.get(&i) {
-            Some(&a) => slice.plans.get(a),
-            None => last_plans.plan(i),
-        }
-    };
+    let plan_of = |i: u32| plans.plan(i);
     // The print order: each scheduled op after the unscheduled ops printed before it; the
     // chunk of unscheduled ops prints those no scheduled op needs.
     let mut order: Vec<u32> = Vec::with_capacity(here.len());
@@ -132,9 +122,7 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         order.extend(&unscheduled.rest);
     }
     let mut p = Printer {
-        statics: &statics,
-        body: &body,
-        loc_names: &loc_names,
+        names: ValueNames { statics: &statics, body: &body, loc_names: &loc_names },
         pad: "  ".repeat(statics.indent + 1),
         out: ChunkText::default(),
         by_layout: FxHashMap::default(),
@@ -151,19 +139,10 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         for (k, v) in data.operands.iter().enumerate() {
             let value = values.get(v).cloned().or_else(|| match *v {
                 ValueRef::Result { op, index } => {
-                    let (layout, spill) = match incoming.get(&op) {
-                        Some((l, s)) => (l.clone(), s.clone()),
-                        None => {
-                            let p = plan_of(op);
-                            (
-                                p.and_then(|p| p.layout.clone()),
-                                p.and_then(|p| p.spill.as_ref().map(|c| c.layout.clone())),
-                            )
-                        }
-                    };
-                    p.bound(op, index, layout.as_ref(), spill.as_ref())
+                    let (layout, spill) = plans.output(op).unwrap_or_default();
+                    p.names.bound(op, index, layout.as_ref(), spill.as_ref())
                 }
-                other => p.bound_value(other),
+                other => p.names.bound_value(other),
             });
             let Some((name, ty)) = value else {
                 let written = statics.ops.get(i).and_then(|o| o.uses.get(k).cloned().flatten());
@@ -189,9 +168,9 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
                         c.clone()
                     } else {
                         let new_ty = Ty::Tensor(retyped(t, &req));
-                        let base = format!("{}_in{k}", p.loc_base(i));
-                        let cname = p.fresh_name(&base, iu);
-                        let loc = format!("{}_in_{k}_layout", p.loc_base(i));
+                        let base = format!("{}_in{k}", p.names.loc_base(i));
+                        let cname = p.names.fresh_name(&base, iu);
+                        let loc = format!("{}_in_{k}_layout", p.names.loc_base(i));
                         p.conversion(&cname, &name, &ty, &new_ty, &loc);
                         conversions.insert(key, (cname.clone(), new_ty.clone()));
                         (cname, new_ty)
@@ -224,8 +203,8 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
             && let Some(t) = ty.as_tensor()
         {
             let new_ty = Ty::Tensor(retyped(t, spill));
-            let cname = p.spill_name(iu);
-            let loc = format!("{}_spill", p.loc_base(i));
+            let cname = p.names.spill_name(iu);
+            let loc = format!("{}_spill", p.names.loc_base(i));
             p.conversion(&cname, &name, &ty, &new_ty, &loc);
             values.insert(first, (cname, new_ty));
         }
@@ -243,9 +222,7 @@ pub fn args_text(db: &dyn Db, func: FuncId) -> Arc<ChunkText> {
     };
     let loc_names = ir::func_loc_names(db, func);
     let mut p = Printer {
-        statics: &statics,
-        body: &body,
-        loc_names: &loc_names,
+        names: ValueNames { statics: &statics, body: &body, loc_names: &loc_names },
         pad: String::new(),
         out: ChunkText::default(),
         by_layout: FxHashMap::default(),
@@ -259,30 +236,6 @@ pub fn args_text(db: &dyn Db, func: FuncId) -> Arc<ChunkText> {
         p.push(after);
     }
     Arc::new(p.out)
-}
-
-/// The plans of the unscheduled ops (the last chunk), fetched on first use.
-struct UnscheduledPlans<'db> {
-    db: &'db dyn Db,
-    func: FuncId,
-    policy: Policy,
-    last: u32,
-    cell: std::cell::OnceCell<(FxHashMap<u32, usize>, Arc<plan::PlanSlice>)>,
-}
-
-impl<'db> UnscheduledPlans<'db> {
-    fn new(db: &'db dyn Db, func: FuncId, policy: Policy, last: u32) -> Self {
-        UnscheduledPlans { db, func, policy, last, cell: std::cell::OnceCell::new() }
-    }
-
-    fn plan(&self, i: u32) -> Option<&OpPlan> {
-        let (index, slice) = self.cell.get_or_init(|| {
-            let ops = plan::chunk_ops(self.db, self.func, self.last);
-            let index = ops.iter().enumerate().map(|(at, &i)| (i, at)).collect();
-            (index, plan::plan_slice(self.db, self.func, self.policy, self.last))
-        });
-        slice.plans.get(*index.get(&i)?)
-    }
 }
 
 /// The name and type of every value of a function as the rewritten IR has them: results
@@ -371,45 +324,13 @@ fn result_types(data: &ir::OpData, layout: Option<&TtnnLayout>) -> Vec<Ty> {
 
 /// Writes a chunk's lines, leaving a gap at each layout reference.
 struct Printer<'a> {
-    statics: &'a FuncText,
-    body: &'a FuncBody,
-    loc_names: &'a ir::LocNames,
+    names: ValueNames<'a>,
     pad: String,
     out: ChunkText,
     by_layout: FxHashMap<TtnnLayout, u32>,
 }
 
 impl Printer<'_> {
-    fn names(&self) -> ValueNames<'_> {
-        ValueNames { statics: self.statics, body: self.body, loc_names: self.loc_names }
-    }
-
-    fn bound(
-        &self,
-        op: u32,
-        index: u32,
-        layout: Option<&TtnnLayout>,
-        spill: Option<&TtnnLayout>,
-    ) -> Option<(String, Ty)> {
-        self.names().bound(op, index, layout, spill)
-    }
-
-    fn bound_value(&self, v: ValueRef) -> Option<(String, Ty)> {
-        self.names().bound_value(v)
-    }
-
-    fn loc_base(&self, i: usize) -> String {
-        self.names().loc_base(i)
-    }
-
-    fn fresh_name(&self, base: &str, op: u32) -> String {
-        self.names().fresh_name(base, op)
-    }
-
-    fn spill_name(&self, op: u32) -> String {
-        self.names().spill_name(op)
-    }
-
     fn push(&mut self, s: &str) {
         self.out.text.push_str(s);
     }
@@ -486,7 +407,7 @@ impl Printer<'_> {
         result_types: &[Ty],
         config: Option<&OpConfig>,
     ) {
-        let statics = self.statics;
+        let statics = self.names.statics;
         let Some(op) = statics.ops.get(i) else { return };
         let pad = std::mem::take(&mut self.pad);
         self.push(&pad);

@@ -320,13 +320,11 @@ impl Rewriter<'_> {
             .collect();
         let loc_names = ir::func_loc_names(db, func);
         let names = chunk::ValueNames { statics: &statics, body, loc_names: &loc_names };
-        let chunks = plan::chunk_layout(db, func);
+        let plan = plan::PlanView::new(db, func, self.policy);
         let value = |v: &ValueRef| -> Option<(String, Ty)> {
             match *v {
                 ValueRef::Result { op, index } => {
-                    let (k, at) = chunks.locate(op)?;
-                    let slice = plan::plan_slice(db, func, self.policy, k);
-                    let p = slice.plans.get(at)?;
+                    let p = plan.op(op as usize)?;
                     names.bound(op, index, p.layout.as_ref(), p.spill.as_ref().map(|c| &c.layout))
                 }
                 other => names.bound_value(other),
