@@ -404,22 +404,26 @@ impl Merger<'_> {
         for &x in &scheduled {
             self.concats_at(x);
         }
-        for &x in &scheduled {
-            if let Some(c) = self.own_chain_end(x)
+        // The chains ending at each op: which op ends which chain does not change while the
+        // passes run (only the chains' states do).
+        let ends: Vec<(u32, Option<usize>)> =
+            scheduled.iter().map(|&x| (x, self.own_chain_end(x))).collect();
+        for &(x, end) in &ends {
+            if let Some(c) = end
                 && self.completed_dram_chain(c)
             {
                 self.reshape_spill(x);
             }
             self.reshape_output(x);
         }
-        for &x in &scheduled {
-            if let Some(c) = self.own_chain_end(x) {
+        for &(_, end) in &ends {
+            if let Some(c) = end {
                 self.fork(c);
             }
         }
         let mut attempts: Vec<(u32, bool, std::cmp::Reverse<u64>, u32, usize, u32)> = Vec::new();
-        for &x in &scheduled {
-            if let Some(c) = self.own_chain_end(x)
+        for &(x, end) in &ends {
+            if let Some(c) = end
                 && let Some((target, three_way)) = self.merge_target(c, x)
             {
                 let bytes = std::cmp::Reverse(self.out_bytes(x));
@@ -435,8 +439,8 @@ impl Merger<'_> {
                 self.merge_as_source(c, x, simple);
             }
         }
-        for &x in &scheduled {
-            if let Some(c) = self.own_chain_end(x) {
+        for &(_, end) in &ends {
+            if let Some(c) = end {
                 // A chain no decision touched still spills its output to DRAM; decline it
                 // if that makes it lose.
                 self.decline_if_losing(c);
