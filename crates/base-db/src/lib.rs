@@ -32,12 +32,19 @@ pub use crate::overrides::{
 
 /// One IR file. `path` is a display name (a path or URI) used only in diagnostics; analysis
 /// never reads the file system.
+///
+/// `parse` is the parse of `text`, set with it by the host rather than computed by a query:
+/// an editor's one-op edit then patches the parse in place (`syntax::Parse::reparse_edit`),
+/// which a memoized query could not do, since its old value is shared. It is always exactly
+/// `syntax::parse(text)`; the `ide` crate's differential tests check that after each edit.
 #[salsa::input(debug)]
 pub struct SourceFile {
     #[returns(ref)]
     pub path: String,
     #[returns(ref)]
     pub text: Arc<str>,
+    #[returns(ref)]
+    pub parse: Arc<syntax::Parse>,
 }
 
 /// The device the analysis targets. One per database, created at startup.

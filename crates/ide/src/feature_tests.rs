@@ -713,8 +713,7 @@ fn hovering_after_a_whitespace_edit_reruns_only_the_positional_queries() {
         func_loc_names(@main)
         func_source_map(@helper)
         func_source_map(@main)
-        lower_file
-        parse_file"#]]
+        lower_file"#]]
     .assert_eq(&executed.join("\n"));
 }
 
@@ -770,18 +769,18 @@ fn the_query_log_records_nothing_while_off() {
     let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
     f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
     let _ = f.host.analysis().findings(file).expect("not cancelled");
-    assert!(f.host.take_executed_queries().iter().any(|q| q == "parse_file"));
+    assert!(f.host.take_executed_queries().iter().any(|q| q == "lower_file"));
 }
 
 /// Reads diagnostics, then makes `edits` edits reading diagnostics after each; returns the
-/// first revision's parse, weakly.
-fn parse_after_edits(
+/// first revision's lowering, weakly.
+fn lowering_after_edits(
     f: &mut crate::fixture::Fixture,
     edits: usize,
-) -> std::sync::Weak<syntax::Parse> {
+) -> std::sync::Weak<ir::LoweredFile> {
     let file = f.file("/m.mlir");
     let analysis = f.host.analysis();
-    let old = std::sync::Arc::downgrade(&ir::parse_file(analysis.db(), file));
+    let old = std::sync::Arc::downgrade(&ir::lower_file(analysis.db(), file));
     drop(analysis);
     let _ = f.host.analysis().diagnostics(file).expect("not cancelled");
     for _ in 0..edits {
@@ -792,12 +791,12 @@ fn parse_after_edits(
     old
 }
 
-/// The parse and lowering that diagnostics read outlive salsa's copy only until the host is
-/// told it is idle, or until two newer revisions started.
+/// The lowering that diagnostics read outlives salsa's copy only until the host is told it
+/// is idle, or until two newer revisions started.
 #[test]
-fn old_parses_are_freed_when_idle_or_after_three_edits() {
+fn old_lowerings_are_freed_when_idle_or_after_three_edits() {
     let mut f = fixture(GRAPH);
-    let old = parse_after_edits(&mut f, 2);
+    let old = lowering_after_edits(&mut f, 2);
     assert!(old.upgrade().is_some(), "kept until the host is idle");
     f.host.free_unused();
     wait_until_freed(&old);
@@ -812,8 +811,30 @@ fn wait_until_freed<T>(value: &std::sync::Weak<T>) {
 }
 
 #[test]
-fn old_parses_are_freed_after_three_edits_without_a_quiet_moment() {
+fn old_lowerings_are_freed_after_three_edits_without_a_quiet_moment() {
     let mut f = fixture(GRAPH);
-    let old = parse_after_edits(&mut f, 3);
+    let old = lowering_after_edits(&mut f, 3);
     wait_until_freed(&old);
+}
+
+/// An edit inside one op patches the file's parse in place (nothing else holds it, so the
+/// host can take it out of its input); an edit between ops parses the text anew. Either way
+/// the parse equals a parse from scratch.
+#[test]
+fn an_edit_inside_one_op_patches_the_parse_and_one_between_ops_replaces_it() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let parse_of = |f: &crate::fixture::Fixture| ir::parse_file(f.host.analysis().db(), file);
+    let text = f.host.text("/m.mlir").expect("open").to_string();
+    let at = text.find("\"ttnn.relu\"").expect("a relu") as u32 + 6;
+    let old = std::sync::Arc::downgrade(&parse_of(&f));
+    let edit = crate::TextEdit { range: TextRange::new(at, at + 4), text: "gelu".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    assert!(old.upgrade().is_none(), "the parse was taken out, not shared");
+    let now = f.host.text("/m.mlir").expect("open");
+    assert!(*parse_of(&f) == syntax::parse(&now));
+    let edit = crate::TextEdit { range: TextRange::empty(0), text: "\n".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let now = f.host.text("/m.mlir").expect("open");
+    assert!(*parse_of(&f) == syntax::parse(&now));
 }

@@ -142,6 +142,9 @@ impl Change {
 /// owner calls [`AnalysisHost::free_unused`] at a quiet moment (the server: after publishing
 /// diagnostics), and are dropped on a helper thread. Freed at once, they would compete with
 /// the re-parse for the allocator and the CPU.
+///
+/// The parse is not among these values: it is an input the host patches in place after an
+/// edit inside one op, and a parse it replaces whole goes straight to `unused`.
 #[derive(Default)]
 struct Retained {
     /// Read in the current revision.
@@ -315,33 +318,58 @@ impl AnalysisHost {
         let file_durability = self.mode.file_durability();
         let mut changed = Vec::new();
         for (path, fc) in change.files {
-            let new_text: Option<Arc<str>> = match fc {
-                FileChange::Set(t) => Some(t),
+            let new_text: Option<(Arc<str>, Option<syntax::Parse>)> = match fc {
+                FileChange::Set(t) => {
+                    if self.files.get(&path).is_some_and(|f| **f.text(&self.db) == *t) {
+                        continue;
+                    }
+                    Some((t, None))
+                }
                 FileChange::Edit(edits) => {
-                    let Some(file) = self.files.get(&path) else { continue };
+                    let Some(file) = self.files.get(&path).copied() else { continue };
+                    if edits.iter().all(|e| e.range.is_empty() && e.text.is_empty()) {
+                        continue;
+                    }
+                    // The parse is patched edit by edit while each edit stays inside one op;
+                    // after the first that does not, the new text is parsed from scratch.
+                    let mut parse = self.take_parse(file);
                     let mut text = file.text(&self.db).to_string();
                     for e in edits {
                         let start = clamp_to_char_boundary(&text, e.range.start as usize);
                         let end = clamp_to_char_boundary(&text, (e.range.end as usize).max(start));
                         text.replace_range(start..end, &e.text);
+                        let range = TextRange::new(start as u32, end as u32);
+                        if let Some(mut p) = parse.take() {
+                            let len = u32::try_from(e.text.len());
+                            if len.is_ok_and(|len| p.reparse_edit(&text, range, len)) {
+                                parse = Some(p);
+                            } else {
+                                // Freed later, off this path (see `Retained`).
+                                self.unused.push(Arc::new(p));
+                            }
+                        }
                     }
-                    Some(Arc::from(text))
+                    Some((Arc::from(text), parse))
                 }
                 FileChange::Remove => None,
             };
             match new_text {
-                Some(text) => {
+                Some((text, parse)) => {
                     if let Some(file) = self.files.get(&path).copied() {
-                        if **file.text(&self.db) != *text {
-                            file.set_text(&mut self.db).with_durability(file_durability).to(text);
+                        if **file.text(&self.db) != *text || parse.is_none() {
+                            self.set_file(file, text, parse);
                             changed.push(path);
+                        } else if let Some(parse) = parse {
+                            // The edits cancelled out: put the (patched) parse back.
+                            self.set_file(file, text, Some(parse));
                         }
                     } else if let Some(file) = self.removed.remove(&path) {
-                        file.set_text(&mut self.db).with_durability(file_durability).to(text);
+                        self.set_file(file, text, None);
                         self.files.insert(path.clone(), file);
                         changed.push(path);
                     } else {
-                        let file = SourceFile::builder(path.clone(), text)
+                        let parse = Arc::new(syntax::parse(&text));
+                        let file = SourceFile::builder(path.clone(), text, parse)
                             .durability(file_durability)
                             .new(&self.db);
                         self.files.insert(path.clone(), file);
@@ -350,7 +378,7 @@ impl AnalysisHost {
                 }
                 None => {
                     if let Some(file) = self.files.remove(&path) {
-                        file.set_text(&mut self.db).to(Arc::from(""));
+                        self.set_file(file, Arc::from(""), None);
                         self.removed.insert(path.clone(), file);
                         changed.push(path);
                     }
@@ -387,6 +415,33 @@ impl AnalysisHost {
         }
         self.rotate_retained();
         changed
+    }
+
+    /// Takes a file's parse out of its input to patch it in place, or `None` if something
+    /// else still holds it (then the new text is parsed from scratch).
+    fn take_parse(&mut self, file: SourceFile) -> Option<syntax::Parse> {
+        let durability = self.mode.file_durability();
+        let placeholder = Arc::new(syntax::parse(""));
+        let old = file.set_parse(&mut self.db).with_durability(durability).to(placeholder);
+        match Arc::try_unwrap(old) {
+            Ok(parse) => Some(parse),
+            Err(shared) => {
+                self.unused.push(shared);
+                None
+            }
+        }
+    }
+
+    /// Sets a file's text and its parse (`None`: parse the text from scratch). The replaced
+    /// parse is freed later, off the caller's path (see [`Retained`]).
+    fn set_file(&mut self, file: SourceFile, text: Arc<str>, parse: Option<syntax::Parse>) {
+        let durability = self.mode.file_durability();
+        let parse = Arc::new(parse.unwrap_or_else(|| syntax::parse(&text)));
+        if **file.text(&self.db) != *text {
+            file.set_text(&mut self.db).with_durability(durability).to(text);
+        }
+        let old = file.set_parse(&mut self.db).with_durability(durability).to(parse);
+        self.unused.push(old);
     }
 
     /// Writes what an overrides text says about each op name into the names' slots, setting
@@ -518,26 +573,28 @@ impl Analysis {
         self.with_db(|db| file.text(db).clone())
     }
 
+    /// The file's syntax tree and tokens, as the host keeps them (always equal to
+    /// `syntax::parse` of the text).
+    pub fn parse(&self, file: SourceFile) -> Cancellable<Arc<syntax::Parse>> {
+        self.with_db(|db| ir::parse_file(db, file))
+    }
+
     pub fn line_index(&self, file: SourceFile) -> Cancellable<Arc<LineIndex>> {
         self.with_db(|db| line_index(db, file))
     }
 
     /// Syntax and semantic diagnostics of a file, sorted by position.
     pub fn diagnostics(&self, file: SourceFile) -> Cancellable<Vec<Diagnostic>> {
-        let (parse, lowered, diagnostics) = self.with_db(|db| {
-            (
-                ir::parse_file(db, file),
-                ir::lower_file(db, file),
-                diagnostics::file_diagnostics(db, file),
-            )
-        })?;
-        self.retain(parse);
+        // The parse is not retained: the host patches it in place on the next edit, which a
+        // second reference would prevent.
+        let (lowered, diagnostics) =
+            self.with_db(|db| (ir::lower_file(db, file), diagnostics::file_diagnostics(db, file)))?;
         self.retain(lowered);
         Ok(diagnostics)
     }
 
     /// Keeps `value` for the host to free (see [`Retained`]); the editor asks for diagnostics
-    /// after every change, so that is where the file's parse and lowering are kept.
+    /// after every change, so that is where the file's lowering is kept.
     fn retain(&self, value: Arc<dyn Any + Send + Sync>) {
         if let Ok(mut r) = self.retained.lock()
             && !r.current.iter().any(|v| Arc::ptr_eq(v, &value))

@@ -243,6 +243,12 @@ fn random_edits(host: AnalysisHost) {
         };
         host.apply_change(change);
         let now = host.text(FILE).expect("file is open").to_string();
+        let file = host.file(FILE).expect("file is open");
+        // The parse the host patched in place is the parse of the text.
+        assert!(
+            *host.analysis().parse(file).expect("not cancelled") == syntax::parse(&now),
+            "step {step} (edit kind {kind}): the patched parse differs from parsing anew"
+        );
         let incremental = snapshot(&host);
         let scratch = snapshot(&fresh(&now, &overrides));
         assert!(

@@ -94,7 +94,6 @@ fn whitespace_and_comment_edits_stop_at_the_function_body() {
             func_body(@main)
             func_loc_names(@main)
             lower_file
-            parse_file
         "#]],
     );
 }
@@ -112,7 +111,6 @@ fn a_location_edit_reruns_no_layout_query() {
             op_overrides(@main:%1)
             op_overrides(@main:%2)
             op_overrides(@main:%3)
-            parse_file
         "#]],
     );
 }
@@ -133,7 +131,6 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
             op_signature(@main:%1)
             op_signature(@main:%2)
             op_signature(@main:%3)
-            parse_file
             pinned_outputs(@main)
             scalar_types(@main)
         "#]],
@@ -161,7 +158,6 @@ fn editing_one_result_type_reruns_only_that_op() {
             op_signature(@main:%1)
             op_signature(@main:%2)
             op_signature(@main:%3)
-            parse_file
             pinned_outputs(@main)
             scalar_types(@main)
         "#]],
@@ -260,7 +256,6 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             op_signature(@main:%2)
             op_signature(@main:%3)
             op_signature(@main:%new)
-            parse_file
             pinned_outputs(@main)
             scalar_types(@main)
         "#]],

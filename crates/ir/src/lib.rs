@@ -3,17 +3,17 @@
 //! Query chain for one function `f` of file `F`:
 //!
 //! ```text
-//! SourceFile.text (LOW)
-//! └ parse_file(F)                 no_eq: re-runs on every edit of F
-//!   └ lower_file(F)               no_eq: bodies + source maps + diagnostics
-//!     ├ file_funcs(F)             Eq: the function ids; changes only when functions do
-//!     ├ func_body(f)              Eq firewall: position-free, so whitespace/comment/loc
-//!     │                           edits are backdated here and nothing downstream re-runs
-//!     │ ├ func_frame(f)           Eq: the body without its ops (signature, keys)
-//!     │ └ func_block(f, j)        Eq: ops in blocks of 256, so an edit changes one block
-//!     ├ func_loc_names(f)         Eq: the `loc("name")` of each op (override keys)
-//!     ├ func_ops(f)               Eq: op ids in program order
-//!     └ func_source_map(f)        no_eq: positions, read only by the IDE layer and CLI
+//! SourceFile.text, SourceFile.parse (LOW; the host parses, patching the parse in place
+//! │                               for an edit inside one op)
+//! └ lower_file(F)                 no_eq: bodies + source maps + diagnostics
+//!   ├ file_funcs(F)               Eq: the function ids; changes only when functions do
+//!   ├ func_body(f)                Eq firewall: position-free, so whitespace/comment/loc
+//!   │                             edits are backdated here and nothing downstream re-runs
+//!   │ ├ func_frame(f)             Eq: the body without its ops (signature, keys)
+//!   │ └ func_block(f, j)          Eq: ops in blocks of 256, so an edit changes one block
+//!   ├ func_loc_names(f)           Eq: the `loc("name")` of each op (override keys)
+//!   ├ func_ops(f)                 Eq: op ids in program order
+//!   └ func_source_map(f)          no_eq: positions, read only by the IDE layer and CLI
 //! ```
 //!
 //! Ids are built from names: a function is (file, chunk, symbol, duplicate index), an op is
@@ -67,11 +67,10 @@ pub struct OpId {
     pub key: String,
 }
 
-/// The parse of a file: tree, tokens and syntax errors. Always re-runs on an edit.
-#[salsa::tracked(returns(clone), no_eq)]
+/// The parse of a file: tree, tokens and syntax errors. The host sets it with the text (see
+/// [`SourceFile`]), so this is a read of that input, not a query.
 pub fn parse_file(db: &dyn Db, file: SourceFile) -> Arc<Parse> {
-    let _p = tracing::debug_span!("parse_file", file = %file.path(db)).entered();
-    Arc::new(syntax::parse(file.text(db)))
+    Arc::clone(file.parse(db))
 }
 
 /// The lowered file: every function's body and source map, and all diagnostics of parsing

@@ -15,6 +15,7 @@ mod dims;
 mod lexer;
 mod parser;
 mod printer;
+mod reparse;
 mod text;
 
 pub use crate::{

@@ -22,7 +22,7 @@ const MAX_DEPTH: u32 = 200;
 /// generic op, region and block frames, about four times the stack of an attribute level
 /// (about 15 KiB per region level in a debug build, where 200 region levels overflowed a
 /// 2 MiB thread). So regions nest at most 50 deep; real IR nests fewer than 10.
-const REGION_WEIGHT: u32 = 4;
+pub(crate) const REGION_WEIGHT: u32 = 4;
 
 pub(crate) type PResult<T> = Result<T, Recovered>;
 
@@ -75,6 +75,26 @@ fn parse_chunk(
         }
     }
     Chunk { range, items }
+}
+
+/// Parses one op of a block the way [`parse_chunk`] would reach it: `sig` holds the chunk's
+/// significant tokens from the one before the op on, `pos` is the op's first, and `depth` is
+/// the nesting the enclosing regions use. Returns the op, the significant-token index the
+/// parse stopped at, and the errors it found (for [`crate::Parse::reparse_edit`]).
+pub(crate) fn parse_block_op(
+    text: &str,
+    tokens: &[Token],
+    sig: &[u32],
+    pos: usize,
+    end: u32,
+    depth: u32,
+) -> (crate::ast::Op, usize, Vec<SyntaxError>) {
+    let mut errors = Vec::new();
+    let rewind_fuel = sig.len().saturating_mul(4).saturating_add(1024);
+    let mut p = Parser { text, tokens, sig, pos, end, errors: &mut errors, depth, rewind_fuel };
+    let op = p.op();
+    let after = p.pos;
+    (op, after, errors)
 }
 
 pub(crate) struct Parser<'a> {

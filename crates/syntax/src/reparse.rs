@@ -1,0 +1,573 @@
+//! Incremental reparsing: an edit inside one op of a block re-lexes and re-parses that op
+//! alone, and shifts the positions of everything after it.
+//!
+//! An editor sends one small edit per keystroke, nearly always inside one op's line. Parsing
+//! a 10k-op file from scratch takes tens of milliseconds; re-parsing the op takes
+//! microseconds, and shifting the tree after it is a walk with no allocation. The result is
+//! the parse [`crate::parse`] would return for the new text, or nothing is changed and the
+//! caller parses from scratch: the fast path is taken only where the op's parse provably
+//! cannot differ (the tests compare both on random edits of real files).
+//!
+//! Conditions, each for a reason:
+//! - the edit is strictly inside an op of a block that has no regions, so the op's first and
+//!   last bytes, and the tokens around it, are unchanged;
+//! - the op stands on its own lines (a line break before and after), so no neighbour's
+//!   column, line start or token changes;
+//! - the old parse has no error inside the op (recovery from one may have skipped text the
+//!   new op would claim), and the new op lexes and parses without one;
+//! - the new op's tokens are exactly the op (the parser stops where the old op ended, with
+//!   the same lookahead it had in the full parse), and hold no `// -----` line.
+
+use crate::{
+    Parse, TextRange,
+    ast::{
+        Attr, AttrDict, AttrKind, Block, Body, FuncArg, FunctionType, Ident, Item, LocKind,
+        LocSpec, Location, Op, OpBody, Region, Type, TypeKind, ValueUse,
+    },
+    lexer::{self, TokenKind},
+    parser,
+};
+
+impl Parse {
+    /// Brings this parse of the old text up to date with `new_text`, which is the old text
+    /// with `edit` (old offsets) replaced by `new_len` bytes. Returns false, and changes
+    /// nothing, when the edit is not one the fast path handles; parse `new_text` then.
+    pub fn reparse_edit(&mut self, new_text: &str, edit: TextRange, new_len: u32) -> bool {
+        let Some(target) = find_target(self, edit) else { return false };
+        let old = target.range;
+        let delta = i64::from(new_len) - i64::from(edit.len());
+        let Ok(new_end) = u32::try_from(i64::from(old.end) + delta) else { return false };
+        if new_text.len() > u32::MAX as usize || new_end as usize > new_text.len() {
+            return false;
+        }
+        // The op's old tokens: `t0..=t1`, with whitespace holding a line break on both sides.
+        let Ok(t0) = self.tokens.binary_search_by_key(&old.start, |t| t.range.start) else {
+            return false;
+        };
+        let Ok(t1) = self.tokens.binary_search_by_key(&old.end, |t| t.range.end) else {
+            return false;
+        };
+        let breaks_line = |i: usize, text: &str| {
+            self.tokens.get(i).is_none_or(|t| {
+                t.kind == TokenKind::Whitespace && t.range.slice(text).contains('\n')
+            })
+        };
+        // Before the op nothing moved, so the old token reads the same in the new text.
+        if t0 == 0 || !breaks_line(t0 - 1, new_text) {
+            return false;
+        }
+        if let Some(after) = self.tokens.get(t1 + 1) {
+            let (Some(s), Some(e)) =
+                (shift(after.range.start, delta), shift(after.range.end, delta))
+            else {
+                return false;
+            };
+            if after.kind != TokenKind::Whitespace
+                || !new_text[s as usize..e as usize].contains('\n')
+            {
+                return false;
+            }
+        }
+        if self.errors.iter().any(|e| e.range.end >= old.start && e.range.start <= old.end) {
+            return false;
+        }
+        // Re-lex the op's new text.
+        let (mut toks, lex_errors) = lexer::lex(&new_text[old.start as usize..new_end as usize]);
+        if !lex_errors.is_empty() {
+            return false;
+        }
+        for t in &mut toks {
+            t.range = TextRange::new(t.range.start + old.start, t.range.end + old.start);
+            let separator =
+                t.kind == TokenKind::Comment && t.range.slice(new_text).trim_end() == "// -----";
+            if matches!(
+                t.kind,
+                TokenKind::Error | TokenKind::FileMetaBegin | TokenKind::FileMetaEnd
+            ) || separator
+            {
+                return false;
+            }
+        }
+        if toks.first().is_none_or(|t| t.kind.is_trivia())
+            || toks.last().is_none_or(|t| t.kind.is_trivia())
+        {
+            return false;
+        }
+        let Ok(dt) = i64::try_from(toks.len()) else { return false };
+        let dt = dt - (t1 + 1 - t0) as i64;
+        // The new token vector, and the chunk's significant tokens from the one before the op.
+        let mut tokens = Vec::with_capacity(self.tokens.len().saturating_add_signed(dt as isize));
+        tokens.extend_from_slice(&self.tokens[..t0]);
+        tokens.extend_from_slice(&toks);
+        for t in &self.tokens[t1 + 1..] {
+            let (Some(s), Some(e)) = (shift(t.range.start, delta), shift(t.range.end, delta))
+            else {
+                return false;
+            };
+            tokens.push(crate::Token { kind: t.kind, range: TextRange::new(s, e) });
+        }
+        let Some(chunk_end) = shift(target.chunk_end, delta) else { return false };
+        let mut sig: Vec<u32> = Vec::new();
+        if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
+            && tokens[prev].range.start >= target.chunk_start
+        {
+            sig.push(prev as u32);
+        }
+        let start_pos = sig.len();
+        let op_sig = toks.iter().filter(|t| !t.kind.is_trivia()).count();
+        for (i, t) in tokens.iter().enumerate().skip(t0) {
+            if t.range.start >= chunk_end {
+                break;
+            }
+            if !t.kind.is_trivia() {
+                sig.push(i as u32);
+            }
+        }
+        let (op, stop, errors) =
+            parser::parse_block_op(new_text, &tokens, &sig, start_pos, chunk_end, target.depth);
+        if !errors.is_empty()
+            || matches!(op.body, OpBody::Error)
+            || stop != start_pos + op_sig
+            || op.range != TextRange::new(old.start, new_end)
+        {
+            return false;
+        }
+        // Commit: tokens, errors after the op, and the tree.
+        self.tokens = tokens;
+        let s = Shifter { old_end: old.end, delta, tok_after: (t1 + 1) as u32, dt };
+        for e in &mut self.errors {
+            s.range(&mut e.range);
+        }
+        let mut replacement = Some(op);
+        for chunk in &mut self.file.chunks {
+            if chunk.range.end < old.end {
+                continue;
+            }
+            s.range(&mut chunk.range);
+            for item in &mut chunk.items {
+                s.item(item, old, &mut replacement);
+            }
+        }
+        debug_assert!(replacement.is_none(), "the edited op was found again");
+        true
+    }
+}
+
+/// Where the op to re-parse is.
+struct Target {
+    range: TextRange,
+    /// Nesting depth the parser is at when it parses the op.
+    depth: u32,
+    chunk_start: u32,
+    chunk_end: u32,
+}
+
+fn strictly_inside(edit: TextRange, r: TextRange) -> bool {
+    r.start < edit.start && edit.end < r.end
+}
+
+fn find_target(parse: &Parse, edit: TextRange) -> Option<Target> {
+    let chunk = parse
+        .file
+        .chunks
+        .iter()
+        .find(|c| c.range.start <= edit.start && edit.end <= c.range.end)?;
+    let mut op = chunk.items.iter().find_map(|item| match item {
+        Item::Op(op) if strictly_inside(edit, op.range) => Some(op),
+        _ => None,
+    })?;
+    let mut depth = 0;
+    let mut in_block = false;
+    loop {
+        let regions = op_regions(op);
+        if regions.is_empty() {
+            break;
+        }
+        // The edit must be inside one op of one of the regions' blocks.
+        let child = regions
+            .iter()
+            .filter(|r| r.range.start <= edit.start && edit.end <= r.range.end)
+            .flat_map(|r| r.blocks.iter())
+            .flat_map(|b| b.ops.iter())
+            .find(|o| strictly_inside(edit, o.range))?;
+        op = child;
+        depth += parser::REGION_WEIGHT;
+        in_block = true;
+    }
+    if !in_block || matches!(op.body, OpBody::Error) {
+        return None;
+    }
+    Some(Target {
+        range: op.range,
+        depth,
+        chunk_start: chunk.range.start,
+        chunk_end: chunk.range.end,
+    })
+}
+
+fn op_regions(op: &Op) -> &[Region] {
+    match &op.body {
+        OpBody::Generic(g) => &g.regions,
+        OpBody::Module(m) => std::slice::from_ref(&m.body),
+        OpBody::Func(f) => f.body.as_slice(),
+        OpBody::RegionOp(r) => std::slice::from_ref(&r.body),
+        _ => &[],
+    }
+}
+
+fn shift(offset: u32, delta: i64) -> Option<u32> {
+    u32::try_from(i64::from(offset) + delta).ok()
+}
+
+/// Moves positions at or after the old op's end by the edit's length change, and token
+/// indices after its last token by the change in token count.
+struct Shifter {
+    old_end: u32,
+    delta: i64,
+    tok_after: u32,
+    dt: i64,
+}
+
+impl Shifter {
+    fn offset(&self, o: &mut u32) {
+        if *o >= self.old_end {
+            // In range: the new text's length fits in u32 (checked before the commit).
+            *o = (i64::from(*o) + self.delta) as u32;
+        }
+    }
+
+    fn range(&self, r: &mut TextRange) {
+        self.offset(&mut r.start);
+        self.offset(&mut r.end);
+    }
+
+    fn token(&self, t: &mut u32) {
+        if *t >= self.tok_after {
+            *t = (i64::from(*t) + self.dt) as u32;
+        }
+    }
+
+    /// True when nothing in a node with range `r` can move: it ends before the old op ends.
+    fn before(&self, r: TextRange) -> bool {
+        r.end < self.old_end
+    }
+
+    fn item(&self, item: &mut Item, old: TextRange, replacement: &mut Option<Op>) {
+        match item {
+            Item::AttrAlias(a) => {
+                if self.before(a.range) {
+                    return;
+                }
+                self.range(&mut a.range);
+                self.ident(&mut a.name);
+                self.attr(&mut a.value);
+            }
+            Item::TypeAlias(a) => {
+                if self.before(a.range) {
+                    return;
+                }
+                self.range(&mut a.range);
+                self.ident(&mut a.name);
+                self.ty(&mut a.value);
+            }
+            Item::LocAlias(a) => {
+                if self.before(a.range) {
+                    return;
+                }
+                self.range(&mut a.range);
+                self.ident(&mut a.name);
+                self.location(&mut a.loc);
+            }
+            Item::Op(op) => self.op(op, old, replacement),
+            Item::Resources(r) | Item::Error(r) => self.range(r),
+        }
+    }
+
+    fn op(&self, op: &mut Op, old: TextRange, replacement: &mut Option<Op>) {
+        if op.range == old
+            && let Some(new) = replacement.take()
+        {
+            *op = new;
+            return;
+        }
+        if self.before(op.range) {
+            return;
+        }
+        self.range(&mut op.range);
+        for r in &mut op.results {
+            self.range(&mut r.range);
+            self.ident(&mut r.name);
+        }
+        self.ident(&mut op.name);
+        if let Some(loc) = &mut op.loc {
+            self.loc_spec(loc);
+        }
+        match &mut op.body {
+            OpBody::Generic(g) => {
+                self.uses(&mut g.operands);
+                for s in &mut g.successors {
+                    self.ident(s);
+                }
+                self.opt_dict(g.properties.as_mut());
+                for r in &mut g.regions {
+                    self.region(r, old, replacement);
+                }
+                self.opt_dict(g.attrs.as_mut());
+                if let Some(f) = &mut g.fn_type {
+                    self.fn_type(f);
+                }
+            }
+            OpBody::Module(m) => {
+                if let Some(n) = &mut m.sym_name {
+                    self.ident(n);
+                }
+                self.opt_dict(m.attrs.as_mut());
+                self.region(&mut m.body, old, replacement);
+            }
+            OpBody::Func(f) => {
+                if let Some(v) = &mut f.visibility {
+                    self.ident(v);
+                }
+                self.ident(&mut f.sym_name);
+                for a in &mut f.args {
+                    self.func_arg(a);
+                }
+                for r in &mut f.results {
+                    self.range(&mut r.range);
+                    self.ty(&mut r.ty);
+                    self.opt_dict(r.attrs.as_mut());
+                }
+                self.opt_dict(f.attrs.as_mut());
+                if let Some(body) = &mut f.body {
+                    self.region(body, old, replacement);
+                }
+            }
+            OpBody::Return(r) => {
+                self.uses(&mut r.operands);
+                self.types(&mut r.types);
+            }
+            OpBody::Call(c) => {
+                self.ident(&mut c.callee);
+                self.uses(&mut c.operands);
+                if let Some(f) = &mut c.fn_type {
+                    self.fn_type(f);
+                }
+            }
+            OpBody::D2mSubgraph(d) => {
+                self.ident(&mut d.callee);
+                self.opt_dict(d.attrs.as_mut());
+                self.uses(&mut d.ins);
+                self.types(&mut d.in_types);
+                self.uses(&mut d.outs);
+                self.types(&mut d.out_types);
+                self.types(&mut d.result_types);
+            }
+            OpBody::TtLang(c) => {
+                self.uses(&mut c.operands);
+                self.opt_dict(c.attrs.as_mut());
+                if let Some(f) = &mut c.fn_type {
+                    self.fn_type(f);
+                }
+            }
+            OpBody::LoadCached(l) => {
+                self.ident(&mut l.callee);
+                self.uses(&mut l.operands);
+                if let Some(f) = &mut l.fn_type {
+                    self.fn_type(f);
+                }
+            }
+            OpBody::RegionOp(r) => {
+                self.opt_dict(r.attrs.as_mut());
+                self.region(&mut r.body, old, replacement);
+            }
+            OpBody::DeviceDecl(d) => {
+                self.ident(&mut d.sym_name);
+                self.attr(&mut d.value);
+            }
+            OpBody::Opaque(o) => {
+                self.range(&mut o.rest);
+                self.uses(&mut o.uses);
+            }
+            OpBody::Error => {}
+        }
+    }
+
+    fn region(&self, r: &mut Region, old: TextRange, replacement: &mut Option<Op>) {
+        if self.before(r.range) {
+            return;
+        }
+        self.range(&mut r.range);
+        for b in &mut r.blocks {
+            self.block(b, old, replacement);
+        }
+    }
+
+    fn block(&self, b: &mut Block, old: TextRange, replacement: &mut Option<Op>) {
+        if self.before(b.range) {
+            return;
+        }
+        self.range(&mut b.range);
+        if let Some(label) = &mut b.label {
+            self.range(&mut label.range);
+            self.ident(&mut label.name);
+            for a in &mut label.args {
+                self.range(&mut a.range);
+                self.ident(&mut a.name);
+                self.ty(&mut a.ty);
+                if let Some(l) = &mut a.loc {
+                    self.loc_spec(l);
+                }
+            }
+        }
+        // Ops before the edited one end before it: skip them without a look.
+        let first = b.ops.partition_point(|o| o.range.end < self.old_end);
+        for op in &mut b.ops[first..] {
+            self.op(op, old, replacement);
+        }
+    }
+
+    fn func_arg(&self, a: &mut FuncArg) {
+        self.range(&mut a.range);
+        if let Some(n) = &mut a.name {
+            self.ident(n);
+        }
+        self.ty(&mut a.ty);
+        self.opt_dict(a.attrs.as_mut());
+        if let Some(l) = &mut a.loc {
+            self.loc_spec(l);
+        }
+    }
+
+    fn ident(&self, i: &mut Ident) {
+        self.range(&mut i.range);
+    }
+
+    fn uses(&self, uses: &mut [ValueUse]) {
+        for u in uses {
+            self.range(&mut u.range);
+            self.ident(&mut u.name);
+        }
+    }
+
+    fn types(&self, types: &mut [Type]) {
+        for t in types {
+            self.ty(t);
+        }
+    }
+
+    fn opt_dict(&self, d: Option<&mut AttrDict>) {
+        if let Some(d) = d {
+            self.dict(d);
+        }
+    }
+
+    fn dict(&self, d: &mut AttrDict) {
+        self.range(&mut d.range);
+        for e in &mut d.entries {
+            self.range(&mut e.range);
+            self.ident(&mut e.key);
+            if let Some(v) = &mut e.value {
+                self.attr(v);
+            }
+        }
+    }
+
+    fn body(&self, b: &mut Body) {
+        self.range(&mut b.range);
+        self.token(&mut b.open);
+        self.token(&mut b.close);
+    }
+
+    fn attr(&self, a: &mut Attr) {
+        self.range(&mut a.range);
+        match &mut a.kind {
+            AttrKind::Dialect { body: Some(b), .. } => self.body(b),
+            AttrKind::Int { ty: Some(t), .. }
+            | AttrKind::Float { ty: Some(t), .. }
+            | AttrKind::Str { ty: Some(t), .. }
+            | AttrKind::Type(t)
+            | AttrKind::DenseArray { elem: t, .. } => self.ty(t),
+            AttrKind::Array(items) => {
+                for i in items {
+                    self.attr(i);
+                }
+            }
+            AttrKind::Elements { body, ty, .. } => {
+                self.body(body);
+                if let Some(t) = ty {
+                    self.ty(t);
+                }
+            }
+            AttrKind::Dict(d) => self.dict(d),
+            AttrKind::Affine { body } | AttrKind::Stripped(body) => self.body(body),
+            AttrKind::Loc(l) => self.location(l),
+            AttrKind::Alias(_)
+            | AttrKind::Dialect { body: None, .. }
+            | AttrKind::Int { ty: None, .. }
+            | AttrKind::Float { ty: None, .. }
+            | AttrKind::Str { ty: None, .. }
+            | AttrKind::Bool(_)
+            | AttrKind::Unit
+            | AttrKind::SymbolRef(_)
+            | AttrKind::Keyword(_)
+            | AttrKind::Opaque => {}
+        }
+    }
+
+    fn ty(&self, t: &mut Type) {
+        self.range(&mut t.range);
+        match &mut t.kind {
+            TypeKind::Tensor { elem, encoding, .. } => {
+                self.ty(elem);
+                if let Some(e) = encoding {
+                    self.attr(e);
+                }
+            }
+            TypeKind::MemRef { elem, params, .. } => {
+                self.ty(elem);
+                for p in params {
+                    self.attr(p);
+                }
+            }
+            TypeKind::Vector { elem, .. } | TypeKind::Complex(elem) => self.ty(elem),
+            TypeKind::Tuple(items) => self.types(items),
+            TypeKind::Dialect { body: Some(b), .. } => self.body(b),
+            TypeKind::Function(f) => self.fn_type(f),
+            TypeKind::Builtin(_) | TypeKind::Dialect { body: None, .. } | TypeKind::Alias(_) => {}
+        }
+    }
+
+    fn fn_type(&self, f: &mut FunctionType) {
+        self.range(&mut f.range);
+        self.types(&mut f.inputs);
+        self.types(&mut f.results);
+    }
+
+    fn loc_spec(&self, l: &mut LocSpec) {
+        self.range(&mut l.range);
+        self.location(&mut l.loc);
+    }
+
+    fn location(&self, l: &mut Location) {
+        self.range(&mut l.range);
+        match &mut l.kind {
+            LocKind::Name { child: Some(c), .. } => self.location(c),
+            LocKind::CallSite { callee, caller } => {
+                self.location(callee);
+                self.location(caller);
+            }
+            LocKind::Fused { metadata, locs } => {
+                if let Some(m) = metadata {
+                    self.attr(m);
+                }
+                for l in locs {
+                    self.location(l);
+                }
+            }
+            LocKind::Unknown
+            | LocKind::Name { child: None, .. }
+            | LocKind::FileLineCol { .. }
+            | LocKind::Alias(_) => {}
+        }
+    }
+}
