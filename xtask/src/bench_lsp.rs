@@ -833,18 +833,20 @@ impl Report<'_> {
                 .collect();
             let _ = writeln!(s, "| {what} | {} |", cells.join(" | "));
         }
-        // The quiet period is waiting, not work: (a) and (b) both include it.
+        // A quiet period is waiting, not work: (a) and (b) both include it.
         let wait = self.delay;
-        let ours_busy = |d: Duration| d.saturating_sub(wait);
-        let r = ratio(ours_busy(self.ours.open), ours_busy(self.ours.median(Step::Edit)));
-        let _ = writeln!(
-            s,
-            "| (a) / (b) without ttnn-analyzer's {} ms quiet period | {} (target at least 50x: {}) |{}",
-            wait.as_millis(),
-            times(r),
-            met(r >= 50.0),
-            if servers.len() > 1 { " no quiet period |" } else { "" }
-        );
+        if !wait.is_zero() {
+            let ours_busy = |d: Duration| d.saturating_sub(wait);
+            let r = ratio(ours_busy(self.ours.open), ours_busy(self.ours.median(Step::Edit)));
+            let _ = writeln!(
+                s,
+                "| (a) / (b) without ttnn-analyzer's {} ms quiet period | {} (target at least 50x: {}) |{}",
+                wait.as_millis(),
+                times(r),
+                met(r >= 50.0),
+                if servers.len() > 1 { " no quiet period |" } else { "" }
+            );
+        }
         let Some((mlir, _)) = self.mlir else { return s };
         let _ = writeln!(
             s,
@@ -909,20 +911,27 @@ impl Report<'_> {
             self.mlir.map_or("", |(m, _)| m.hover_sample.as_str())
         );
         s.push_str(&self.ratios());
+        if self.delay.is_zero() {
+            let _ = writeln!(
+                s,
+                "\nttnn-analyzer publishes diagnostics as soon as it has handled the messages already waiting (`ServerOptions::diagnostics_delay` is 0); a change that arrives while they are computed cancels them."
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "\nttnn-analyzer publishes diagnostics after a quiet period of {} ms following the last change (`ServerOptions::diagnostics_delay`; the stdio server has no setting for it), so (a) and (b) each include {} ms of waiting; the last row of the first ratio table subtracts it from both.",
+                self.delay.as_millis(),
+                self.delay.as_millis()
+            );
+        }
         let _ = writeln!(
             s,
-            "\nttnn-analyzer publishes diagnostics after a quiet period of {} ms following the last change (`ServerOptions::diagnostics_delay`; the stdio server has no setting for it), so (a) and (b) each include {} ms of waiting; the last row of the first ratio table subtracts it from both.",
-            self.delay.as_millis(),
-            self.delay.as_millis()
-        );
-        let _ = writeln!(
-            s,
-            "mlir-lsp-server has no such delay: it re-parses inside the `didChange` handler and publishes at once, and it syncs full texts, so each of its changes carries the whole file ({:.2} MB) through the pipe.",
+            "mlir-lsp-server re-parses inside the `didChange` handler and publishes at once, and it syncs full texts, so each of its changes carries the whole file ({:.2} MB) through the pipe.",
             self.bytes as f64 / 1e6
         );
         let _ = writeln!(
             s,
-            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit it re-parses and re-lowers the whole file, re-runs one lookup for every op (its signature, which reads the changed function body), re-derives the edited op's layouts and re-runs the function-wide chain, merge and plan steps; `## Language server latency: where an edit's time goes` below breaks that down."
+            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit inside one op it re-parses that op, re-lowers the whole file, re-validates its per-op memos, re-derives the edited op's signature block, layouts and chain, and re-walks the plan chunk that holds it (and the chunks after it only when what it hands on changes); `## Language server latency: where an edit's time goes` below breaks that down."
         );
         let _ = writeln!(
             s,

@@ -1,6 +1,6 @@
 //! The main loop: owns the `AnalysisHost`, applies document changes and settings, hands
-//! requests to the worker pool with a snapshot, and publishes diagnostics after a short
-//! quiet period.
+//! requests to the worker pool with a snapshot, and publishes diagnostics once the messages
+//! already waiting are handled (a burst of changes is analysed once).
 //!
 //! Only this thread writes. A write cancels the snapshots workers hold (salsa unwinds them);
 //! their requests come back as `ContentModified`, or are retried once for hover and inlay
@@ -35,7 +35,9 @@ pub struct ServerOptions {
     /// Accept the `ttnnAnalyzer/testPanic` and `ttnnAnalyzer/testWaitForCancel` requests,
     /// which let tests exercise panic containment and cancellation deterministically.
     pub test_hooks: bool,
-    /// The quiet period after a change before diagnostics are computed and published.
+    /// How long after a change diagnostics are computed and published (none by default:
+    /// a run is cancelled by the next change anyway, and messages already queued are
+    /// handled first, so a burst of keystrokes is analysed once).
     pub diagnostics_delay: Duration,
     /// Worker threads answering requests.
     pub workers: usize,
@@ -45,7 +47,9 @@ impl Default for ServerOptions {
     fn default() -> ServerOptions {
         ServerOptions {
             test_hooks: false,
-            diagnostics_delay: Duration::from_millis(50),
+            // An edit inside one op re-parses that op only, so there is no whole-file parse
+            // to wait out, and a run the next change cancels costs little.
+            diagnostics_delay: Duration::ZERO,
             workers: 2,
         }
     }
@@ -248,7 +252,9 @@ impl GlobalState {
                 },
                 default(wait) => {}
             }
-            if self.dirty_since.is_some_and(|t| t.elapsed() >= self.options.diagnostics_delay) {
+            if inbox.is_empty()
+                && self.dirty_since.is_some_and(|t| t.elapsed() >= self.options.diagnostics_delay)
+            {
                 self.dirty_since = None;
                 self.spawn_diagnostics();
             }
