@@ -71,7 +71,7 @@ pub fn func_frame(db: &dyn Db, func: FuncId) -> Option<Arc<FuncFrame>> {
 
 /// The ops of block `j` of a function: body indices `j * BODY_BLOCK` up to the next block.
 #[salsa::tracked(returns(clone))]
-pub fn func_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpData]> {
+pub fn func_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[Arc<OpData>]> {
     let Some(body) = func_body(db, func) else { return Arc::from(Vec::new()) };
     let lo = (j as usize * BODY_BLOCK).min(body.ops.len());
     let hi = (lo + BODY_BLOCK).min(body.ops.len());
@@ -141,7 +141,7 @@ pub struct OpsView<'db> {
     db: &'db dyn Db,
     func: FuncId,
     n: usize,
-    blocks: Vec<OnceCell<Arc<[OpData]>>>,
+    blocks: Vec<OnceCell<Arc<[Arc<OpData>]>>>,
 }
 
 impl OpsView<'_> {
@@ -160,7 +160,7 @@ impl OpsView<'_> {
     pub fn get(&self, i: usize) -> Option<&OpData> {
         let cell = self.blocks.get(i / BODY_BLOCK)?;
         let block = cell.get_or_init(|| func_block(self.db, self.func, (i / BODY_BLOCK) as u32));
-        block.get(i % BODY_BLOCK)
+        block.get(i % BODY_BLOCK).map(|o| &**o)
     }
 }
 

@@ -625,7 +625,7 @@ impl<'a> Lower<'a> {
             };
             let data = self.op(o, key, i as u32, &defs, &body, &mut sm);
             loc_names.names.push(self.loc_name(o.loc.as_ref()));
-            body.ops.push(data);
+            body.ops.push(Arc::new(data));
         }
         if let Some(term) = terminator
             && let ast::OpBody::Return(r) = &term.body

@@ -261,8 +261,10 @@ pub struct FuncBody {
     pub arg_names: Vec<String>,
     pub args: Vec<Ty>,
     pub results: Vec<Ty>,
-    /// Top-level ops in program order (the terminator excluded).
-    pub ops: Vec<OpData>,
+    /// Top-level ops in program order (the terminator excluded). Shared pointers: a copy of
+    /// the body, or of a block of it (`func_block`), costs a count per op, and comparing two
+    /// bodies skips every op they share, which after an edit inside one op is all but one.
+    pub ops: Vec<Arc<OpData>>,
     /// The terminator's operands.
     pub returns: Vec<ValueRef>,
     pub has_body: bool,
