@@ -45,6 +45,28 @@ pub struct SourceFile {
     pub text: Arc<str>,
     #[returns(ref)]
     pub parse: Arc<syntax::Parse>,
+    /// How `text` came from the previous text, when it was one edit inside one op (the host
+    /// patched `parse` for it), so lowering can redo that op alone. `None` otherwise.
+    #[returns(ref)]
+    pub last_edit: Option<LastEdit>,
+}
+
+/// One edit inside one op: the text it was made to and the op it changed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LastEdit {
+    /// The text before the edit (compared by pointer with what a lowering was made from).
+    pub before: Arc<str>,
+    pub op: syntax::OpEdit,
+}
+
+impl std::fmt::Debug for LastEdit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the text: it is the whole file.
+        f.debug_struct("LastEdit")
+            .field("before_len", &self.before.len())
+            .field("op", &self.op)
+            .finish()
+    }
 }
 
 /// The device the analysis targets. One per database, created at startup.

@@ -23,6 +23,8 @@ pub struct RootDatabase {
     op_model: Arc<SharedOpModel>,
     /// Op costs, shared by all snapshots likewise.
     cost_cache: Arc<cost::CostCache>,
+    /// The last lowering of each file, for re-lowering one edited op.
+    lowering_cache: Arc<ir::LoweringCache>,
 }
 
 impl Default for RootDatabase {
@@ -59,6 +61,7 @@ impl RootDatabase {
             log_executed,
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
             cost_cache: Arc::default(),
+            lowering_cache: Arc::default(),
         }
     }
 }
@@ -70,7 +73,11 @@ impl salsa::Database for RootDatabase {}
 impl base_db::Db for RootDatabase {}
 
 #[salsa::db]
-impl ir::Db for RootDatabase {}
+impl ir::Db for RootDatabase {
+    fn lowering_cache(&self) -> &ir::LoweringCache {
+        &self.lowering_cache
+    }
+}
 
 #[salsa::db]
 impl layout::Db for RootDatabase {

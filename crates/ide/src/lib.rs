@@ -35,7 +35,7 @@ use std::{
 };
 
 use base_db::{
-    Durability, OpOverrideSlot, OptionsInput, OverrideSlots, OverridesInput, SourceFile,
+    Durability, LastEdit, OpOverrideSlot, OptionsInput, OverrideSlots, OverridesInput, SourceFile,
     TargetInput, salsa::Setter,
 };
 use rustc_hash::FxHashMap;
@@ -318,12 +318,12 @@ impl AnalysisHost {
         let file_durability = self.mode.file_durability();
         let mut changed = Vec::new();
         for (path, fc) in change.files {
-            let new_text: Option<(Arc<str>, Option<syntax::Parse>)> = match fc {
+            let new_text: Option<(Arc<str>, Option<syntax::Parse>, Option<LastEdit>)> = match fc {
                 FileChange::Set(t) => {
                     if self.files.get(&path).is_some_and(|f| **f.text(&self.db) == *t) {
                         continue;
                     }
-                    Some((t, None))
+                    Some((t, None, None))
                 }
                 FileChange::Edit(edits) => {
                     let Some(file) = self.files.get(&path).copied() else { continue };
@@ -332,8 +332,11 @@ impl AnalysisHost {
                     }
                     // The parse is patched edit by edit while each edit stays inside one op;
                     // after the first that does not, the new text is parsed from scratch.
+                    let before = Arc::clone(file.text(&self.db));
+                    let single = edits.len() == 1;
                     let mut parse = self.take_parse(file);
-                    let mut text = file.text(&self.db).to_string();
+                    let mut op_edit = None;
+                    let mut text = before.to_string();
                     for e in edits {
                         let start = clamp_to_char_boundary(&text, e.range.start as usize);
                         let end = clamp_to_char_boundary(&text, (e.range.end as usize).max(start));
@@ -341,35 +344,41 @@ impl AnalysisHost {
                         let range = TextRange::new(start as u32, end as u32);
                         if let Some(mut p) = parse.take() {
                             let len = u32::try_from(e.text.len());
-                            if len.is_ok_and(|len| p.reparse_edit(&text, range, len)) {
-                                parse = Some(p);
-                            } else {
+                            match len.ok().and_then(|len| p.reparse_edit(&text, range, len)) {
+                                Some(op) => {
+                                    op_edit = Some(op);
+                                    parse = Some(p);
+                                }
                                 // Freed later, off this path (see `Retained`).
-                                self.unused.push(Arc::new(p));
+                                None => self.unused.push(Arc::new(p)),
                             }
                         }
                     }
-                    Some((Arc::from(text), parse))
+                    // Lowering can redo one op when one edit changed one op.
+                    let last_edit = op_edit
+                        .filter(|_| single && parse.is_some())
+                        .map(|op| LastEdit { before, op });
+                    Some((Arc::from(text), parse, last_edit))
                 }
                 FileChange::Remove => None,
             };
             match new_text {
-                Some((text, parse)) => {
+                Some((text, parse, last_edit)) => {
                     if let Some(file) = self.files.get(&path).copied() {
                         if **file.text(&self.db) != *text || parse.is_none() {
-                            self.set_file(file, text, parse);
+                            self.set_file(file, text, parse, last_edit);
                             changed.push(path);
                         } else if let Some(parse) = parse {
                             // The edits cancelled out: put the (patched) parse back.
-                            self.set_file(file, text, Some(parse));
+                            self.set_file(file, text, Some(parse), None);
                         }
                     } else if let Some(file) = self.removed.remove(&path) {
-                        self.set_file(file, text, None);
+                        self.set_file(file, text, None, None);
                         self.files.insert(path.clone(), file);
                         changed.push(path);
                     } else {
                         let parse = Arc::new(syntax::parse(&text));
-                        let file = SourceFile::builder(path.clone(), text, parse)
+                        let file = SourceFile::builder(path.clone(), text, parse, None)
                             .durability(file_durability)
                             .new(&self.db);
                         self.files.insert(path.clone(), file);
@@ -378,7 +387,7 @@ impl AnalysisHost {
                 }
                 None => {
                     if let Some(file) = self.files.remove(&path) {
-                        self.set_file(file, Arc::from(""), None);
+                        self.set_file(file, Arc::from(""), None, None);
                         self.removed.insert(path.clone(), file);
                         changed.push(path);
                     }
@@ -432,13 +441,23 @@ impl AnalysisHost {
         }
     }
 
-    /// Sets a file's text and its parse (`None`: parse the text from scratch). The replaced
-    /// parse is freed later, off the caller's path (see [`Retained`]).
-    fn set_file(&mut self, file: SourceFile, text: Arc<str>, parse: Option<syntax::Parse>) {
+    /// Sets a file's text, its parse (`None`: parse the text from scratch) and how it came
+    /// from the previous text. The replaced parse is freed later, off the caller's path (see
+    /// [`Retained`]).
+    fn set_file(
+        &mut self,
+        file: SourceFile,
+        text: Arc<str>,
+        parse: Option<syntax::Parse>,
+        last_edit: Option<LastEdit>,
+    ) {
         let durability = self.mode.file_durability();
         let parse = Arc::new(parse.unwrap_or_else(|| syntax::parse(&text)));
         if **file.text(&self.db) != *text {
             file.set_text(&mut self.db).with_durability(durability).to(text);
+        }
+        if *file.last_edit(&self.db) != last_edit {
+            file.set_last_edit(&mut self.db).with_durability(durability).to(last_edit);
         }
         let old = file.set_parse(&mut self.db).with_durability(durability).to(parse);
         self.unused.push(old);

@@ -25,14 +25,15 @@ mod decode;
 mod lower;
 mod model;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use base_db::SourceFile;
+use rustc_hash::FxHashMap;
 use syntax::Parse;
 
 pub use crate::{
     blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame},
-    lower::lower_file as lower_parse,
+    lower::{lower_file as lower_parse, relower_edit},
     model::{
         AttrValue, ChipDesc, Decoded, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames,
         LoweredFile, LoweredFunc, MemoryConfig, OpData, OpForm, Severity, ShardSpec, SystemDesc,
@@ -41,7 +42,44 @@ pub use crate::{
 };
 
 #[salsa::db]
-pub trait Db: base_db::Db {}
+pub trait Db: base_db::Db {
+    /// The last lowering of each file (see [`LoweringCache`]).
+    fn lowering_cache(&self) -> &LoweringCache;
+}
+
+/// The last lowering of each file and the text it was made from, so that after an edit
+/// inside one op (`SourceFile::last_edit`) [`lower_file`] lowers that op again and reuses
+/// the rest. It holds values the query computes anyway: it changes how fast, never what
+/// (`lower::relower_edit` gives up wherever its result could differ from a full lowering,
+/// and tests compare the two after random edits).
+#[derive(Default)]
+pub struct LoweringCache {
+    last: Mutex<FxHashMap<SourceFile, LastLowering>>,
+}
+
+/// A lowering and the text it was made from.
+type LastLowering = (Arc<str>, Arc<LoweredFile>);
+
+impl std::fmt::Debug for LoweringCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoweringCache").finish_non_exhaustive()
+    }
+}
+
+impl LoweringCache {
+    /// The lowering of `file` made from exactly `text` (the same allocation), if kept.
+    fn get(&self, file: SourceFile, text: &Arc<str>) -> Option<Arc<LoweredFile>> {
+        let last = self.last.lock().ok()?;
+        let (t, lowered) = last.get(&file)?;
+        Arc::ptr_eq(t, text).then(|| Arc::clone(lowered))
+    }
+
+    fn set(&self, file: SourceFile, text: Arc<str>, lowered: Arc<LoweredFile>) {
+        if let Ok(mut last) = self.last.lock() {
+            last.insert(file, (text, lowered));
+        }
+    }
+}
 
 /// A function: its file, the `// -----` chunk it is in, its symbol, and an index among
 /// functions of the same name in that chunk. Never an offset.
@@ -78,8 +116,17 @@ pub fn parse_file(db: &dyn Db, file: SourceFile) -> Arc<Parse> {
 #[salsa::tracked(returns(clone), no_eq)]
 pub fn lower_file(db: &dyn Db, file: SourceFile) -> Arc<LoweredFile> {
     let parse = parse_file(db, file);
+    let text = file.text(db);
+    let edit = file.last_edit(db);
     let _p = tracing::debug_span!("lower_file", file = %file.path(db)).entered();
-    Arc::new(lower::lower_file(file.text(db), &parse))
+    let cache = db.lowering_cache();
+    let again = edit.as_ref().and_then(|e| {
+        let before = cache.get(file, &e.before)?;
+        lower::relower_edit(&before, text, &parse, e.op)
+    });
+    let lowered = Arc::new(again.unwrap_or_else(|| lower::lower_file(text, &parse)));
+    cache.set(file, Arc::clone(text), Arc::clone(&lowered));
+    lowered
 }
 
 /// The functions of a file, in source order.

@@ -38,6 +38,192 @@ pub fn lower_file(text: &str, parse: &Parse) -> LoweredFile {
     out
 }
 
+/// Re-lowers a file after one edit inside one op (`edit`, from `Parse::reparse_edit`),
+/// reusing `old`, the lowering of the text before the edit: only that op is lowered again,
+/// and positions after it move. `parse` is the patched parse of `text`.
+///
+/// Returns `None` where the result could differ from [`lower_file`]'s, which the caller
+/// then runs: when the op is not one of a function body's top-level ops, when its results'
+/// names or types change (other ops' keys, definitions and type checks read them), or
+/// when the op has a lowering diagnostic before or after the edit (a type or alias problem
+/// is reported where it is first used, so it can move to another op).
+#[must_use]
+pub fn relower_edit(
+    old: &LoweredFile,
+    text: &str,
+    parse: &Parse,
+    edit: syntax::OpEdit,
+) -> Option<LoweredFile> {
+    if edit.new.start != edit.old.start {
+        return None;
+    }
+    let delta = i64::from(edit.new.end) - i64::from(edit.old.end);
+    if old
+        .diagnostics
+        .iter()
+        .any(|d| d.range.start <= edit.old.end && d.range.end >= edit.old.start)
+    {
+        return None;
+    }
+    let (fi, func) = old.funcs.iter().enumerate().find(|(_, f)| {
+        f.source_map.range.start <= edit.old.start && edit.old.end <= f.source_map.range.end
+    })?;
+    let sm = &func.source_map;
+    let i = sm.op_ranges.binary_search_by_key(&edit.old.start, |r| r.start).ok()?;
+    if sm.op_ranges[i] != edit.old {
+        return None;
+    }
+    let chunk = parse.file.chunks.get(sm.chunk as usize)?;
+    let mut items = chunk.items.iter().filter_map(|it| match it {
+        ast::Item::Op(op) => Some(op),
+        _ => None,
+    });
+    let fop = find_func(&mut items, sm.range.start)?;
+    let ast::OpBody::Func(f) = &fop.body else { return None };
+    let region = f.body.as_ref()?;
+    let (_, ops) = split_terminator(region);
+    let o = *ops.get(i)?;
+    let old_op = func.body.ops.get(i)?;
+    if o.range != edit.new || func.body.ops.len() != ops.len() {
+        return None;
+    }
+    let key = if o.results.is_empty() {
+        // A result-less op's key counts ops of its name before it: keep the name.
+        if o.name.text != old_op.name {
+            return None;
+        }
+        old_op.key.clone()
+    } else {
+        op_key(o, &mut FxHashMap::default())
+    };
+    if key != old_op.key {
+        return None;
+    }
+    let mut alias_diags = Vec::new();
+    let aliases = Aliases::collect(chunk, &mut alias_diags);
+    let mut cx = Lower::new(text, parse, &aliases, sm.chunk);
+    // Same names as before (the key says so), so the same definitions and duplicate
+    // reports as the old lowering has.
+    let defs = cx.func_defs(f, Some(region), &ops);
+    cx.diags.clear();
+    let mut op_sm = FuncSourceMap::default();
+    let data = cx.op(o, key, i as u32, &defs, &func.body, &mut op_sm);
+    let loc = cx.loc_name(o.loc.as_ref());
+    if !cx.diags.is_empty() || data.results != old_op.results || data.key != old_op.key {
+        return None;
+    }
+    let shift = |r: &mut TextRange| {
+        for o in [&mut r.start, &mut r.end] {
+            if *o >= edit.old.end {
+                // In range: the new text's length fits in u32 (`edit.new` lies in it).
+                *o = (i64::from(*o) + delta) as u32;
+            }
+        }
+    };
+    let mut funcs = Vec::with_capacity(old.funcs.len());
+    let (mut data, mut loc) = (Some(data), Some(loc));
+    for (k, lf) in old.funcs.iter().enumerate() {
+        if lf.source_map.range.end < edit.old.end {
+            funcs.push(lf.clone());
+            continue;
+        }
+        let mut sm = (*lf.source_map).clone();
+        shift_source_map(&mut sm, &shift);
+        if k != fi {
+            funcs.push(LoweredFunc { source_map: Arc::new(sm), ..lf.clone() });
+            continue;
+        }
+        sm.op_ranges[i] = *op_sm.op_ranges.first()?;
+        sm.op_name_ranges[i] = *op_sm.op_name_ranges.first()?;
+        sm.result_ranges[i] = op_sm.result_ranges.pop()?;
+        sm.operand_ranges[i] = op_sm.operand_ranges.pop()?;
+        sm.result_type_ranges[i] = op_sm.result_type_ranges.pop()?;
+        sm.property_ranges[i] = op_sm.property_ranges.pop()?;
+        let mut body = (*lf.body).clone();
+        body.ops[i] = Arc::new(data.take()?);
+        let loc = loc.take()?;
+        let loc_names = if lf.loc_names.names.get(i) == Some(&loc) {
+            Arc::clone(&lf.loc_names)
+        } else {
+            let mut names = lf.loc_names.names.clone();
+            *names.get_mut(i)? = loc;
+            Arc::new(LocNames { by_key: loc_by_key(&body.ops, &names), names })
+        };
+        funcs.push(LoweredFunc {
+            chunk: lf.chunk,
+            name: lf.name.clone(),
+            dup: lf.dup,
+            body: Arc::new(body),
+            source_map: Arc::new(sm),
+            loc_names,
+        });
+    }
+    let mut diagnostics = old.diagnostics.clone();
+    for d in &mut diagnostics {
+        shift(&mut d.range);
+    }
+    Some(LoweredFile {
+        funcs,
+        diagnostics,
+        device: old.device.clone(),
+        system_desc: old.system_desc.clone(),
+    })
+}
+
+/// The `func.func` op starting at `start`, among `ops` and the ops of their regions.
+fn find_func<'a>(ops: &mut dyn Iterator<Item = &'a ast::Op>, start: u32) -> Option<&'a ast::Op> {
+    for op in ops {
+        if op.range.start > start || op.range.end < start {
+            continue;
+        }
+        if op.range.start == start && matches!(op.body, ast::OpBody::Func(_)) {
+            return Some(op);
+        }
+        let regions: &[ast::Region] = match &op.body {
+            ast::OpBody::Module(m) => std::slice::from_ref(&m.body),
+            ast::OpBody::RegionOp(r) => std::slice::from_ref(&r.body),
+            ast::OpBody::Generic(g) => &g.regions,
+            _ => continue,
+        };
+        let mut inner = regions.iter().flat_map(|r| &r.blocks).flat_map(|b| &b.ops);
+        if let Some(f) = find_func(&mut inner, start) {
+            return Some(f);
+        }
+    }
+    None
+}
+
+/// Moves every range of a source map with `shift`.
+fn shift_source_map(sm: &mut FuncSourceMap, shift: &impl Fn(&mut TextRange)) {
+    shift(&mut sm.range);
+    shift(&mut sm.name_range);
+    for r in sm.arg_ranges.iter_mut().chain(&mut sm.op_ranges).chain(&mut sm.op_name_ranges) {
+        shift(r);
+    }
+    for v in
+        sm.result_ranges.iter_mut().chain(&mut sm.operand_ranges).chain(&mut sm.result_type_ranges)
+    {
+        v.iter_mut().for_each(shift);
+    }
+    for v in &mut sm.property_ranges {
+        v.iter_mut().for_each(|(_, r)| shift(r));
+    }
+    if let Some(r) = &mut sm.return_range {
+        shift(r);
+    }
+    sm.return_operand_ranges.iter_mut().for_each(shift);
+}
+
+/// Each op key with its location name, sorted by key; among ops sharing a key the first.
+fn loc_by_key(ops: &[Arc<OpData>], names: &[Option<String>]) -> Vec<(String, String)> {
+    let mut by_key: Vec<(String, String)> =
+        ops.iter().zip(names).filter_map(|(o, n)| Some((o.key.clone(), n.clone()?))).collect();
+    // Stable: among ops sharing a key the first stays first, and dedup keeps it.
+    by_key.sort_by(|a, b| a.0.cmp(&b.0));
+    by_key.dedup_by(|b, a| a.0 == b.0);
+    by_key
+}
+
 fn lower_chunk(
     text: &str,
     parse: &Parse,
@@ -45,50 +231,10 @@ fn lower_chunk(
     chunk: &ast::Chunk,
     out: &mut LoweredFile,
 ) {
-    let mut attr_aliases: FxHashMap<&str, &ast::Attr> = FxHashMap::default();
-    let mut type_aliases: FxHashMap<&str, &ast::Type> = FxHashMap::default();
-    let mut loc_aliases: FxHashMap<&str, &ast::Location> = FxHashMap::default();
     let mut diags = Vec::new();
-    for item in &chunk.items {
-        let (name, dup) = match item {
-            ast::Item::AttrAlias(a) => {
-                let n = &a.name.text[1..];
-                (&a.name, attr_aliases.insert(n, &a.value).is_some())
-            }
-            ast::Item::TypeAlias(a) => {
-                let n = &a.name.text[1..];
-                (&a.name, type_aliases.insert(n, &a.value).is_some())
-            }
-            ast::Item::LocAlias(a) => {
-                let n = &a.name.text[1..];
-                (&a.name, loc_aliases.insert(n, &a.loc).is_some())
-            }
-            _ => continue,
-        };
-        if dup {
-            diags.push(error(
-                name.range,
-                "duplicate-alias",
-                format!("`{}` is defined twice", name.text),
-            ));
-        }
-    }
-    let mut cx = Lower {
-        text,
-        parse,
-        decode: DecodeCtx { text, parse, attr_aliases: &attr_aliases },
-        type_aliases: &type_aliases,
-        loc_aliases: &loc_aliases,
-        diags,
-        ty_cache: FxHashMap::default(),
-        raw_ty_cache: FxHashMap::default(),
-        alias_attr_cache: FxHashMap::default(),
-        func_counts: FxHashMap::default(),
-        chunk: chunk_idx,
-        funcs: Vec::new(),
-        device: None,
-        system_desc: None,
-    };
+    let aliases = Aliases::collect(chunk, &mut diags);
+    let mut cx = Lower::new(text, parse, &aliases, chunk_idx);
+    cx.diags = diags;
     // Decode every alias definition once, so a malformed one is reported at its definition
     // even if nothing uses it.
     for item in &chunk.items {
@@ -108,6 +254,46 @@ fn lower_chunk(
     }
     if out.system_desc.is_none() {
         out.system_desc = cx.system_desc;
+    }
+}
+
+/// A chunk's aliases by name (without the sigil).
+struct Aliases<'a> {
+    attr: FxHashMap<&'a str, &'a ast::Attr>,
+    ty: FxHashMap<&'a str, &'a ast::Type>,
+    loc: FxHashMap<&'a str, &'a ast::Location>,
+}
+
+impl<'a> Aliases<'a> {
+    /// The aliases of `chunk`; a name defined twice is reported to `diags`.
+    fn collect(chunk: &'a ast::Chunk, diags: &mut Vec<Diagnostic>) -> Aliases<'a> {
+        let mut a = Aliases {
+            attr: FxHashMap::default(),
+            ty: FxHashMap::default(),
+            loc: FxHashMap::default(),
+        };
+        for item in &chunk.items {
+            let (name, dup) = match item {
+                ast::Item::AttrAlias(d) => {
+                    (&d.name, a.attr.insert(&d.name.text[1..], &d.value).is_some())
+                }
+                ast::Item::TypeAlias(d) => {
+                    (&d.name, a.ty.insert(&d.name.text[1..], &d.value).is_some())
+                }
+                ast::Item::LocAlias(d) => {
+                    (&d.name, a.loc.insert(&d.name.text[1..], &d.loc).is_some())
+                }
+                _ => continue,
+            };
+            if dup {
+                diags.push(error(
+                    name.range,
+                    "duplicate-alias",
+                    format!("`{}` is defined twice", name.text),
+                ));
+            }
+        }
+        a
     }
 }
 
@@ -156,6 +342,27 @@ fn generic_to_custom_form(data: &mut OpData) {
     }
 }
 
+/// A function region's ops in order (all blocks'), without the terminator, and the
+/// terminator if the last op is a `return`.
+fn split_terminator(region: &ast::Region) -> (Option<&ast::Op>, Vec<&ast::Op>) {
+    let top: Vec<&ast::Op> = region.blocks.iter().flat_map(|b| b.ops.iter()).collect();
+    let terminator = top.last().filter(|o| matches!(o.body, ast::OpBody::Return(_))).copied();
+    let ops = top.into_iter().filter(|o| !matches!(o.body, ast::OpBody::Return(_))).collect();
+    (terminator, ops)
+}
+
+/// An op's key in its function: its result names, or for an op without results its name
+/// and its ordinal among such ops of that name (`ordinals` counts them as ops go by).
+fn op_key(o: &ast::Op, ordinals: &mut FxHashMap<String, u32>) -> String {
+    if o.results.is_empty() {
+        let n = ordinals.entry(o.name.text.clone()).or_insert(0);
+        *n += 1;
+        format!("{}#{}", o.name.text, *n - 1)
+    } else {
+        o.results.iter().map(|r| r.name.text.as_str()).collect::<Vec<_>>().join(",")
+    }
+}
+
 fn error(range: TextRange, code: &'static str, message: String) -> Diagnostic {
     Diagnostic { range, severity: Severity::Error, code, message }
 }
@@ -190,6 +397,25 @@ struct Def {
 }
 
 impl<'a> Lower<'a> {
+    fn new(text: &'a str, parse: &'a Parse, aliases: &'a Aliases<'a>, chunk: u32) -> Lower<'a> {
+        Lower {
+            text,
+            parse,
+            decode: DecodeCtx { text, parse, attr_aliases: &aliases.attr },
+            type_aliases: &aliases.ty,
+            loc_aliases: &aliases.loc,
+            diags: Vec::new(),
+            raw_ty_cache: FxHashMap::default(),
+            ty_cache: FxHashMap::default(),
+            alias_attr_cache: FxHashMap::default(),
+            func_counts: FxHashMap::default(),
+            chunk,
+            funcs: Vec::new(),
+            device: None,
+            system_desc: None,
+        }
+    }
+
     fn norm(&self, range: TextRange) -> String {
         self.parse.normalized_text(self.text, range)
     }
@@ -556,73 +782,26 @@ impl<'a> Lower<'a> {
             ..FuncSourceMap::default()
         };
         let mut loc_names = LocNames::default();
-        let mut defs: FxHashMap<&'a str, Def> = FxHashMap::default();
         for (i, a) in f.args.iter().enumerate() {
             let ty = self.ty(&a.ty);
             body.args.push(ty);
             sm.arg_ranges.push(a.range);
-            if let Some(n) = &a.name {
-                body.arg_names.push(n.text.clone());
-                if defs.insert(&n.text, Def { value: ValueRef::Arg(i as u32), count: 1 }).is_some()
-                {
-                    self.diags.push(error(
-                        n.range,
-                        "duplicate-value",
-                        format!("`{}` is defined twice", n.text),
-                    ));
-                }
-            } else {
-                body.arg_names.push(format!("%arg{i}"));
-            }
+            body.arg_names
+                .push(a.name.as_ref().map_or_else(|| format!("%arg{i}"), |n| n.text.clone()));
         }
         // Results after arguments, so a problem shared by both is reported where it is
         // first written.
         body.results = f.results.iter().map(|r| self.ty(&r.ty)).collect();
         let Some(region) = &f.body else {
+            self.func_defs(f, None, &[]);
             self.push_func(name, dup, body, sm, loc_names);
             return;
         };
-        // All blocks' ops go in order; block arguments of later blocks are defined but
-        // untracked (TTNN bodies have one block).
-        let mut top: Vec<&'a ast::Op> = Vec::new();
-        for block in &region.blocks {
-            if let Some(label) = &block.label {
-                for a in &label.args {
-                    defs.entry(a.name.text.as_str())
-                        .or_insert(Def { value: ValueRef::Unknown, count: 1 });
-                }
-            }
-            top.extend(block.ops.iter());
-        }
-        let terminator = top.last().filter(|o| matches!(o.body, ast::OpBody::Return(_))).copied();
-        let ops: Vec<&'a ast::Op> =
-            top.iter().copied().filter(|o| !matches!(o.body, ast::OpBody::Return(_))).collect();
-        // Definitions first, so uses can refer to any op (and use-before-def is reported
-        // with a precise message rather than as an undefined value).
-        for (i, o) in ops.iter().enumerate() {
-            let mut index = 0u32;
-            for r in &o.results {
-                let value = ValueRef::Result { op: i as u32, index };
-                if defs.insert(&r.name.text, Def { value, count: r.count }).is_some() {
-                    self.diags.push(error(
-                        r.name.range,
-                        "duplicate-value",
-                        format!("`{}` is defined twice", r.name.text),
-                    ));
-                }
-                index += r.count;
-            }
-            self.define_nested(o, &mut defs);
-        }
+        let (terminator, ops) = split_terminator(region);
+        let defs = self.func_defs(f, Some(region), &ops);
         let mut zero_result_ordinals: FxHashMap<String, u32> = FxHashMap::default();
         for (i, o) in ops.iter().enumerate() {
-            let key = if o.results.is_empty() {
-                let n = zero_result_ordinals.entry(o.name.text.clone()).or_insert(0);
-                *n += 1;
-                format!("{}#{}", o.name.text, *n - 1)
-            } else {
-                o.results.iter().map(|r| r.name.text.as_str()).collect::<Vec<_>>().join(",")
-            };
+            let key = op_key(o, &mut zero_result_ordinals);
             let data = self.op(o, key, i as u32, &defs, &body, &mut sm);
             loc_names.names.push(self.loc_name(o.loc.as_ref()));
             body.ops.push(Arc::new(data));
@@ -648,6 +827,57 @@ impl<'a> Lower<'a> {
         self.push_func(name, dup, body, sm, loc_names);
     }
 
+    /// Every name a function body defines: its arguments, block arguments, op results (by
+    /// op index among `ops`) and, untracked, values defined inside ops' regions. A name
+    /// defined twice is reported and the later definition wins.
+    fn func_defs(
+        &mut self,
+        f: &'a ast::FuncOp,
+        region: Option<&'a ast::Region>,
+        ops: &[&'a ast::Op],
+    ) -> FxHashMap<&'a str, Def> {
+        let mut defs: FxHashMap<&'a str, Def> = FxHashMap::default();
+        for (i, a) in f.args.iter().enumerate() {
+            if let Some(n) = &a.name
+                && defs.insert(&n.text, Def { value: ValueRef::Arg(i as u32), count: 1 }).is_some()
+            {
+                self.diags.push(error(
+                    n.range,
+                    "duplicate-value",
+                    format!("`{}` is defined twice", n.text),
+                ));
+            }
+        }
+        // Block arguments of later blocks are defined but untracked (TTNN bodies have one
+        // block).
+        for block in region.iter().flat_map(|r| &r.blocks) {
+            if let Some(label) = &block.label {
+                for a in &label.args {
+                    defs.entry(a.name.text.as_str())
+                        .or_insert(Def { value: ValueRef::Unknown, count: 1 });
+                }
+            }
+        }
+        // Definitions first, so uses can refer to any op (and use-before-def is reported
+        // with a precise message rather than as an undefined value).
+        for (i, o) in ops.iter().enumerate() {
+            let mut index = 0u32;
+            for r in &o.results {
+                let value = ValueRef::Result { op: i as u32, index };
+                if defs.insert(&r.name.text, Def { value, count: r.count }).is_some() {
+                    self.diags.push(error(
+                        r.name.range,
+                        "duplicate-value",
+                        format!("`{}` is defined twice", r.name.text),
+                    ));
+                }
+                index += r.count;
+            }
+            self.define_nested(o, &mut defs);
+        }
+        defs
+    }
+
     fn push_func(
         &mut self,
         name: String,
@@ -656,16 +886,7 @@ impl<'a> Lower<'a> {
         sm: FuncSourceMap,
         mut loc_names: LocNames,
     ) {
-        let mut by_key: Vec<(String, String)> = body
-            .ops
-            .iter()
-            .zip(&loc_names.names)
-            .filter_map(|(o, n)| Some((o.key.clone(), n.clone()?)))
-            .collect();
-        // Stable: among ops sharing a key the first stays first, and dedup keeps it.
-        by_key.sort_by(|a, b| a.0.cmp(&b.0));
-        by_key.dedup_by(|b, a| a.0 == b.0);
-        loc_names.by_key = by_key;
+        loc_names.by_key = loc_by_key(&body.ops, &loc_names.names);
         // Without the index `FuncBody::op_index` falls back to a linear search, and every
         // per-op query (`op_signature`, `op_overrides`, ...) looks its op up by key: a 10k-op
         // function then spends most of an override edit comparing keys.

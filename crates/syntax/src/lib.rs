@@ -22,6 +22,7 @@ pub use crate::{
     dims::split_dims,
     lexer::{Token, TokenKind, escape_string, lex, unescape_string},
     printer::{PrintHook, print, print_with, range_text},
+    reparse::OpEdit,
     text::{LineCol, LineIndex, TextRange},
 };
 

@@ -28,24 +28,39 @@ use crate::{
     parser,
 };
 
+/// The op an incremental reparse replaced: its range in the old text and in the new one
+/// (same start). Everything before `old.start` kept its position; everything at or after
+/// `old.end` moved by `new.end - old.end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpEdit {
+    pub old: TextRange,
+    pub new: TextRange,
+}
+
 impl Parse {
     /// Brings this parse of the old text up to date with `new_text`, which is the old text
-    /// with `edit` (old offsets) replaced by `new_len` bytes. Returns false, and changes
-    /// nothing, when the edit is not one the fast path handles; parse `new_text` then.
-    pub fn reparse_edit(&mut self, new_text: &str, edit: TextRange, new_len: u32) -> bool {
-        let Some(target) = find_target(self, edit) else { return false };
+    /// with `edit` (old offsets) replaced by `new_len` bytes, and says which op it re-parsed.
+    /// Returns `None`, and changes nothing, when the edit is not one the fast path handles;
+    /// parse `new_text` then.
+    pub fn reparse_edit(
+        &mut self,
+        new_text: &str,
+        edit: TextRange,
+        new_len: u32,
+    ) -> Option<OpEdit> {
+        let target = find_target(self, edit)?;
         let old = target.range;
         let delta = i64::from(new_len) - i64::from(edit.len());
-        let Ok(new_end) = u32::try_from(i64::from(old.end) + delta) else { return false };
+        let Ok(new_end) = u32::try_from(i64::from(old.end) + delta) else { return None };
         if new_text.len() > u32::MAX as usize || new_end as usize > new_text.len() {
-            return false;
+            return None;
         }
         // The op's old tokens: `t0..=t1`, with whitespace holding a line break on both sides.
         let Ok(t0) = self.tokens.binary_search_by_key(&old.start, |t| t.range.start) else {
-            return false;
+            return None;
         };
         let Ok(t1) = self.tokens.binary_search_by_key(&old.end, |t| t.range.end) else {
-            return false;
+            return None;
         };
         let breaks_line = |i: usize, text: &str| {
             self.tokens.get(i).is_none_or(|t| {
@@ -54,27 +69,27 @@ impl Parse {
         };
         // Before the op nothing moved, so the old token reads the same in the new text.
         if t0 == 0 || !breaks_line(t0 - 1, new_text) {
-            return false;
+            return None;
         }
         if let Some(after) = self.tokens.get(t1 + 1) {
             let (Some(s), Some(e)) =
                 (shift(after.range.start, delta), shift(after.range.end, delta))
             else {
-                return false;
+                return None;
             };
             if after.kind != TokenKind::Whitespace
                 || !new_text[s as usize..e as usize].contains('\n')
             {
-                return false;
+                return None;
             }
         }
         if self.errors.iter().any(|e| e.range.end >= old.start && e.range.start <= old.end) {
-            return false;
+            return None;
         }
         // Re-lex the op's new text.
         let (mut toks, lex_errors) = lexer::lex(&new_text[old.start as usize..new_end as usize]);
         if !lex_errors.is_empty() {
-            return false;
+            return None;
         }
         for t in &mut toks {
             t.range = TextRange::new(t.range.start + old.start, t.range.end + old.start);
@@ -85,15 +100,15 @@ impl Parse {
                 TokenKind::Error | TokenKind::FileMetaBegin | TokenKind::FileMetaEnd
             ) || separator
             {
-                return false;
+                return None;
             }
         }
         if toks.first().is_none_or(|t| t.kind.is_trivia())
             || toks.last().is_none_or(|t| t.kind.is_trivia())
         {
-            return false;
+            return None;
         }
-        let Ok(dt) = i64::try_from(toks.len()) else { return false };
+        let Ok(dt) = i64::try_from(toks.len()) else { return None };
         let dt = dt - (t1 + 1 - t0) as i64;
         // The new token vector, and the chunk's significant tokens from the one before the op.
         let mut tokens = Vec::with_capacity(self.tokens.len().saturating_add_signed(dt as isize));
@@ -102,11 +117,11 @@ impl Parse {
         for t in &self.tokens[t1 + 1..] {
             let (Some(s), Some(e)) = (shift(t.range.start, delta), shift(t.range.end, delta))
             else {
-                return false;
+                return None;
             };
             tokens.push(crate::Token { kind: t.kind, range: TextRange::new(s, e) });
         }
-        let Some(chunk_end) = shift(target.chunk_end, delta) else { return false };
+        let chunk_end = shift(target.chunk_end, delta)?;
         let mut sig: Vec<u32> = Vec::new();
         if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
             && tokens[prev].range.start >= target.chunk_start
@@ -130,7 +145,7 @@ impl Parse {
             || stop != start_pos + op_sig
             || op.range != TextRange::new(old.start, new_end)
         {
-            return false;
+            return None;
         }
         // Commit: tokens, errors after the op, and the tree.
         self.tokens = tokens;
@@ -149,7 +164,7 @@ impl Parse {
             }
         }
         debug_assert!(replacement.is_none(), "the edited op was found again");
-        true
+        Some(OpEdit { old, new: TextRange::new(old.start, new_end) })
     }
 }
 

@@ -1,0 +1,166 @@
+//! Re-lowering one edited op equals lowering from scratch: random edits inside ops of the
+//! bundled samples, the TTNN corpus (`/work/shared/corpus/ttnn`, read when present) and a
+//! generated-looking function, each re-parsed with `Parse::reparse_edit`, re-lowered with
+//! `ir::relower_edit` from the old lowering, and compared with `lower_parse` of a fresh
+//! parse of the new text.
+
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the test reads sample and corpus files at run time; the library does no IO"
+)]
+
+use std::path::{Path, PathBuf};
+
+use syntax::{TextRange, parse};
+
+/// A small deterministic generator, so a failure names its seed and reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Replacements that keep an op an op, mostly: attribute values, names, types, locations.
+const SWAPS: &[(&str, &str)] = &[
+    ("true", "false"),
+    ("false", "true"),
+    ("bf16", "f32"),
+    ("f32", "bf16"),
+    ("dram", "l1"),
+    ("l1", "dram"),
+    ("interleaved", "height_sharded"),
+    ("loc(\"", "loc(\"x"),
+    ("relu", "gelu"),
+    ("%0", "%9999"),
+    ("1x", "2x"),
+    (", ", ",  "),
+    ("#", "#q"),
+];
+
+/// An edit on a line holding an op: a swap, a digit change or a one-byte deletion.
+fn random_edit(rng: &mut Rng, text: &str) -> Option<(TextRange, String)> {
+    let at = rng.below(text.len());
+    let line = text[at..].find("\n    %").or_else(|| text.find("\n  %"))?;
+    let start = if text[at..].contains("\n    %") { at + line } else { line } + 1;
+    let len = text[start..].find('\n').unwrap_or(text.len() - start);
+    let line_text = &text[start..start + len];
+    match rng.below(3) {
+        0 => {
+            let (from, to) = SWAPS[rng.below(SWAPS.len())];
+            let i = line_text.find(from)? + start;
+            Some((TextRange::new(i as u32, (i + from.len()) as u32), to.to_owned()))
+        }
+        1 => {
+            let i = line_text.find(|c: char| c.is_ascii_digit())? + start;
+            Some((
+                TextRange::new(i as u32, i as u32 + 1),
+                ((rng.next() % 10) as u8 + b'0').to_string(),
+            ))
+        }
+        _ => {
+            let i = start + 1 + rng.below(len.saturating_sub(2));
+            if !text.is_char_boundary(i) || !text.is_char_boundary(i + 1) {
+                return None;
+            }
+            Some((TextRange::new(i as u32, i as u32 + 1), String::new()))
+        }
+    }
+}
+
+/// Applies `edits` random edits to `text` (each from the text as written); returns how many
+/// were re-lowered incrementally.
+fn check_random_edits(name: &str, text: &str, seed: u64, edits: usize) -> usize {
+    let mut rng = Rng(seed | 1);
+    let old_parse = parse(text);
+    let old = ir::lower_parse(text, &old_parse);
+    let mut fast = 0;
+    for step in 0..edits {
+        let Some((range, insert)) = random_edit(&mut rng, text) else { continue };
+        let mut new_text = text.to_owned();
+        new_text.replace_range(range.start as usize..range.end as usize, &insert);
+        let mut patched = old_parse.clone();
+        let Some(op) = patched.reparse_edit(&new_text, range, insert.len() as u32) else {
+            continue;
+        };
+        let Some(again) = ir::relower_edit(&old, &new_text, &patched, op) else { continue };
+        fast += 1;
+        let fresh = ir::lower_parse(&new_text, &parse(&new_text));
+        assert!(
+            again == fresh,
+            "{name} (seed {seed}, step {step}): re-lowering {range:?} -> {insert:?} differs \
+             from lowering from scratch"
+        );
+    }
+    fast
+}
+
+/// A function of `n` ops in the shape the generator and tt-mlir print.
+fn generated(n: usize) -> String {
+    let t = "tensor<64x64xbf16, #l>";
+    let mut s = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\nmodule {\n  func.func @main(%a: ",
+    );
+    s.push_str(&format!("{t}) -> {t} {{\n"));
+    let mut prev = "%a".to_owned();
+    for i in 0..n {
+        let op = ["relu", "exp", "gelu", "softmax"][i % 4];
+        let props =
+            if op == "softmax" { " <{dimension = 1 : si32, numericStable = true}>" } else { "" };
+        s.push_str(&format!(
+            "    %{i} = \"ttnn.{op}\"({prev}){props} : ({t}) -> {t} loc(\"op{i}\")\n"
+        ));
+        prev = format!("%{i}");
+    }
+    s.push_str(&format!("    return {prev} : {t}\n  }}\n}}\n"));
+    s
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, acc: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, acc);
+            } else if p.extension().is_some_and(|x| x == "mlir") {
+                acc.push(p);
+            }
+        }
+    }
+    let mut acc = Vec::new();
+    walk(Path::new("/work/shared/corpus/ttnn"), &mut acc);
+    acc.sort();
+    acc
+}
+
+#[test]
+fn relowering_an_edited_op_equals_lowering_the_generated_function_from_scratch() {
+    let text = generated(300);
+    let fast = check_random_edits("generated", &text, 3, 400);
+    // The fast path must actually be taken, or the comparison above shows nothing.
+    assert!(fast > 50, "only {fast} of 400 edits were re-lowered incrementally");
+}
+
+#[test]
+fn relowering_an_edited_op_equals_lowering_the_samples_and_corpus_from_scratch() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    files.sort();
+    files.extend(corpus_files());
+    let mut fast = 0;
+    for (i, path) in files.iter().enumerate() {
+        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        fast += check_random_edits(&path.display().to_string(), &text, i as u64 + 11, 20);
+    }
+    assert!(fast > 0, "no edit was re-lowered incrementally");
+}
