@@ -110,45 +110,31 @@ impl Parse {
         }
         let Ok(dt) = i64::try_from(toks.len()) else { return None };
         let dt = dt - (t1 + 1 - t0) as i64;
-        // The new token vector, and the chunk's significant tokens from the one before the op.
-        let mut tokens = Vec::with_capacity(self.tokens.len().saturating_add_signed(dt as isize));
-        tokens.extend_from_slice(&self.tokens[..t0]);
-        tokens.extend_from_slice(&toks);
-        for t in &self.tokens[t1 + 1..] {
-            let (Some(s), Some(e)) = (shift(t.range.start, delta), shift(t.range.end, delta))
-            else {
-                return None;
-            };
-            tokens.push(crate::Token { kind: t.kind, range: TextRange::new(s, e) });
-        }
         let chunk_end = shift(target.chunk_end, delta)?;
-        let mut sig: Vec<u32> = Vec::new();
-        if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
-            && tokens[prev].range.start >= target.chunk_start
-        {
-            sig.push(prev as u32);
-        }
-        let start_pos = sig.len();
-        let op_sig = toks.iter().filter(|t| !t.kind.is_trivia()).count();
-        for (i, t) in tokens.iter().enumerate().skip(t0) {
-            if t.range.start >= chunk_end {
-                break;
+        // The tail moves by `delta`: as a wrapping add on u32, which is exact because every
+        // shifted offset lies in the new text (checked above) and is undone the same way.
+        let moved = |tokens: &mut [crate::Token], by: i64| {
+            let by = by as u32;
+            for t in tokens {
+                t.range.start = t.range.start.wrapping_add(by);
+                t.range.end = t.range.end.wrapping_add(by);
             }
-            if !t.kind.is_trivia() {
-                sig.push(i as u32);
+        };
+        // Tokens change in place (a 10k-op file has some 300k), and change back on failure.
+        let new_count = toks.len();
+        let old_toks: Vec<crate::Token> =
+            self.tokens.splice(t0..=t1, toks.iter().copied()).collect();
+        moved(&mut self.tokens[t0 + new_count..], delta);
+        let outcome = self.parse_op_at(new_text, t0, new_count, chunk_end, &target);
+        let op = match outcome {
+            Some(op) if op.range == TextRange::new(old.start, new_end) => op,
+            _ => {
+                moved(&mut self.tokens[t0 + new_count..], -delta);
+                self.tokens.splice(t0..t0 + new_count, old_toks);
+                return None;
             }
-        }
-        let (op, stop, errors) =
-            parser::parse_block_op(new_text, &tokens, &sig, start_pos, chunk_end, target.depth);
-        if !errors.is_empty()
-            || matches!(op.body, OpBody::Error)
-            || stop != start_pos + op_sig
-            || op.range != TextRange::new(old.start, new_end)
-        {
-            return None;
-        }
-        // Commit: tokens, errors after the op, and the tree.
-        self.tokens = tokens;
+        };
+        // Commit: errors after the op, and the tree.
         let s = Shifter { old_end: old.end, delta, tok_after: (t1 + 1) as u32, dt };
         for e in &mut self.errors {
             s.range(&mut e.range);
@@ -165,6 +151,57 @@ impl Parse {
         }
         debug_assert!(replacement.is_none(), "the edited op was found again");
         Some(OpEdit { old, new: TextRange::new(old.start, new_end) })
+    }
+}
+
+impl Parse {
+    /// Parses the op whose tokens are `self.tokens[t0..t0 + count]`, as the full parse of
+    /// its chunk would: with the significant token before it, and a window of those after
+    /// it for lookahead. `None` if it has an error, does not end with its last token, or
+    /// the parser looked past the window (the full parse might have decided otherwise).
+    fn parse_op_at(
+        &self,
+        text: &str,
+        t0: usize,
+        count: usize,
+        chunk_end: u32,
+        target: &Target,
+    ) -> Option<crate::ast::Op> {
+        /// Significant tokens after the op the parser may look at; it looks at one or two.
+        const LOOKAHEAD: usize = 64;
+        let tokens = &self.tokens;
+        let mut sig: Vec<u32> = Vec::with_capacity(count + LOOKAHEAD + 1);
+        if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
+            && tokens[prev].range.start >= target.chunk_start
+        {
+            sig.push(prev as u32);
+        }
+        let start_pos = sig.len();
+        let mut op_sig = 0;
+        let mut truncated = false;
+        for (i, t) in tokens.iter().enumerate().skip(t0) {
+            if t.range.start >= chunk_end {
+                break;
+            }
+            if t.kind.is_trivia() {
+                continue;
+            }
+            if i >= t0 + count && sig.len() >= start_pos + op_sig + LOOKAHEAD {
+                truncated = true;
+                break;
+            }
+            if i < t0 + count {
+                op_sig += 1;
+            }
+            sig.push(i as u32);
+        }
+        let (op, stop, errors, hit_end) =
+            parser::parse_block_op(text, tokens, &sig, start_pos, chunk_end, target.depth);
+        let ok = errors.is_empty()
+            && !matches!(op.body, OpBody::Error)
+            && stop == start_pos + op_sig
+            && !(truncated && hit_end);
+        ok.then_some(op)
     }
 }
 

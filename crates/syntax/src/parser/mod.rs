@@ -8,6 +8,8 @@
 mod attrs;
 mod ops;
 
+use std::cell::Cell;
+
 use crate::{
     SyntaxError, TextRange,
     ast::{Chunk, Item, SourceFile},
@@ -63,7 +65,17 @@ fn parse_chunk(
 ) -> Chunk {
     // Recovery may re-expose a few times the chunk's tokens in total; see `recover_statement`.
     let rewind_fuel = sig.len().saturating_mul(4).saturating_add(1024);
-    let mut p = Parser { text, tokens, sig, pos: 0, end: range.end, errors, depth: 0, rewind_fuel };
+    let mut p = Parser {
+        text,
+        tokens,
+        sig,
+        pos: 0,
+        end: range.end,
+        errors,
+        depth: 0,
+        rewind_fuel,
+        hit_end: Cell::new(false),
+    };
     let mut items = Vec::new();
     while !p.at_eof() {
         let before = p.pos;
@@ -80,7 +92,8 @@ fn parse_chunk(
 /// Parses one op of a block the way [`parse_chunk`] would reach it: `sig` holds the chunk's
 /// significant tokens from the one before the op on, `pos` is the op's first, and `depth` is
 /// the nesting the enclosing regions use. Returns the op, the significant-token index the
-/// parse stopped at, and the errors it found (for [`crate::Parse::reparse_edit`]).
+/// parse stopped at, the errors it found, and whether it looked past the end of `sig` (for
+/// [`crate::Parse::reparse_edit`], which gives the parser a window of the chunk).
 pub(crate) fn parse_block_op(
     text: &str,
     tokens: &[Token],
@@ -88,13 +101,23 @@ pub(crate) fn parse_block_op(
     pos: usize,
     end: u32,
     depth: u32,
-) -> (crate::ast::Op, usize, Vec<SyntaxError>) {
+) -> (crate::ast::Op, usize, Vec<SyntaxError>, bool) {
     let mut errors = Vec::new();
     let rewind_fuel = sig.len().saturating_mul(4).saturating_add(1024);
-    let mut p = Parser { text, tokens, sig, pos, end, errors: &mut errors, depth, rewind_fuel };
+    let mut p = Parser {
+        text,
+        tokens,
+        sig,
+        pos,
+        end,
+        errors: &mut errors,
+        depth,
+        rewind_fuel,
+        hit_end: Cell::new(false),
+    };
     let op = p.op();
-    let after = p.pos;
-    (op, after, errors)
+    let (after, hit_end) = (p.pos, p.hit_end.get());
+    (op, after, errors, hit_end)
 }
 
 pub(crate) struct Parser<'a> {
@@ -109,17 +132,29 @@ pub(crate) struct Parser<'a> {
     depth: u32,
     /// Tokens recovery may still rewind over (see `recover_statement`).
     rewind_fuel: usize,
+    /// Set when the parser looked for a token past the end of `sig`.
+    hit_end: Cell<bool>,
 }
 
 impl<'a> Parser<'a> {
     // ---- token access -------------------------------------------------------------------
 
     pub(crate) fn at_eof(&self) -> bool {
-        self.pos >= self.sig.len()
+        let eof = self.pos >= self.sig.len();
+        if eof {
+            self.hit_end.set(true);
+        }
+        eof
     }
 
     pub(crate) fn nth_token(&self, n: usize) -> Option<Token> {
-        self.sig.get(self.pos + n).map(|&i| self.tokens[i as usize])
+        match self.sig.get(self.pos + n) {
+            Some(&i) => Some(self.tokens[i as usize]),
+            None => {
+                self.hit_end.set(true);
+                None
+            }
+        }
     }
 
     pub(crate) fn nth(&self, n: usize) -> Option<TokenKind> {
@@ -140,7 +175,10 @@ impl<'a> Parser<'a> {
 
     /// The index into `tokens` of the current significant token.
     pub(crate) fn token_index(&self) -> u32 {
-        self.sig.get(self.pos).copied().unwrap_or(self.tokens.len() as u32)
+        self.sig.get(self.pos).copied().unwrap_or_else(|| {
+            self.hit_end.set(true);
+            self.tokens.len() as u32
+        })
     }
 
     /// The range of the current token, or an empty range at the end of the chunk.
@@ -455,7 +493,13 @@ impl<'a> Parser<'a> {
 
     /// The start offset of the significant token at index `pos`.
     pub(crate) fn cur_start_at(&self, pos: usize) -> u32 {
-        self.sig.get(pos).map_or(self.end, |&i| self.tokens[i as usize].range.start)
+        self.sig.get(pos).map_or_else(
+            || {
+                self.hit_end.set(true);
+                self.end
+            },
+            |&i| self.tokens[i as usize].range.start,
+        )
     }
 
     /// The current significant-token index, for rewinding on recovery.
