@@ -7,8 +7,9 @@
 //!   information), an op whose output spills (`spill`, information), a reshard
 //!   inserted in front of an operand (`reshard`, information).
 //!
-//! Per-op verdicts come from memoized per-op queries (`layout::written_check`, the plan), so
-//! after an edit only the changed ops are re-evaluated; this pass only maps them to ranges.
+//! Verdicts come from memoized queries (`layout::written_checks_block` per block of ops, the
+//! plan per chunk), so after an edit only the changed block and chunks are re-evaluated;
+//! this pass only maps them to ranges.
 
 use base_db::{SourceFile, TargetInput};
 use ir::ValueRef;
@@ -28,7 +29,6 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         else {
             continue;
         };
-        let ops = ir::func_ops(db, func);
         // The IR as written, in program order: each op alone, then with the live L1 of values
         // still to be used.
         let mut last_use = vec![0usize; body.ops.len()];
@@ -60,9 +60,15 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
             }
         }
         let mut outputs = vec![0u64; body.ops.len()];
-        for (i, &op) in ops.iter().enumerate() {
+        let mut checks: Option<(usize, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
+        for i in 0..body.ops.len() {
             let range = sm.op_name_ranges.get(i).copied().unwrap_or_default();
-            if let Some(check) = layout::written_check(db, op) {
+            let j = i / ir::BODY_BLOCK;
+            if checks.as_ref().is_none_or(|(k, _)| *k != j) {
+                checks = Some((j, layout::written_checks_block(db, func, j as u32)));
+            }
+            let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::BODY_BLOCK)?.as_ref());
+            if let Some(check) = check {
                 match &check.error {
                     Some(e) => out.push(Diagnostic {
                         range,

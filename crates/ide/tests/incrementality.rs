@@ -535,3 +535,36 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         plan_for 1"#]]
     .assert_eq(&text.join("\n"));
 }
+
+#[test]
+fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
+    // The findings read the op model's verdict on every op as written, a block of 256 ops at
+    // a time: an edit inside the 1100th of 1200 relus checks that block again and no other.
+    let text = relus(|_| "%a".to_owned());
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text.clone()));
+    let file = host.file(FILE).expect("file is open");
+    let diagnose = |host: &AnalysisHost| {
+        let analysis = host.analysis();
+        let _ = analysis.diagnostics(file).expect("not cancelled");
+        let _ = analysis.findings(file).expect("not cancelled");
+    };
+    diagnose(&host);
+    let _ = host.take_executed_queries();
+    let at = text.find("%1100 = \"ttnn.relu\"(%a)").expect("fixture has %1100") as u32;
+    let end = at + "%1100 = \"ttnn.relu\"(%a)".len() as u32;
+    host.apply_change(Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
+    ));
+    diagnose(&host);
+    let checks: Vec<String> = host
+        .take_executed_queries()
+        .into_iter()
+        .filter(|q| q.starts_with("written_checks_block") || q.starts_with("lower_file"))
+        .collect();
+    expect![[r#"
+        lower_file
+        written_checks_block"#]]
+    .assert_eq(&checks.join("\n"));
+}

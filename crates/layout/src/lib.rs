@@ -25,7 +25,7 @@ use ttnn_types::DataType;
 pub use crate::{
     op_layouts::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, OverrideUse, WrittenCheck,
-        full_override_layout, legal_op_configs, legal_op_layouts, query_for, written_check,
+        full_override_layout, legal_op_configs, legal_op_layouts, query_for, written_checks_block,
     },
     overrides::{OpOverrides, effective_options, op_overrides, override_file},
     signature::{OpSignature, OperandSig, OperandSource, op_signature},

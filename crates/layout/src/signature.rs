@@ -68,6 +68,11 @@ pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
     let block = ir::func_block(db, func, (idx / ir::BODY_BLOCK) as u32);
     let _p = tracing::trace_span!("op_signature", op = %op.key(db)).entered();
     let data = block.get(idx % ir::BODY_BLOCK)?;
+    Some(Arc::new(signature_of(&frame, data)))
+}
+
+/// The signature of `data`, an op of the function `frame` describes.
+pub(crate) fn signature_of(frame: &ir::FuncFrame, data: &OpData) -> OpSignature {
     let operands = data
         .operands
         .iter()
@@ -84,12 +89,12 @@ pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
             OperandSig { source, ty: ty.clone() }
         })
         .collect();
-    Some(Arc::new(OpSignature {
+    OpSignature {
         kind: opmodel::op_kind(&data.name, &Props(data)),
         operands,
         results: data.results.clone(),
         config: op_config(data),
-    }))
+    }
 }
 
 /// The op-specific config written on an op.
