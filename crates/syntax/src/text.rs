@@ -83,18 +83,18 @@ pub struct LineCol {
 impl LineIndex {
     #[must_use]
     pub fn new(text: &str) -> LineIndex {
+        // Line by line with `find` and `is_ascii`, which look at a word at a time: the
+        // server rebuilds the index after every edit, and a byte loop over a 2.8 MB file
+        // took a few milliseconds of each.
         let mut line_starts = vec![0];
-        let mut non_ascii_lines = vec![false];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                line_starts.push(i as u32 + 1);
-                non_ascii_lines.push(false);
-            } else if b >= 0x80
-                && let Some(last) = non_ascii_lines.last_mut()
-            {
-                *last = true;
-            }
+        let mut non_ascii_lines = Vec::new();
+        let mut start = 0;
+        while let Some(nl) = text[start..].find('\n') {
+            non_ascii_lines.push(!text[start..start + nl].is_ascii());
+            start += nl + 1;
+            line_starts.push(start as u32);
         }
+        non_ascii_lines.push(!text[start..].is_ascii());
         LineIndex { line_starts, non_ascii_lines }
     }
 
