@@ -78,7 +78,7 @@ impl Parse {
                 return None;
             };
             if after.kind != TokenKind::Whitespace
-                || !new_text[s as usize..e as usize].contains('\n')
+                || !TextRange::new(s, e).slice(new_text).contains('\n')
             {
                 return None;
             }
@@ -87,7 +87,8 @@ impl Parse {
             return None;
         }
         // Re-lex the op's new text.
-        let (mut toks, lex_errors) = lexer::lex(&new_text[old.start as usize..new_end as usize]);
+        let (mut toks, lex_errors) =
+            lexer::lex(new_text.get(old.start as usize..new_end as usize)?);
         if !lex_errors.is_empty() {
             return None;
         }
