@@ -97,14 +97,8 @@ impl plan::Db for RootDatabase {
 impl rewrite::Db for RootDatabase {}
 
 /// Queries keyed by one `OpId`.
-const OP_QUERIES: &[&str] = &[
-    "op_signature",
-    "op_overrides",
-    "legal_op_layouts",
-    "legal_op_configs",
-    "op_chainable",
-    "fallback_layout",
-];
+const OP_QUERIES: &[&str] =
+    &["op_signature", "op_overrides", "legal_op_layouts", "legal_op_configs"];
 /// Queries keyed by one `FuncId`.
 const FUNC_QUERIES: &[&str] = &[
     "func_body",

@@ -409,13 +409,16 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // The plan's parts come in chunks of 256 ops, and an override that keeps the 1100th op
     // in its chain (another sharding) re-solves that chain and re-derives only the fifth
     // chunk, whose cost and rewritten text are the only ones made again. Of the blocks of
-    // 256 ops, only the op's block of base plans is made again; its chainability and cost
-    // bound stay as they were, so no block re-checks them and the chains are not rebuilt.
+    // 256 ops, only the op's block is made again (its base plans, and its chainability and
+    // fixed outputs, which are read per block and come out the same), so the chains are not
+    // rebuilt.
     expect![[r#"
         base_plans_block
         chain_part
+        chainable_block
         chunk_cost
         final_ir_for
+        fixed_block
         plan_chunk
         plan_cost
         plan_parts_chunk
@@ -430,9 +433,9 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // A full DRAM layout takes the op out of its chain: the one block of 256 ops holding it
     // re-checks chainability, the chains starting in that block of the schedule are rebuilt
     // (and those of the block before, whose last chain looks one op into it), and the
-    // function's chains are gathered again from the blocks. The
-    // op's output is not fixed (it could still go elsewhere), so no block of the cost bound
-    // re-runs.
+    // function's chains are gathered again from the blocks. The op's block of fixed-output
+    // flags is read again and comes out the same (the op could still go elsewhere), so no
+    // block of the cost bound re-runs.
     expect![[r#"
         base_plans_block
         chain_block
@@ -441,6 +444,7 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
         chains(@main)
         chunk_cost
         final_ir_for
+        fixed_block
         plan_chunk
         plan_parts_chunk
         plan_slice

@@ -76,7 +76,10 @@ impl ChainGraph {
 
 /// Whether an op can be part of an L1 chain: one of the op kinds tt-mlir's DFSharding
 /// shards, with at least one L1-sharded legal config.
-#[salsa::tracked(returns(copy))]
+///
+/// Not a query of its own: it reads three memoized per-op queries and decides in a few
+/// instructions, and [`chainable_block`] asks it for 256 ops at a time. As a query it was
+/// 10k more memos for salsa to re-validate after every edit of a 10k-op function.
 pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     let Some(sig) = layout::op_signature(db, op) else { return false };
     if !sig.kind.is_chain_shardable() {
@@ -96,8 +99,7 @@ const BLOCK: usize = ir::BODY_BLOCK;
 /// [`op_chainable`] for the ops of one block of [`BLOCK`] body indices.
 ///
 /// A firewall: `chains` reads these blocks instead of every op's answer, so after an
-/// override only one block is re-checked (and backdated when its answers stay the same)
-/// instead of every op's memo being validated.
+/// override only one block is re-checked (and backdated when its answers stay the same).
 #[salsa::tracked(returns(clone))]
 pub fn chainable_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<Vec<bool>> {
     let ops = ir::func_ops(db, func);

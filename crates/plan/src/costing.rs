@@ -166,8 +166,9 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
     Arc::new(out)
 }
 
-/// Whether the op's output layout is fixed, as `legal_op_layouts` says.
-#[salsa::tracked(returns(copy))]
+/// Whether the op's output layout is fixed, as `legal_op_layouts` says. Read a block at a
+/// time by [`fixed_block`], not memoized per op (a memo per op was 10k more to re-validate
+/// after every edit of a 10k-op function, for one field read).
 fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
     layout::legal_op_layouts(db, op).fixed
 }

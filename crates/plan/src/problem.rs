@@ -19,7 +19,9 @@ use crate::{Db, chain_graph::ChainId};
 /// it: the first legal layout with the tiledness of the op's current result (DRAM
 /// interleaved, since interleaved layouts come first and DRAM before L1). Ops whose output
 /// the optimizer may not change keep their layout.
-#[salsa::tracked(returns(clone))]
+///
+/// Not memoized per op: it picks from the memoized legal layouts in a few instructions, and
+/// a memo per op was 10k more for salsa to re-validate after every edit of a 10k-op function.
 pub fn fallback_layout(db: &dyn Db, op: OpId) -> Option<TtnnLayout> {
     let sig = layout::op_signature(db, op)?;
     let existing = sig.tensor_result()?.layout.clone()?;
@@ -159,9 +161,9 @@ impl ChainCost {
 
 /// The cost of a solved chain in L1 and out of it; `None` for a chain that did not solve.
 ///
-/// Reads only the chain's problem and solution and its ops' fallback layouts, so it re-runs
-/// with the chain, never for an edit elsewhere.
-#[salsa::tracked(returns(copy))]
+/// Reads only the chain's problem and solution and its ops' fallback layouts. Computed
+/// within the chain's [`crate::chain_part`] (its only reader), not memoized apart: a memo
+/// per chain was 3k more for salsa to re-validate after every edit of a 10k-op function.
 pub fn chain_cost(db: &dyn Db, chain: ChainId) -> Option<ChainCost> {
     let problem = chain_problem(db, chain);
     let solution = solve_chain(db, chain);
