@@ -97,8 +97,7 @@ impl plan::Db for RootDatabase {
 impl rewrite::Db for RootDatabase {}
 
 /// Queries keyed by one `OpId`.
-const OP_QUERIES: &[&str] =
-    &["op_signature", "op_overrides", "legal_op_layouts", "legal_op_configs"];
+const OP_QUERIES: &[&str] = &["op_signature", "op_overrides", "op_legality"];
 /// Queries keyed by one `FuncId`.
 const FUNC_QUERIES: &[&str] = &[
     "func_body",
@@ -154,7 +153,7 @@ impl RootDatabase {
         (counts, detail)
     }
 
-    /// A readable name for an executed query: `legal_op_layouts(@main:%3)`.
+    /// A readable name for an executed query: `op_legality(@main:%3)`.
     fn describe(&self, key: DatabaseKeyIndex) -> String {
         let name = self.ingredient_debug_name(key.ingredient_index()).into_owned();
         let id = key.key_index();

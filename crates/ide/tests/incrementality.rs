@@ -151,9 +151,8 @@ fn editing_one_result_type_reruns_only_that_op() {
             func_frame
             func_loc_names(@main)
             func_ops(@main)
-            legal_op_configs(@main:%3)
-            legal_op_layouts(@main:%3)
             lower_file
+            op_legality(@main:%3)
             op_signature(@main:%0)
             op_signature(@main:%1)
             op_signature(@main:%2)
@@ -175,8 +174,7 @@ fn a_first_override_in_an_editor_looks_up_every_ops_name_once() {
     check(
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
-            legal_op_configs(@main:%1)
-            legal_op_layouts(@main:%1)
+            op_legality(@main:%1)
             op_overrides(@main:%0)
             op_overrides(@main:%1)
             op_overrides(@main:%2)
@@ -196,8 +194,7 @@ fn changing_an_existing_override_reruns_only_that_ops_queries() {
         host,
         relu_override("l1:interleaved"),
         expect![[r#"
-            legal_op_configs(@main:%1)
-            legal_op_layouts(@main:%1)
+            op_legality(@main:%1)
             op_overrides(@main:%1)
             scalar_types(@main)
         "#]],
@@ -216,8 +213,7 @@ fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
         host,
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
-            legal_op_configs(@main:%1)
-            legal_op_layouts(@main:%1)
+            op_legality(@main:%1)
             op_overrides(@main:%1)
             scalar_types(@main)
         "#]],
@@ -243,9 +239,8 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             func_frame
             func_loc_names(@main)
             func_ops(@main)
-            legal_op_configs(@main:%new)
-            legal_op_layouts(@main:%new)
             lower_file
+            op_legality(@main:%new)
             op_overrides(@main:%0)
             op_overrides(@main:%1)
             op_overrides(@main:%2)
@@ -319,8 +314,6 @@ fn an_override_on_one_op_resolves_only_its_chain() {
         expect![[r#"
             chain_part
             chain_problem(@main:[%4 %5])
-            legal_op_configs(@main:%5)
-            legal_op_layouts(@main:%5)
             merge_base_chunk
             plan_chunk
             plan_cost

@@ -164,9 +164,37 @@ pub fn query_for(
     })
 }
 
-/// The legal output layouts of an op.
+/// An op's legal output layouts and its legal (layout, config) pairs, one memo per op.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OpLegality {
+    pub layouts: Arc<LegalOpLayouts>,
+    pub configs: Arc<LegalOpConfigs>,
+}
+
+/// The legal layouts and configs of an op: [`legal_op_layouts`] and [`legal_op_configs`]
+/// in one query. They read the same inputs (the op's signature and overrides, the options
+/// and the target) and change together; as two queries they were two memos per op for
+/// salsa to re-validate after every edit or first override.
 #[salsa::tracked(returns(clone))]
+pub fn op_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
+    let layouts = compute_layouts(db, op);
+    let configs = compute_configs(db, op, &layouts);
+    Arc::new(OpLegality { layouts, configs })
+}
+
+/// The legal output layouts of an op (from [`op_legality`]).
+#[must_use]
 pub fn legal_op_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
+    Arc::clone(&op_legality(db, op).layouts)
+}
+
+/// The legal (layout, op config) pairs of an op (from [`op_legality`]).
+#[must_use]
+pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
+    Arc::clone(&op_legality(db, op).configs)
+}
+
+fn compute_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
     let Some(sig) = op_signature(db, op) else { return Arc::default() };
     let overrides = op_overrides(db, op);
     let options = effective_options(db);
@@ -380,10 +408,7 @@ pub fn full_override_layout(
     }
 }
 
-/// The legal (layout, op config) pairs of an op.
-#[salsa::tracked(returns(clone))]
-pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
-    let layouts = legal_op_layouts(db, op);
+fn compute_configs(db: &dyn Db, op: OpId, layouts: &LegalOpLayouts) -> Arc<LegalOpConfigs> {
     let Some(sig) = op_signature(db, op) else { return Arc::default() };
     let overrides = op_overrides(db, op);
     let _p = tracing::trace_span!("legal_op_configs", op = %op.key(db)).entered();
