@@ -13,7 +13,6 @@ use crate::RootDatabase;
 /// A top-level op of a function body, with everything needed to describe it.
 #[derive(Clone)]
 pub(crate) struct OpSite {
-    pub(crate) func: FuncId,
     pub(crate) idx: usize,
     pub(crate) op: OpId,
     pub(crate) body: Arc<FuncBody>,
@@ -46,20 +45,6 @@ pub(crate) fn func_by_name_range(
     funcs(db, file).into_iter().find(|(_, _, sm)| sm.name_range == name_range)
 }
 
-/// Every top-level op of every function of the file, in source order.
-pub(crate) fn all_ops(db: &RootDatabase, file: SourceFile) -> Vec<OpSite> {
-    let mut out = Vec::new();
-    for (func, body, sm) in funcs(db, file) {
-        let ops = ir::func_ops(db, func);
-        for (idx, &op) in ops.iter().enumerate() {
-            if idx < body.ops.len() && idx < sm.op_ranges.len() {
-                out.push(OpSite { func, idx, op, body: body.clone(), sm: sm.clone() });
-            }
-        }
-    }
-    out
-}
-
 /// The op `pred` picks among the top-level ops of the function containing `offset`.
 fn find_op(
     db: &RootDatabase,
@@ -75,7 +60,7 @@ fn find_op(
             continue;
         };
         let op = *ir::func_ops(db, func).get(idx)?;
-        return Some(OpSite { func, idx, op, body, sm });
+        return Some(OpSite { idx, op, body, sm });
     }
     None
 }

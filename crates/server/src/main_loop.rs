@@ -565,7 +565,14 @@ impl GlobalState {
         let current = if is_overrides { self.overrides.text(&path) } else { self.host.text(&path) };
         let Some(current) = current else { return };
         // Each change's range refers to the text left by the previous one (LSP's rule), so
-        // positions are converted against a running copy.
+        // positions are converted against a running copy. The first change reads the
+        // analysis' line index of the current text, which publishing diagnostics built
+        // already (rebuilding it is a scan of the whole file on every keystroke).
+        let mut index = if is_overrides {
+            None
+        } else {
+            self.host.file(&path).and_then(|f| self.host.analysis().line_index(f).ok())
+        };
         let mut text = current.to_string();
         let mut edits = Vec::new();
         let mut full = false;
@@ -575,9 +582,10 @@ impl GlobalState {
                     text = c.text;
                     full = true;
                     edits.clear();
+                    index = None;
                 }
                 Some(range) => {
-                    let index = LineIndex::new(&text);
+                    let index = index.take().unwrap_or_else(|| Arc::new(LineIndex::new(&text)));
                     let r = Lines { text: &text, index: &index }.range(range);
                     text.replace_range(r.start as usize..r.end as usize, &c.text);
                     edits.push(TextEdit { range: r, text: c.text });
