@@ -125,7 +125,6 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
             func_body(@main)
             func_frame
             func_loc_names(@main)
-            func_ops(@main)
             lower_file
             op_signature(@main:%0)
             op_signature(@main:%1)
@@ -150,7 +149,6 @@ fn editing_one_result_type_reruns_only_that_op() {
             func_body(@main)
             func_frame
             func_loc_names(@main)
-            func_ops(@main)
             lower_file
             op_legality(@main:%3)
             op_signature(@main:%0)

@@ -31,9 +31,9 @@ pub struct FuncFrame {
     /// The number of ops.
     pub n_ops: usize,
     /// Per op (body index): its key.
-    pub keys: Vec<String>,
+    pub keys: Arc<[String]>,
     /// Op keys sorted, with their indices (as [`crate::FuncBody`] has them).
-    pub key_index: Vec<(String, u32)>,
+    pub key_index: Arc<[(String, u32)]>,
 }
 
 impl FuncFrame {
@@ -49,11 +49,20 @@ impl FuncFrame {
 #[salsa::tracked(returns(clone))]
 pub fn func_frame(db: &dyn Db, func: FuncId) -> Option<Arc<FuncFrame>> {
     let body = func_body(db, func)?;
-    let mut key_index = body.key_index.clone();
+    // Shared with the body (an edit inside one op keeps them), so comparing the new frame
+    // with the old one skips them.
+    let mut key_index = Arc::clone(&body.key_index);
     if key_index.len() != body.ops.len() {
-        key_index = body.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
-        key_index.sort();
+        let mut idx: Vec<(String, u32)> =
+            body.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
+        idx.sort();
+        key_index = idx.into();
     }
+    let keys = if body.keys.len() == body.ops.len() {
+        Arc::clone(&body.keys)
+    } else {
+        body.ops.iter().map(|o| o.key.clone()).collect()
+    };
     Some(Arc::new(FuncFrame {
         name: body.name.clone(),
         is_private: body.is_private,
@@ -64,7 +73,7 @@ pub fn func_frame(db: &dyn Db, func: FuncId) -> Option<Arc<FuncFrame>> {
         returns: body.returns.clone(),
         has_body: body.has_body,
         n_ops: body.ops.len(),
-        keys: body.ops.iter().map(|o| o.key.clone()).collect(),
+        keys,
         key_index,
     }))
 }

@@ -10,9 +10,10 @@
 //!   ├ func_body(f)                Eq firewall: position-free, so whitespace/comment/loc
 //!   │                             edits are backdated here and nothing downstream re-runs
 //!   │ ├ func_frame(f)             Eq: the body without its ops (signature, keys)
+//!   │ │ └ func_ops(f)             Eq: op ids in program order (not re-run when the keys
+//!   │ │                           stay, as after an edit inside one op)
 //!   │ └ func_block(f, j)          Eq: ops in blocks of 256, so an edit changes one block
 //!   ├ func_loc_names(f)           Eq: the `loc("name")` of each op (override keys)
-//!   ├ func_ops(f)                 Eq: op ids in program order
 //!   └ func_source_map(f)          no_eq: positions, read only by the IDE layer and CLI
 //! ```
 //!
@@ -170,9 +171,12 @@ pub fn func_loc_names(db: &dyn Db, func: FuncId) -> Arc<LocNames> {
 /// The ops of a function in program order, as ids.
 #[salsa::tracked(returns(clone))]
 pub fn func_ops(db: &dyn Db, func: FuncId) -> Arc<[OpId]> {
-    let body = func_body(db, func);
+    // From the frame, not the body: an edit inside one op changes the body but leaves the
+    // frame (and so the op ids) as they were, and this is not re-run.
+    let frame = func_frame(db, func);
     let _p = tracing::debug_span!("func_ops", func = %func.name(db)).entered();
-    body.map(|b| b.ops.iter().map(|o| OpId::new(db, func, o.key.clone())).collect())
+    frame
+        .map(|f| f.keys.iter().map(|k| OpId::new(db, func, k.clone())).collect())
         .unwrap_or_else(|| Arc::from([]))
 }
 

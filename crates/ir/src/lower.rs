@@ -773,7 +773,8 @@ impl<'a> Lower<'a> {
             ops: Vec::new(),
             returns: Vec::new(),
             has_body: f.body.is_some(),
-            key_index: Vec::new(),
+            key_index: Arc::default(),
+            keys: Arc::default(),
         };
         let mut sm = FuncSourceMap {
             range: op.range,

@@ -270,7 +270,10 @@ pub struct FuncBody {
     pub has_body: bool,
     /// Op keys sorted, with their indices: per-op queries look their op up by key, and a
     /// linear search would make analyzing a function quadratic in its size.
-    pub key_index: Vec<(String, u32)>,
+    pub key_index: Arc<[(String, u32)]>,
+    /// Each op's key, by body index. Shared pointers like `key_index`: an edit inside one op
+    /// keeps every key, so the re-lowered body, and the frame made from it, share both.
+    pub keys: Arc<[String]>,
 }
 
 impl FuncBody {
@@ -296,12 +299,13 @@ impl FuncBody {
         self.ops.iter().position(|o| o.key == key)
     }
 
-    /// Builds `key_index` from the ops.
+    /// Builds `key_index` and `keys` from the ops.
     pub fn index_keys(&mut self) {
         let mut idx: Vec<(String, u32)> =
             self.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
         idx.sort();
-        self.key_index = idx;
+        self.key_index = idx.into();
+        self.keys = self.ops.iter().map(|o| o.key.clone()).collect();
     }
 }
 
