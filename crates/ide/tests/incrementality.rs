@@ -563,3 +563,57 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
         written_checks_block"#]]
     .assert_eq(&checks.join("\n"));
 }
+
+#[test]
+fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
+    // 1200 relus, but op 300 adds relu 250 to relu 299: the walk of the first chunk (the
+    // first 256 scheduled ops) weighs keeping relu 250's output in L1 until op 300, a
+    // window that runs into the second chunk, and reads the base plans of ops there, one
+    // memo per op or chain read (`foreign_op_plan`, `foreign_chain`). An override on relu
+    // 400, in the second chunk but outside that window, re-derives the second chunk's base
+    // plans; the memos the first walk read are checked again and come out the same, so the
+    // first chunk is not walked again.
+    let t = "tensor<256x256xbf16, #l>";
+    let mut text = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
+    for i in 0..1200 {
+        if i == 300 {
+            text.push_str(&format!(
+                "  %{i} = \"ttnn.add\"(%250, %299) : ({t}, {t}) -> {t} loc(\"r{i}\")\n"
+            ));
+        } else {
+            text.push_str(&format!("  %{i} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r{i}\")\n"));
+        }
+    }
+    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text));
+    let file = host.file(FILE).expect("file is open");
+    let cost = |host: &AnalysisHost| {
+        let _ = host.analysis().cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+    };
+    cost(&host);
+    let first: usize =
+        host.take_executed_queries().iter().filter(|q| q.starts_with("foreign")).count();
+    host.apply_change(
+        Change::new()
+            .set_overrides("m.overrides", "override-output-layout=r400=l1:height_sharded\n"),
+    );
+    cost(&host);
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for q in host.take_executed_queries() {
+        let name = q.split('(').next().unwrap_or(&q).to_owned();
+        if name.starts_with("plan_chunk") || name.starts_with("foreign") {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    let text: Vec<String> = counts.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    expect![[r#"
+        foreign reads at first: 92
+        foreign_chain 45
+        foreign_op_plan 46
+        plan_chunk 1"#]]
+    .assert_eq(&format!("foreign reads at first: {first}\n{}", text.join("\n")));
+}

@@ -275,6 +275,52 @@ pub fn chunk_incoming(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<
     Arc::new(out)
 }
 
+/// Op `op`'s plan in its chunk's base (`merge_base_chunk` when `merging`, else
+/// `plan_parts_chunk`), for a walk of another chunk that reads it.
+///
+/// A firewall per op read across chunks: a walk whose merge windows reach into the next
+/// chunk read that chunk's whole base memo, so an override anywhere in it re-walked the
+/// chunk before as well, with the same result.
+#[salsa::tracked(returns(clone))]
+pub fn foreign_op_plan(
+    db: &dyn Db,
+    func: FuncId,
+    merging: bool,
+    op: u32,
+) -> Option<Arc<crate::planning::OpPlan>> {
+    let (k, at) = chunk_layout(db, func).locate(op)?;
+    let parts = base_parts(db, func, merging, k);
+    parts.ops.get(at).cloned().map(Arc::new)
+}
+
+/// A chain's base plan and outcome, as [`foreign_chain`] gives them.
+pub type ForeignChain = (crate::planning::ChainPlan, crate::planning::ChainOutcome);
+
+/// The base plan and outcome of the chain ending at op `last`, for a walk of another chunk
+/// (see [`foreign_op_plan`]).
+#[salsa::tracked(returns(clone))]
+pub fn foreign_chain(
+    db: &dyn Db,
+    func: FuncId,
+    merging: bool,
+    last: u32,
+) -> Option<Arc<ForeignChain>> {
+    let (k, _) = chunk_layout(db, func).locate(last)?;
+    let parts = base_parts(db, func, merging, k);
+    let c = parts.chains.iter().position(|ch| ch.ops.last() == Some(&last))?;
+    let outcome = parts.outcomes.get(c).cloned().unwrap_or_default();
+    Some(Arc::new((parts.chains[c].clone(), outcome)))
+}
+
+/// A chunk's base parts under a policy: `merge_base_chunk` when merging.
+pub(crate) fn base_parts(db: &dyn Db, func: FuncId, merging: bool, k: u32) -> Arc<PartsChunk> {
+    if merging {
+        merge_base_chunk(db, func, k)
+    } else {
+        crate::planning::plan_parts_chunk(db, func, k)
+    }
+}
+
 /// The base plan chunk under merging: the solved chains, with every chain the cost model
 /// expects to lose in L1 even without its spill declined before any merge (going past
 /// tt-mlir), so no merge builds on it.

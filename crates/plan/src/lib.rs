@@ -37,9 +37,10 @@ pub use crate::{
         ChainFacts, ChainGraph, ChainId, D2mRelation, chain_facts_block, chains, op_chainable,
     },
     chunks::{
-        ChainFallback, ChunkChains, ChunkLayout, ChunkValues, Incoming, PlanChunk, PlanSlice,
-        PlanView, chain_fallback, chunk_chains, chunk_count, chunk_incoming, chunk_layout,
-        chunk_ops, merge_base_chunk, plan_carry, plan_chunk, plan_slice,
+        ChainFallback, ChunkChains, ChunkLayout, ChunkValues, ForeignChain, Incoming, PlanChunk,
+        PlanSlice, PlanView, chain_fallback, chunk_chains, chunk_count, chunk_incoming,
+        chunk_layout, chunk_ops, foreign_chain, foreign_op_plan, merge_base_chunk, plan_carry,
+        plan_chunk, plan_slice,
     },
     costing::{PlanCost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
     merge::{Carry, MergeKind, Reservation},

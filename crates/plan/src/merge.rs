@@ -165,6 +165,8 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         pos: &input.sched.position,
         sigs: crate::planning::Blocks::new(n),
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
+        foreign_plans: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
+        foreign_chains: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
         plans: FxHashMap::default(),
         chains: FxHashMap::default(),
         residents: input.carry.residents.clone(),
@@ -232,6 +234,10 @@ struct Merger<'a> {
     sigs: crate::planning::Blocks<Option<Arc<layout::OpSignature>>>,
     /// The base plan of each chunk this walk reads, fetched on first use.
     base: Vec<OnceCell<BaseChunk>>,
+    /// Base plans of ops in other chunks, by body index, fetched on first use.
+    foreign_plans: Vec<OnceCell<Option<Arc<OpPlan>>>>,
+    /// Base plans and outcomes of chains in other chunks, by last op, fetched on first use.
+    foreign_chains: Vec<OnceCell<Option<Arc<crate::chunks::ForeignChain>>>>,
     /// Plans of this chunk's ops, and of later ops decisions changed.
     plans: FxHashMap<u32, OpPlan>,
     chains: FxHashMap<u32, ChainPlan>,
@@ -290,6 +296,9 @@ impl Merger<'_> {
     /// The cost and fallback of the chain whose last op is `last`, from its base chunk.
     fn outcome(&self, last: u32) -> Option<&crate::planning::ChainOutcome> {
         let (k, _) = self.layout.locate(last)?;
+        if k != self.k {
+            return self.foreign_chain(last).map(|(_, o)| o);
+        }
         let base = self.base(k)?;
         base.parts.outcomes.get(*base.by_last.get(&last)?)
     }
@@ -303,7 +312,26 @@ impl Merger<'_> {
             return p;
         }
         let Some((k, at)) = self.layout.locate(i) else { return &NO_PLAN };
+        if k != self.k {
+            return self.foreign_plan(i).unwrap_or(&NO_PLAN);
+        }
         self.base(k).and_then(|b| b.parts.ops.get(at)).unwrap_or(&NO_PLAN)
+    }
+
+    /// Op `i`'s base plan when it lies in another chunk: one memo per op read across
+    /// chunks ([`crate::chunks::foreign_op_plan`]), fetched once per walk.
+    fn foreign_plan(&self, i: u32) -> Option<&OpPlan> {
+        let cell = self.foreign_plans.get(i as usize)?;
+        cell.get_or_init(|| crate::chunks::foreign_op_plan(self.db, self.func, self.merging, i))
+            .as_deref()
+    }
+
+    /// The base plan and outcome of the chain ending at `last` when it lies in another
+    /// chunk (see [`Merger::foreign_plan`]).
+    fn foreign_chain(&self, last: u32) -> Option<&(ChainPlan, crate::planning::ChainOutcome)> {
+        let cell = self.foreign_chains.get(last as usize)?;
+        cell.get_or_init(|| crate::chunks::foreign_chain(self.db, self.func, self.merging, last))
+            .as_deref()
     }
 
     fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
@@ -320,6 +348,9 @@ impl Merger<'_> {
         }
         let last = c as u32;
         let (k, _) = self.layout.locate(last)?;
+        if k != self.k {
+            return self.foreign_chain(last).map(|(p, _)| p);
+        }
         let base = self.base(k)?;
         base.parts.chains.get(*base.by_last.get(&last)?)
     }
