@@ -498,27 +498,12 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     };
     optimize(&host);
     let _ = host.take_executed_queries();
-    let at = text.find("%1100 = \"ttnn.relu\"(%a)").expect("fixture has %1100") as u32;
-    let end = at + "%1100 = \"ttnn.relu\"(%a)".len() as u32;
-    host.apply_change(Change::new().edit_file(
-        FILE,
-        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
-    ));
+    host.apply_change(note_on_relu_1100(&text));
     optimize(&host);
-    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
-    for q in host.take_executed_queries() {
-        let name = q.split('(').next().unwrap_or(&q).to_owned();
-        if name.starts_with("func_block")
-            || name.starts_with("chain")
-            || name.starts_with("op_signature")
-            || name.starts_with("plan_")
-            || name.starts_with("chunk_")
-            || name.starts_with("base_plans_block")
-        {
-            *counts.entry(name).or_default() += 1;
-        }
-    }
-    let text: Vec<String> = counts.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    let text = executed_counts(
+        &host,
+        &["func_block", "chain", "op_signature", "plan_", "chunk_", "base_plans_block"],
+    );
     expect![[r#"
         base_plans_block 1
         chain_facts_block 1
@@ -528,7 +513,30 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         op_signature 176
         plan_chunk 2
         plan_for 1"#]]
-    .assert_eq(&text.join("\n"));
+    .assert_eq(&text);
+}
+
+/// The edit adding a discardable attribute to relu `%1100` of the `relus` fixture `text`.
+fn note_on_relu_1100(text: &str) -> Change {
+    let op = "%1100 = \"ttnn.relu\"(%a)";
+    let end = (text.find(op).expect("fixture has %1100") + op.len()) as u32;
+    Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
+    )
+}
+
+/// How many times each query whose name starts with one of `prefixes` executed since the
+/// last drain, one `name count` line per query name, sorted.
+fn executed_counts(host: &AnalysisHost, prefixes: &[&str]) -> String {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for q in host.take_executed_queries() {
+        let name = q.split('(').next().unwrap_or(&q).to_owned();
+        if prefixes.iter().any(|p| name.starts_with(p)) {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    counts.iter().map(|(n, c)| format!("{n} {c}")).collect::<Vec<_>>().join("\n")
 }
 
 #[test]
@@ -546,12 +554,7 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
     };
     diagnose(&host);
     let _ = host.take_executed_queries();
-    let at = text.find("%1100 = \"ttnn.relu\"(%a)").expect("fixture has %1100") as u32;
-    let end = at + "%1100 = \"ttnn.relu\"(%a)".len() as u32;
-    host.apply_change(Change::new().edit_file(
-        FILE,
-        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
-    ));
+    host.apply_change(note_on_relu_1100(&text));
     diagnose(&host);
     let checks: Vec<String> = host
         .take_executed_queries()
@@ -602,18 +605,11 @@ fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
             .set_overrides("m.overrides", "override-output-layout=r400=l1:height_sharded\n"),
     );
     cost(&host);
-    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
-    for q in host.take_executed_queries() {
-        let name = q.split('(').next().unwrap_or(&q).to_owned();
-        if name.starts_with("plan_chunk") || name.starts_with("foreign") {
-            *counts.entry(name).or_default() += 1;
-        }
-    }
-    let text: Vec<String> = counts.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    let text = executed_counts(&host, &["plan_chunk", "foreign"]);
     expect![[r#"
         foreign reads at first: 92
         foreign_chain 45
         foreign_op_plan 46
         plan_chunk 1"#]]
-    .assert_eq(&format!("foreign reads at first: {first}\n{}", text.join("\n")));
+    .assert_eq(&format!("foreign reads at first: {first}\n{text}"));
 }
