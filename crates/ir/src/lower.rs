@@ -120,43 +120,33 @@ pub fn relower_edit(
             }
         }
     };
-    let mut funcs = Vec::with_capacity(old.funcs.len());
-    let (mut data, mut loc) = (Some(data), Some(loc));
-    for (k, lf) in old.funcs.iter().enumerate() {
-        if lf.source_map.range.end < edit.old.end {
-            funcs.push(lf.clone());
-            continue;
-        }
-        let mut sm = (*lf.source_map).clone();
-        shift_source_map(&mut sm, &shift);
-        if k != fi {
-            funcs.push(LoweredFunc { source_map: Arc::new(sm), ..lf.clone() });
-            continue;
-        }
-        sm.op_ranges[i] = *op_sm.op_ranges.first()?;
-        sm.op_name_ranges[i] = *op_sm.op_name_ranges.first()?;
-        sm.result_ranges[i] = op_sm.result_ranges.pop()?;
-        sm.operand_ranges[i] = op_sm.operand_ranges.pop()?;
-        sm.result_type_ranges[i] = op_sm.result_type_ranges.pop()?;
-        sm.property_ranges[i] = op_sm.property_ranges.pop()?;
-        let mut body = (*lf.body).clone();
-        body.ops[i] = Arc::new(data.take()?);
-        let loc = loc.take()?;
-        let loc_names = if lf.loc_names.names.get(i) == Some(&loc) {
-            Arc::clone(&lf.loc_names)
-        } else {
-            let mut names = lf.loc_names.names.clone();
-            *names.get_mut(i)? = loc;
-            Arc::new(LocNames { by_key: loc_by_key(&body.ops, &names), names })
-        };
-        funcs.push(LoweredFunc {
-            chunk: lf.chunk,
-            name: lf.name.clone(),
-            dup: lf.dup,
-            body: Arc::new(body),
-            source_map: Arc::new(sm),
-            loc_names,
-        });
+    // Every function at or after the edit moves; then the edited one gets its new op.
+    let mut funcs: Vec<LoweredFunc> = old
+        .funcs
+        .iter()
+        .map(|lf| {
+            if lf.source_map.range.end < edit.old.end {
+                return lf.clone();
+            }
+            let mut sm = (*lf.source_map).clone();
+            shift_source_map(&mut sm, &shift);
+            LoweredFunc { source_map: Arc::new(sm), ..lf.clone() }
+        })
+        .collect();
+    let lf = funcs.get_mut(fi)?;
+    let sm = Arc::make_mut(&mut lf.source_map);
+    sm.op_ranges[i] = *op_sm.op_ranges.first()?;
+    sm.op_name_ranges[i] = *op_sm.op_name_ranges.first()?;
+    sm.result_ranges[i] = op_sm.result_ranges.pop()?;
+    sm.operand_ranges[i] = op_sm.operand_ranges.pop()?;
+    sm.result_type_ranges[i] = op_sm.result_type_ranges.pop()?;
+    sm.property_ranges[i] = op_sm.property_ranges.pop()?;
+    let body = Arc::make_mut(&mut lf.body);
+    body.ops[i] = Arc::new(data);
+    if lf.loc_names.names.get(i) != Some(&loc) {
+        let mut names = lf.loc_names.names.clone();
+        *names.get_mut(i)? = loc;
+        lf.loc_names = Arc::new(LocNames { by_key: loc_by_key(&body.ops, &names), names });
     }
     let mut diagnostics = old.diagnostics.clone();
     for d in &mut diagnostics {
