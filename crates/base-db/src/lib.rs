@@ -106,6 +106,20 @@ pub struct OverrideSlots {
     pub settings: OverrideSettings,
 }
 
+/// An input created at `LOW` durability that never changes. A query that reads it starts
+/// out at the lowest durability instead of taking on its other inputs' durability.
+///
+/// For queries that gather what many ops' overrides decide (the chunk layout of a function)
+/// on a tuning host: their durability would drop from `MEDIUM` to `LOW` the first time they
+/// re-run after some op's slot became `LOW`, and salsa does not backdate a value whose
+/// durability dropped, so every query downstream (every chunk's plan and text) would re-run
+/// once, with an equal value. Starting at `LOW`, they re-validate on every override (a few
+/// hundred memos) but never cascade.
+#[salsa::input(singleton, debug)]
+pub struct LowDurabilityAnchor {
+    pub unit: (),
+}
+
 /// Analysis options that are not per-op overrides. One per database, created at startup.
 #[salsa::input(singleton, debug)]
 pub struct OptionsInput {
@@ -173,21 +187,22 @@ impl Options {
 #[salsa::db]
 pub trait Db: salsa::Database {}
 
-/// Creates the singleton inputs with their durabilities. Must run before any query: a
-/// singleton created after a query ran is invisible to it.
+/// Creates the singleton inputs. The target is `HIGH`; the options, the overrides text and
+/// the slot map get `config`, which the host picks for what it is used for. Must run before
+/// any query: a singleton created after a query ran is invisible to it.
 pub fn init_inputs(
     db: &dyn Db,
     target: target::Target,
     options: Options,
     overrides_origin: String,
     overrides_text: Arc<str>,
+    config: Durability,
 ) {
     let _ = TargetInput::builder(target).durability(Durability::HIGH).new(db);
-    let _ = OptionsInput::builder(options).durability(Durability::MEDIUM).new(db);
-    let _ = OverridesInput::builder(overrides_origin, overrides_text)
-        .durability(Durability::MEDIUM)
-        .new(db);
+    let _ = OptionsInput::builder(options).durability(config).new(db);
+    let _ = OverridesInput::builder(overrides_origin, overrides_text).durability(config).new(db);
     let _ = OverrideSlots::builder(Arc::default(), OverrideSettings::default())
-        .durability(Durability::MEDIUM)
+        .durability(config)
         .new(db);
+    let _ = LowDurabilityAnchor::builder(()).durability(Durability::LOW).new(db);
 }

@@ -104,7 +104,7 @@ fn stats_show_a_whitespace_edit_runs_no_layout_query_and_an_override_only_its_op
             .map(|d| {
                 d.iter()
                     .filter_map(Value::as_str)
-                    .filter(|q| q.starts_with("op_legality"))
+                    .filter(|q| q.ends_with(")") && q.contains("_legality("))
                     .map(str::to_owned)
                     .collect()
             })
@@ -112,7 +112,7 @@ fn stats_show_a_whitespace_edit_runs_no_layout_query_and_an_override_only_its_op
     };
     expect![[r#"
         after whitespace: []
-        after override: ["op_legality(@forward:%2)"]"#]]
+        after override: ["overridden_legality(@forward:%2)"]"#]]
     .assert_eq(&format!(
         "after whitespace: {:?}\nafter override: {:?}",
         layout_queries(&replies[5]),

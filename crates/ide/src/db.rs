@@ -25,6 +25,8 @@ pub struct RootDatabase {
     cost_cache: Arc<cost::CostCache>,
     /// The last lowering of each file, for re-lowering one edited op.
     lowering_cache: Arc<ir::LoweringCache>,
+    /// See [`layout::Db::override_memos`]: off on a tuning host.
+    override_memos: bool,
 }
 
 impl Default for RootDatabase {
@@ -62,7 +64,16 @@ impl RootDatabase {
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
             cost_cache: Arc::default(),
             lowering_cache: Arc::default(),
+            override_memos: true,
         }
+    }
+
+    /// The same database reading overrides without a memo per op (a tuning host's, whose
+    /// slot map and op names do not change; see [`layout::Db::override_memos`]).
+    #[must_use]
+    pub(crate) fn without_override_memos(mut self) -> RootDatabase {
+        self.override_memos = false;
+        self
     }
 }
 
@@ -84,6 +95,10 @@ impl layout::Db for RootDatabase {
     fn op_model(&self) -> &SharedOpModel {
         &self.op_model
     }
+
+    fn override_memos(&self) -> bool {
+        self.override_memos
+    }
 }
 
 #[salsa::db]
@@ -97,7 +112,8 @@ impl plan::Db for RootDatabase {
 impl rewrite::Db for RootDatabase {}
 
 /// Queries keyed by one `OpId`.
-const OP_QUERIES: &[&str] = &["op_signature", "op_overrides", "op_legality"];
+const OP_QUERIES: &[&str] =
+    &["op_signature", "op_overrides", "base_legality", "overridden_legality"];
 /// Queries keyed by one `FuncId`.
 const FUNC_QUERIES: &[&str] = &[
     "func_body",

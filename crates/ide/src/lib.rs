@@ -166,10 +166,16 @@ pub enum HostMode {
     /// then (`MEDIUM`), the target almost never (`HIGH`).
     #[default]
     Editor,
-    /// A tuning loop over a graph that does not change: per-op overrides change on every
-    /// candidate (`LOW`), the graph and the options almost never (`MEDIUM`), the target never
-    /// (`HIGH`). The host also creates an override slot for every named op of a file when
-    /// the file is set, so a first override on an op does not re-validate every other op.
+    /// A tuning loop over a graph that does not change: an op's override changes on every
+    /// candidate that touches the op (`LOW`); the graph, the options and the set of op names
+    /// almost never (`HIGH`), like the target.
+    ///
+    /// The host creates an override slot for every named op of a file when the file is set,
+    /// at `MEDIUM`: a first override on an op then changes a `MEDIUM` slot, which re-validates
+    /// only the memos that read some op's overrides, while everything derived from the graph
+    /// alone (signatures, legal layouts without overrides) stays valid in O(1). From then on
+    /// the op's slot is `LOW`, and changing it again re-validates only what read it. Its
+    /// queries read an op's overrides without a memo per op (`layout::Db::override_memos`).
     Tuning,
 }
 
@@ -177,10 +183,19 @@ impl HostMode {
     fn file_durability(self) -> Durability {
         match self {
             HostMode::Editor => Durability::LOW,
-            HostMode::Tuning => Durability::MEDIUM,
+            HostMode::Tuning => Durability::HIGH,
         }
     }
 
+    /// The options, the override settings and the map from op names to slots.
+    fn config_durability(self) -> Durability {
+        match self {
+            HostMode::Editor => Durability::MEDIUM,
+            HostMode::Tuning => Durability::HIGH,
+        }
+    }
+
+    /// A slot (and the overrides text) when an override changes.
     fn slot_durability(self) -> Durability {
         match self {
             HostMode::Editor => Durability::MEDIUM,
@@ -232,7 +247,15 @@ impl AnalysisHost {
         config: HostConfig,
     ) -> AnalysisHost {
         let db = RootDatabase::new(config.query_log);
-        base_db::init_inputs(&db, target, options, String::new(), Arc::from(""));
+        let db = if config.mode == HostMode::Tuning { db.without_override_memos() } else { db };
+        base_db::init_inputs(
+            &db,
+            target,
+            options,
+            String::new(),
+            Arc::from(""),
+            config.mode.config_durability(),
+        );
         AnalysisHost {
             db,
             mode: config.mode,
@@ -410,7 +433,8 @@ impl AnalysisHost {
         if let Some(options) = change.options {
             let input = OptionsInput::get(&self.db);
             if *input.options(&self.db) != options {
-                input.set_options(&mut self.db).with_durability(Durability::MEDIUM).to(options);
+                let durability = self.mode.config_durability();
+                input.set_options(&mut self.db).with_durability(durability).to(options);
             }
         }
         if let Some(target) = change.target {
@@ -470,7 +494,8 @@ impl AnalysisHost {
         let slots = OverrideSlots::get(&self.db);
         let settings = parsed.option_settings();
         if *slots.settings(&self.db) != settings {
-            slots.set_settings(&mut self.db).with_durability(Durability::MEDIUM).to(settings);
+            let durability = self.mode.config_durability();
+            slots.set_settings(&mut self.db).with_durability(durability).to(settings);
         }
         let mut table = parsed.table();
         let by_name = Arc::clone(slots.by_name(&self.db));
@@ -524,7 +549,8 @@ impl AnalysisHost {
             grown.get_or_insert_with(|| (*by_name).clone()).insert(name, slot);
         }
         if let Some(grown) = grown {
-            slots.set_by_name(&mut self.db).with_durability(Durability::MEDIUM).to(Arc::new(grown));
+            let durability = self.mode.config_durability();
+            slots.set_by_name(&mut self.db).with_durability(durability).to(Arc::new(grown));
         }
     }
 

@@ -144,13 +144,13 @@ fn editing_one_result_type_reruns_only_that_op() {
             "(tensor<256x256xbf16, #l>) -> tensor<256x256xf32, #l> loc(\"exp1\")",
         ),
         expect![[r#"
+            base_legality(@main:%3)
             file_funcs
             func_block
             func_body(@main)
             func_frame
             func_loc_names(@main)
             lower_file
-            op_legality(@main:%3)
             op_signature(@main:%0)
             op_signature(@main:%1)
             op_signature(@main:%2)
@@ -172,11 +172,11 @@ fn a_first_override_in_an_editor_looks_up_every_ops_name_once() {
     check(
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
-            op_legality(@main:%1)
             op_overrides(@main:%0)
             op_overrides(@main:%1)
             op_overrides(@main:%2)
             op_overrides(@main:%3)
+            overridden_legality(@main:%1)
             scalar_types(@main)
         "#]],
     );
@@ -192,8 +192,8 @@ fn changing_an_existing_override_reruns_only_that_ops_queries() {
         host,
         relu_override("l1:interleaved"),
         expect![[r#"
-            op_legality(@main:%1)
             op_overrides(@main:%1)
+            overridden_legality(@main:%1)
             scalar_types(@main)
         "#]],
     );
@@ -211,8 +211,7 @@ fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
         host,
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
-            op_legality(@main:%1)
-            op_overrides(@main:%1)
+            overridden_legality(@main:%1)
             scalar_types(@main)
         "#]],
     );
@@ -231,6 +230,7 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             "  %new = \"ttnn.neg\"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc(\"neg_new\")\n  %0 = ",
         ),
         expect![[r#"
+            base_legality(@main:%new)
             file_funcs
             func_block
             func_body(@main)
@@ -238,7 +238,6 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             func_loc_names(@main)
             func_ops(@main)
             lower_file
-            op_legality(@main:%new)
             op_overrides(@main:%0)
             op_overrides(@main:%1)
             op_overrides(@main:%2)
@@ -442,6 +441,53 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
         rewrite_chunk"#]]
     .assert_eq(&long_function_after(
         "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
+    ));
+}
+
+#[test]
+fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_override() {
+    // On a tuning host an op's slot becomes `LOW` once it is overridden. The function's
+    // chains read every op's slot, so when they are rebuilt after that (here: pinning op
+    // 1100 to DRAM, after op 10 was overridden and cleared) they come out `LOW`. The chunk
+    // layout started at `LOW` (it reads `LowDurabilityAnchor`), so it and every chunk's ops
+    // are backdated as equal: only the chunk holding op 1100 is planned and printed again,
+    // not all five.
+    let text = relus(|_| "%a".to_owned());
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host =
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config);
+    host.apply_change(Change::new().set_file(FILE, text));
+    let file = host.file(FILE).expect("file is open");
+    let optimize = |host: &AnalysisHost| {
+        let analysis = host.analysis();
+        let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+        let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+    };
+    optimize(&host);
+    host.apply_change(
+        Change::new()
+            .set_overrides("m.overrides", "override-output-layout=r10=l1:height_sharded\n"),
+    );
+    optimize(&host);
+    host.apply_change(Change::new().set_overrides("m.overrides", ""));
+    optimize(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(Change::new().set_overrides(
+        "m.overrides",
+        "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
+    ));
+    optimize(&host);
+    expect![[r#"
+        chains 1
+        chunk_chains 5
+        chunk_cost 1
+        chunk_layout 1
+        plan_chunk 1
+        plan_parts_chunk 1
+        rewrite_chunk 1"#]]
+    .assert_eq(&executed_counts(
+        &host,
+        &["chains", "chunk_", "plan_chunk", "plan_parts_chunk", "rewrite_chunk"],
     ));
 }
 

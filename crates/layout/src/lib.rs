@@ -25,8 +25,8 @@ use ttnn_types::DataType;
 pub use crate::{
     op_layouts::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, OpLegality, OverrideUse, WrittenCheck,
-        full_override_layout, legal_op_configs, legal_op_layouts, op_legality, query_for,
-        written_checks_block,
+        base_legality, full_override_layout, legal_op_configs, legal_op_layouts, op_legality,
+        overridden_legality, query_for, written_checks_block,
     },
     overrides::{OpOverrides, effective_options, op_overrides, override_file},
     signature::{OpSignature, OperandSig, OperandSource, op_signature},
@@ -42,6 +42,12 @@ pub type SharedOpModel = CachedOpModel<AnalyticalModel>;
 #[salsa::db]
 pub trait Db: ir::Db {
     fn op_model(&self) -> &SharedOpModel;
+
+    /// Whether [`op_overrides`] goes through one memo per op (a firewall for hosts whose
+    /// slot map or op names change; see there). Fixed for the database's lifetime.
+    fn override_memos(&self) -> bool {
+        true
+    }
 }
 
 /// The data types of every tensor in a function, plus the data types overrides ask for.

@@ -24,7 +24,7 @@ use ttnn_types::{
 
 use crate::{
     Db, OpSignature,
-    overrides::{effective_options, op_overrides},
+    overrides::{OpOverrides, effective_options, op_overrides},
     signature::op_signature,
     tensor_layouts::{TensorKey, legal_tensor_layouts},
 };
@@ -172,13 +172,32 @@ pub struct OpLegality {
 }
 
 /// The legal layouts and configs of an op: [`legal_op_layouts`] and [`legal_op_configs`]
-/// in one query. They read the same inputs (the op's signature and overrides, the options
-/// and the target) and change together; as two queries they were two memos per op for
-/// salsa to re-validate after every edit or first override.
-#[salsa::tracked(returns(clone))]
+/// together. An op without overrides reads [`base_legality`], which depends on the graph,
+/// the options and the target alone; an overridden op reads [`overridden_legality`].
+///
+/// Two queries rather than one that reads the op's overrides: a tuning host gives the graph
+/// a higher durability than the override slots, so the legality of every op nobody
+/// overrides stays valid in O(1) when some op's slot changes; one query reading the slot
+/// would take the slot's durability and be re-validated for every op.
 pub fn op_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
-    let layouts = compute_layouts(db, op);
-    let configs = compute_configs(db, op, &layouts);
+    if op_overrides(db, op).is_some() { overridden_legality(db, op) } else { base_legality(db, op) }
+}
+
+/// The legality of an op as if it had no overrides.
+#[salsa::tracked(returns(clone))]
+pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
+    legality(db, op, None)
+}
+
+/// The legality of an op under its overrides.
+#[salsa::tracked(returns(clone))]
+pub fn overridden_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
+    legality(db, op, op_overrides(db, op).as_deref())
+}
+
+fn legality(db: &dyn Db, op: OpId, overrides: Option<&OpOverrides>) -> Arc<OpLegality> {
+    let layouts = compute_layouts(db, op, overrides);
+    let configs = compute_configs(db, op, &layouts, overrides);
     Arc::new(OpLegality { layouts, configs })
 }
 
@@ -194,12 +213,11 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
     Arc::clone(&op_legality(db, op).configs)
 }
 
-fn compute_layouts(db: &dyn Db, op: OpId) -> Arc<LegalOpLayouts> {
+fn compute_layouts(db: &dyn Db, op: OpId, overrides: Option<&OpOverrides>) -> Arc<LegalOpLayouts> {
     let Some(sig) = op_signature(db, op) else { return Arc::default() };
-    let overrides = op_overrides(db, op);
     let options = effective_options(db);
     let _p = tracing::trace_span!("legal_op_layouts", op = %op.key(db)).entered();
-    let layout_override = overrides.as_ref().and_then(|o| o.output_layout);
+    let layout_override = overrides.and_then(|o| o.output_layout);
     let Some(result) =
         sig.tensor_result().filter(|t| t.layout.is_some() && t.static_shape().is_some())
     else {
@@ -408,9 +426,13 @@ pub fn full_override_layout(
     }
 }
 
-fn compute_configs(db: &dyn Db, op: OpId, layouts: &LegalOpLayouts) -> Arc<LegalOpConfigs> {
+fn compute_configs(
+    db: &dyn Db,
+    op: OpId,
+    layouts: &LegalOpLayouts,
+    overrides: Option<&OpOverrides>,
+) -> Arc<LegalOpConfigs> {
     let Some(sig) = op_signature(db, op) else { return Arc::default() };
-    let overrides = op_overrides(db, op);
     let _p = tracing::trace_span!("legal_op_configs", op = %op.key(db)).entered();
     let target = TargetInput::get(db).target(db);
     let model = db.op_model();
@@ -426,7 +448,7 @@ fn compute_configs(db: &dyn Db, op: OpId, layouts: &LegalOpLayouts) -> Arc<Legal
                 }
                 _ => (Conv2dConfig::default(), None, None),
             };
-            let mut base = overlay(base, overrides.as_ref().and_then(|o| o.conv2d.as_ref()));
+            let mut base = overlay(base, overrides.and_then(|o| o.conv2d.as_ref()));
             if base.weights_dtype.is_none() {
                 base.weights_dtype = sig.tensor_operands().nth(1).and_then(|(_, t)| t.data_type());
             }

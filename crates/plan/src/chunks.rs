@@ -90,6 +90,9 @@ impl ChunkLayout {
 /// chains; the unscheduled ops (device handles, `ttnn.empty`) form the last chunk.
 #[salsa::tracked(returns(clone))]
 pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
+    // Every chunk's queries read this one: it starts at the lowest durability so that it
+    // never drops to it later, which would re-run them all (see `LowDurabilityAnchor`).
+    base_db::LowDurabilityAnchor::get(db).unit(db);
     let sched = schedule(db, func);
     let graph = chains(db, func);
     let n = sched.position.len();
