@@ -24,8 +24,8 @@ pub use crate::main_loop::ServerOptions;
 
 /// Serves LSP over stdin and stdout until the client sends `exit` or hangs up.
 pub fn run_stdio() -> anyhow::Result<ExitCode> {
-    let (connection, io_threads) = stdio::connect();
-    let clean = run(connection, ServerOptions::default())?;
+    let (connection, frames, io_threads) = stdio::connect();
+    let clean = main_loop::run(connection, ServerOptions::default(), Some(frames))?;
     io_threads.join();
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -33,5 +33,5 @@ pub fn run_stdio() -> anyhow::Result<ExitCode> {
 /// Serves LSP over `connection`. Returns whether the session ended cleanly (`shutdown`
 /// before `exit`, as the protocol asks).
 pub fn run(connection: Connection, options: ServerOptions) -> anyhow::Result<bool> {
-    main_loop::run(connection, options)
+    main_loop::run(connection, options, None)
 }
