@@ -137,10 +137,9 @@ pub fn relower_edit(
     let sm = Arc::make_mut(&mut lf.source_map);
     sm.op_ranges[i] = *op_sm.op_ranges.first()?;
     sm.op_name_ranges[i] = *op_sm.op_name_ranges.first()?;
-    sm.result_ranges[i] = op_sm.result_ranges.pop()?;
-    sm.operand_ranges[i] = op_sm.operand_ranges.pop()?;
-    sm.result_type_ranges[i] = op_sm.result_type_ranges.pop()?;
-    sm.property_ranges[i] = op_sm.property_ranges.pop()?;
+    sm.result_ranges.replace(i, op_sm.result_ranges.get(0)?);
+    sm.operand_ranges.replace(i, op_sm.operand_ranges.get(0)?);
+    sm.result_type_ranges.replace(i, op_sm.result_type_ranges.get(0)?);
     let body = Arc::make_mut(&mut lf.body);
     body.ops[i] = Arc::new(data);
     if lf.loc_names.names.get(i) != Some(&loc) {
@@ -190,14 +189,11 @@ fn shift_source_map(sm: &mut FuncSourceMap, shift: &impl Fn(&mut TextRange)) {
     for r in sm.arg_ranges.iter_mut().chain(&mut sm.op_ranges).chain(&mut sm.op_name_ranges) {
         shift(r);
     }
-    for v in
-        sm.result_ranges.iter_mut().chain(&mut sm.operand_ranges).chain(&mut sm.result_type_ranges)
-    {
-        v.iter_mut().for_each(shift);
-    }
-    for v in &mut sm.property_ranges {
-        v.iter_mut().for_each(|(_, r)| shift(r));
-    }
+    sm.result_ranges
+        .all_mut()
+        .chain(sm.operand_ranges.all_mut())
+        .chain(sm.result_type_ranges.all_mut())
+        .for_each(shift);
     if let Some(r) = &mut sm.return_range {
         shift(r);
     }
@@ -979,7 +975,6 @@ impl<'a> Lower<'a> {
         };
         let mut uses: Vec<&ast::ValueUse> = Vec::new();
         let mut fn_type: Option<&ast::FunctionType> = None;
-        let mut prop_ranges = Vec::new();
         let mut result_type_ranges = Vec::new();
         match &o.body {
             ast::OpBody::Generic(g) => {
@@ -987,7 +982,6 @@ impl<'a> Lower<'a> {
                 fn_type = g.fn_type.as_ref();
                 if let Some(p) = &g.properties {
                     data.properties = self.dict(p);
-                    prop_ranges = p.entries.iter().map(|e| (e.key.text.clone(), e.range)).collect();
                 }
                 if let Some(a) = &g.attrs {
                     data.attrs = self.dict(a);
@@ -1108,10 +1102,9 @@ impl<'a> Lower<'a> {
         }
         sm.op_ranges.push(o.range);
         sm.op_name_ranges.push(o.name.range);
-        sm.result_ranges.push(o.results.iter().map(|r| r.range).collect());
+        sm.result_ranges.push(o.results.iter().map(|r| r.range));
         sm.operand_ranges.push(operand_ranges);
         sm.result_type_ranges.push(result_type_ranges);
-        sm.property_ranges.push(prop_ranges);
         data
     }
 

@@ -321,18 +321,79 @@ pub struct FuncSourceMap {
     /// Per op: its name token.
     pub op_name_ranges: Vec<TextRange>,
     /// Per op: the ranges of its result definitions.
-    pub result_ranges: Vec<Vec<TextRange>>,
+    pub result_ranges: RangeLists,
     /// Per op: the ranges of its operand uses.
-    pub operand_ranges: Vec<Vec<TextRange>>,
+    pub operand_ranges: RangeLists,
     /// Per op: its result type ranges.
-    pub result_type_ranges: Vec<Vec<TextRange>>,
-    /// Per op: the range of each property entry, by key.
-    pub property_ranges: Vec<Vec<(String, TextRange)>>,
+    pub result_type_ranges: RangeLists,
     /// The terminator, if any.
     pub return_range: Option<TextRange>,
     pub return_operand_ranges: Vec<TextRange>,
     /// The chunk the function is in (for alias lookups).
     pub chunk: u32,
+}
+
+/// A list of ranges per op, stored in one vector.
+///
+/// An edit moves every range after it; flat, moving them is one pass over contiguous memory
+/// and copying a source map is a few allocations, where a vector per op made re-lowering one
+/// op of a 10k-op function allocate (and later free) tens of thousands of vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RangeLists {
+    ranges: Vec<TextRange>,
+    /// Where each list ends in `ranges`.
+    ends: Vec<u32>,
+}
+
+impl RangeLists {
+    /// Appends the next op's list.
+    pub fn push(&mut self, list: impl IntoIterator<Item = TextRange>) {
+        self.ranges.extend(list);
+        self.ends.push(self.ranges.len() as u32);
+    }
+
+    /// List `i`, if there are that many.
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<&[TextRange]> {
+        let end = *self.ends.get(i)? as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.ranges.get(start..end)
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Replaces list `i` (which must exist) by `list`.
+    pub fn replace(&mut self, i: usize, list: &[TextRange]) {
+        let Some(&end) = self.ends.get(i) else { return };
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.ranges.splice(start as usize..end as usize, list.iter().copied());
+        let delta = list.len() as i64 - i64::from(end - start);
+        for e in &mut self.ends[i..] {
+            // Within the vector's length, which fits the u32 ends.
+            *e = (i64::from(*e) + delta) as u32;
+        }
+    }
+
+    /// Every range of every list.
+    pub fn all_mut(&mut self) -> impl Iterator<Item = &mut TextRange> {
+        self.ranges.iter_mut()
+    }
+}
+
+impl std::ops::Index<usize> for RangeLists {
+    type Output = [TextRange];
+
+    fn index(&self, i: usize) -> &[TextRange] {
+        self.get(i).unwrap_or(&[])
+    }
 }
 
 /// Per op: the name of its top-level `loc("name")` (aliases resolved), which overrides key on.
