@@ -28,7 +28,7 @@ pub use crate::{
         base_legality, full_override_layout, legal_op_configs, legal_op_layouts, op_legality,
         overridden_legality, query_for, written_checks_block,
     },
-    overrides::{OpOverrides, effective_options, op_overrides, override_file},
+    overrides::{OpOverrides, effective_options, op_overrides, override_file, overrides_block},
     signature::{OpSignature, OperandSig, OperandSource, op_signature},
     tensor_layouts::{
         TensorKey, TensorLayouts, generate as generate_tensor_layouts, legal_tensor_layouts,
@@ -43,8 +43,8 @@ pub type SharedOpModel = CachedOpModel<AnalyticalModel>;
 pub trait Db: ir::Db {
     fn op_model(&self) -> &SharedOpModel;
 
-    /// Whether [`op_overrides`] goes through one memo per op (a firewall for hosts whose
-    /// slot map or op names change; see there). Fixed for the database's lifetime.
+    /// Whether [`op_overrides`] goes through a memo per block of ops (a firewall for hosts
+    /// whose slot map or op names change; see there). Fixed for the database's lifetime.
     fn override_memos(&self) -> bool {
         true
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 pub use base_db::OpOverrides;
 use base_db::{Options, OptionsInput, OverrideFile, OverrideSlots, OverridesInput};
-use ir::OpId;
+use ir::{FuncId, OpId};
 
 use crate::Db;
 
@@ -39,36 +39,43 @@ pub fn effective_options(db: &dyn Db) -> Options {
 
 /// The overrides that apply to one op, matched by the op's top-level `loc("name")`.
 ///
-/// Through a memo per op (the query `op_overrides`) when the database asks for it
+/// Through one memo per block of ops ([`overrides_block`]) when the database asks for it
 /// ([`Db::override_memos`]), else read directly. The memo is a firewall for an editor, where
 /// the map of slots grows when the overrides name an op for the first time and a loc name
-/// edit changes the names: every op's lookup re-runs then, and only the ops whose overrides
-/// changed re-run what read them. A tuning host's map and names do not change, so there the
-/// memos only cost: the first override on an op changes a `MEDIUM` slot, which re-validates
-/// every memo reading one (10k on a 10k-op graph), where a direct read re-validates as a
+/// edit changes the names: the blocks' lookups re-run then, and only the queries reading a
+/// block whose overrides changed re-run. One memo per block rather than per op: salsa
+/// re-validates every memo a result read after each keystroke, and 10k per-op lookups cost
+/// about 11M instructions of it on a 10k-op file. A tuning host's map and names do not
+/// change, so there a memo only costs: the first override on an op changes a `MEDIUM` slot,
+/// which re-validates every memo reading one, where a direct read re-validates as a
 /// comparison.
 pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
-    if db.override_memos() { memo::op_overrides(db, op) } else { read_op_overrides(db, op) }
+    if !db.override_memos() {
+        return read_op_overrides(db, op);
+    }
+    let func = op.func(db);
+    let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
+    let block = overrides_block(db, func, (idx / ir::BODY_BLOCK) as u32);
+    block.get(idx % ir::BODY_BLOCK).cloned().flatten()
 }
 
-/// The query behind [`op_overrides`], in a module of its own so that it keeps the name
-/// execution logs and snapshots show.
-mod memo {
-    use super::{Arc, Db, OpId, OpOverrides};
-
-    #[salsa::tracked(returns(clone))]
-    pub(super) fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
-        // The op's name is read first, even when there are no overrides: salsa refuses to
-        // backdate a result that became less durable, so if this query read only the slots
-        // while there were none and the file once there were, adding the first override
-        // would re-run every op's layout queries.
-        super::read_op_overrides(db, op)
-    }
+/// The overrides of each op of block `j` of a function (body indices `j * BODY_BLOCK` on).
+#[salsa::tracked(returns(clone))]
+pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[Option<Arc<OpOverrides>>]> {
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
+    // The names come from the (backdated) loc names alone, not the function body, so an
+    // edit inside an op does not re-run this.
+    let names = ir::func_loc_names(db, func);
+    let by_name = OverrideSlots::get(db).by_name(db);
+    let lo = (j as usize * ir::BODY_BLOCK).min(frame.keys.len());
+    let hi = (lo + ir::BODY_BLOCK).min(frame.keys.len());
+    frame.keys[lo..hi]
+        .iter()
+        .map(|key| by_name.get(names.of_key(key)?).and_then(|slot| slot.value(db).clone()))
+        .collect()
 }
 
 fn read_op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
-    // The name comes from the (backdated) loc names alone, not the function body, so an
-    // edit elsewhere in the function does not re-run this for every op.
     let names = ir::func_loc_names(db, op.func(db));
     let name = names.of_key(op.key(db))?;
     let slot = *OverrideSlots::get(db).by_name(db).get(name)?;
