@@ -141,12 +141,12 @@ fn editing_one_result_type_reruns_only_that_op() {
             "(tensor<256x256xbf16, #l>) -> tensor<256x256xf32, #l> loc(\"exp1\")",
         ),
         expect![[r#"
-            base_legality(@main:%3)
             file_funcs
             func_block
             func_body(@main)
             func_frame
             func_loc_names(@main)
+            legality_of
             lower_file
             op_signature(@main:%0)
             op_signature(@main:%1)
@@ -224,13 +224,13 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             "  %new = \"ttnn.neg\"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc(\"neg_new\")\n  %0 = ",
         ),
         expect![[r#"
-            base_legality(@main:%new)
             file_funcs
             func_block
             func_body(@main)
             func_frame
             func_loc_names(@main)
             func_ops(@main)
+            legality_of
             lower_file
             op_signature(@main:%0)
             op_signature(@main:%1)

@@ -183,21 +183,53 @@ pub fn op_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
     if op_overrides(db, op).is_some() { overridden_legality(db, op) } else { base_legality(db, op) }
 }
 
-/// The legality of an op as if it had no overrides.
-#[salsa::tracked(returns(clone))]
+/// The legality of an op as if it had no overrides: [`legality_of`] its signature.
+#[must_use]
 pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
-    legality(db, op, None)
+    let Some(sig) = op_signature(db, op) else { return Arc::default() };
+    let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+    legality_of(db, LegalityKey::new(db, sig, pinned))
+}
+
+/// What an op's legality without overrides depends on besides the options and the target:
+/// its signature, and whether its output is pinned where it is written.
+#[salsa::interned(debug, unsafe(no_lifetime), revisions = usize::MAX)]
+pub struct LegalityKey {
+    #[returns(ref)]
+    pub sig: Arc<OpSignature>,
+    #[returns(copy)]
+    pub pinned: bool,
+}
+
+/// The legality of an op with this signature and no overrides.
+///
+/// Keyed by content rather than by op: the memo reads no file, so an editor (files `LOW`,
+/// options `MEDIUM`) re-validates it in O(1) after a keystroke instead of walking its
+/// dependencies, which for one memo per op of a 10k-op file was about 10M instructions per
+/// keystroke. Ops with equal signatures share it. The keys are never collected (reading a
+/// collectable one would make the memo `LOW` again): an edit that changes an op's signature
+/// leaves the old one's memo behind.
+#[salsa::tracked(returns(clone))]
+pub fn legality_of(db: &dyn Db, key: LegalityKey) -> Arc<OpLegality> {
+    legality(db, key.sig(db), key.pinned(db), None)
 }
 
 /// The legality of an op under its overrides.
 #[salsa::tracked(returns(clone))]
 pub fn overridden_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
-    legality(db, op, op_overrides(db, op).as_deref())
+    let Some(sig) = op_signature(db, op) else { return Arc::default() };
+    let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+    legality(db, &sig, pinned, op_overrides(db, op).as_deref())
 }
 
-fn legality(db: &dyn Db, op: OpId, overrides: Option<&OpOverrides>) -> Arc<OpLegality> {
-    let layouts = compute_layouts(db, op, overrides);
-    let configs = compute_configs(db, op, &layouts, overrides);
+fn legality(
+    db: &dyn Db,
+    sig: &OpSignature,
+    pinned: bool,
+    overrides: Option<&OpOverrides>,
+) -> Arc<OpLegality> {
+    let layouts = compute_layouts(db, sig, pinned, overrides);
+    let configs = compute_configs(db, sig, &layouts, overrides);
     Arc::new(OpLegality { layouts, configs })
 }
 
@@ -213,20 +245,22 @@ pub fn legal_op_configs(db: &dyn Db, op: OpId) -> Arc<LegalOpConfigs> {
     Arc::clone(&op_legality(db, op).configs)
 }
 
-fn compute_layouts(db: &dyn Db, op: OpId, overrides: Option<&OpOverrides>) -> Arc<LegalOpLayouts> {
-    let Some(sig) = op_signature(db, op) else { return Arc::default() };
+fn compute_layouts(
+    db: &dyn Db,
+    sig: &OpSignature,
+    pinned: bool,
+    overrides: Option<&OpOverrides>,
+) -> Arc<LegalOpLayouts> {
     let options = effective_options(db);
-    let _p = tracing::trace_span!("legal_op_layouts", op = %op.key(db)).entered();
+    let _p = tracing::trace_span!("legal_op_layouts", kind = sig.kind.name()).entered();
     let layout_override = overrides.and_then(|o| o.output_layout);
     let Some(result) =
         sig.tensor_result().filter(|t| t.layout.is_some() && t.static_shape().is_some())
     else {
-        return Arc::new(fixed(&sig, layout_override));
+        return Arc::new(fixed(sig, layout_override));
     };
-    if sig.kind.has_fixed_output_layout()
-        || crate::pinned_outputs(db, op.func(db)).contains(op.key(db))
-    {
-        return Arc::new(fixed(&sig, layout_override));
+    if sig.kind.has_fixed_output_layout() || pinned {
+        return Arc::new(fixed(sig, layout_override));
     }
     let target = TargetInput::get(db).target(db);
     let model = db.op_model();
@@ -236,14 +270,14 @@ fn compute_layouts(db: &dyn Db, op: OpId, overrides: Option<&OpOverrides>) -> Ar
         .or_else(|| result.data_type())
         .unwrap_or(DataType::BF16);
     let mut out = LegalOpLayouts { dtype: Some(dtype), ..LegalOpLayouts::default() };
-    let inputs = dram_inputs(&sig);
+    let inputs = dram_inputs(sig);
     // A candidate stays if the op accepts it fed DRAM-interleaved inputs (the chain entry),
     // or, for a sharded candidate, fed inputs sharded the same way: some ops (concat,
     // sharded-only kernels) produce a sharded output only from sharded inputs, and would
     // otherwise never enter a chain.
     let validate = |layout: &TtnnLayout| -> Result<(), OpError> {
         let hint = OutputHint::Layout(layout.clone());
-        let Some(q) = query_for(&sig, inputs.clone(), hint.clone(), sig.config.clone(), 0) else {
+        let Some(q) = query_for(sig, inputs.clone(), hint.clone(), sig.config.clone(), 0) else {
             return Ok(());
         };
         let first = model.query(target, &q).map(|_| ());
@@ -255,10 +289,10 @@ fn compute_layouts(db: &dyn Db, op: OpId, overrides: Option<&OpOverrides>) -> Ar
         if first.is_ok() || !layout.is_sharded() {
             return first;
         }
-        let Some(matched) = matched_inputs(&sig, layout, target.worker_grid()) else {
+        let Some(matched) = matched_inputs(sig, layout, target.worker_grid()) else {
             return first;
         };
-        let Some(q) = query_for(&sig, matched, hint, sig.config.clone(), 0) else { return first };
+        let Some(q) = query_for(sig, matched, hint, sig.config.clone(), 0) else { return first };
         model.query(target, &q).map(|_| ()).or(first)
     };
     if !sig.kind.is_known() {
@@ -428,12 +462,11 @@ pub fn full_override_layout(
 
 fn compute_configs(
     db: &dyn Db,
-    op: OpId,
+    sig: &OpSignature,
     layouts: &LegalOpLayouts,
     overrides: Option<&OpOverrides>,
 ) -> Arc<LegalOpConfigs> {
-    let Some(sig) = op_signature(db, op) else { return Arc::default() };
-    let _p = tracing::trace_span!("legal_op_configs", op = %op.key(db)).entered();
+    let _p = tracing::trace_span!("legal_op_configs", kind = sig.kind.name()).entered();
     let target = TargetInput::get(db).target(db);
     let model = db.op_model();
     let mut configs = Vec::new();
@@ -452,7 +485,7 @@ fn compute_configs(
             if base.weights_dtype.is_none() {
                 base.weights_dtype = sig.tensor_operands().nth(1).and_then(|(_, t)| t.data_type());
             }
-            let inputs = dram_inputs(&sig);
+            let inputs = dram_inputs(sig);
             for conv in conv_search(&base) {
                 for (i, layout) in layouts.layouts.iter().enumerate() {
                     let mut conv = conv.clone();
@@ -463,7 +496,7 @@ fn compute_configs(
                     }
                     let config = OpConfig::Conv2d { conv: Box::new(conv), compute, slice };
                     let q = query_for(
-                        &sig,
+                        sig,
                         inputs.clone(),
                         OutputHint::Layout(layout.clone()),
                         config.clone(),
