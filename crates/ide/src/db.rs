@@ -25,8 +25,8 @@ pub struct RootDatabase {
     cost_cache: Arc<cost::CostCache>,
     /// The last lowering of each file, for re-lowering one edited op.
     lowering_cache: Arc<ir::LoweringCache>,
-    /// See [`layout::Db::override_memos`]: off on a tuning host.
-    override_memos: bool,
+    /// See [`layout::Db::memo_style`].
+    memo_style: layout::MemoStyle,
 }
 
 impl Default for RootDatabase {
@@ -64,15 +64,14 @@ impl RootDatabase {
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
             cost_cache: Arc::default(),
             lowering_cache: Arc::default(),
-            override_memos: true,
+            memo_style: layout::MemoStyle::Editor,
         }
     }
 
-    /// The same database reading overrides without a memo per op (a tuning host's, whose
-    /// slot map and op names do not change; see [`layout::Db::override_memos`]).
+    /// The same database with the per-op layout queries memoized in `style`.
     #[must_use]
-    pub(crate) fn without_override_memos(mut self) -> RootDatabase {
-        self.override_memos = false;
+    pub(crate) fn with_memo_style(mut self, style: layout::MemoStyle) -> RootDatabase {
+        self.memo_style = style;
         self
     }
 }
@@ -96,8 +95,8 @@ impl layout::Db for RootDatabase {
         &self.op_model
     }
 
-    fn override_memos(&self) -> bool {
-        self.override_memos
+    fn memo_style(&self) -> layout::MemoStyle {
+        self.memo_style
     }
 }
 
@@ -112,7 +111,7 @@ impl plan::Db for RootDatabase {
 impl rewrite::Db for RootDatabase {}
 
 /// Queries keyed by one `OpId`.
-const OP_QUERIES: &[&str] = &["op_signature", "overridden_legality"];
+const OP_QUERIES: &[&str] = &["op_signature", "base_legality", "overridden_legality"];
 /// Queries keyed by one `FuncId`.
 const FUNC_QUERIES: &[&str] = &[
     "func_body",

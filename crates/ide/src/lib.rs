@@ -175,7 +175,7 @@ pub enum HostMode {
     /// only the memos that read some op's overrides, while everything derived from the graph
     /// alone (signatures, legal layouts without overrides) stays valid in O(1). From then on
     /// the op's slot is `LOW`, and changing it again re-validates only what read it. Its
-    /// queries read an op's overrides without a memo per op (`layout::Db::override_memos`).
+    /// queries memoize in `layout::MemoStyle::Tuning`.
     Tuning,
 }
 
@@ -247,7 +247,10 @@ impl AnalysisHost {
         config: HostConfig,
     ) -> AnalysisHost {
         let db = RootDatabase::new(config.query_log);
-        let db = if config.mode == HostMode::Tuning { db.without_override_memos() } else { db };
+        let db = db.with_memo_style(match config.mode {
+            HostMode::Editor => layout::MemoStyle::Editor,
+            HostMode::Tuning => layout::MemoStyle::Tuning,
+        });
         base_db::init_inputs(
             &db,
             target,

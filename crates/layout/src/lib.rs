@@ -43,11 +43,31 @@ pub type SharedOpModel = CachedOpModel<AnalyticalModel>;
 pub trait Db: ir::Db {
     fn op_model(&self) -> &SharedOpModel;
 
-    /// Whether [`op_overrides`] goes through a memo per block of ops (a firewall for hosts
-    /// whose slot map or op names change; see there). Fixed for the database's lifetime.
-    fn override_memos(&self) -> bool {
-        true
+    /// How the per-op layout queries are memoized, for what the host changes most. Fixed for
+    /// the database's lifetime: both styles compute the same values.
+    fn memo_style(&self) -> MemoStyle {
+        MemoStyle::Editor
     }
+}
+
+/// How [`op_overrides`] and [`base_legality`] are memoized.
+///
+/// salsa re-validates a memo in O(1) when every input it read is more durable than what
+/// changed, and walks its dependencies otherwise. An editor changes files on every
+/// keystroke, so a memo per op that reads the file is walked 10k times per keystroke on a
+/// 10k-op file; a tuning host changes override slots, and its graph is `HIGH`, so a memo
+/// per op that reads only the graph costs nothing to keep valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoStyle {
+    /// Overrides read a block of ops at a time ([`overrides_block`], a firewall against the
+    /// slot map growing and loc names changing); legality without overrides keyed by the
+    /// signature's content ([`legality_of`], which reads no file).
+    #[default]
+    Editor,
+    /// Overrides read directly from the slots (the slot map and names never change, and a
+    /// memo reading a slot is re-validated whenever any slot first changes); legality
+    /// without overrides one memo per op (no signature to intern on each read).
+    Tuning,
 }
 
 /// The data types of every tensor in a function, plus the data types overrides ask for.

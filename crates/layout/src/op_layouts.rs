@@ -23,7 +23,7 @@ use ttnn_types::{
 };
 
 use crate::{
-    Db, OpSignature,
+    Db, MemoStyle, OpSignature,
     overrides::{OpOverrides, effective_options, op_overrides},
     signature::op_signature,
     tensor_layouts::{TensorKey, legal_tensor_layouts},
@@ -183,12 +183,31 @@ pub fn op_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
     if op_overrides(db, op).is_some() { overridden_legality(db, op) } else { base_legality(db, op) }
 }
 
-/// The legality of an op as if it had no overrides: [`legality_of`] its signature.
+/// The legality of an op as if it had no overrides: in the [`MemoStyle::Editor`] style,
+/// [`legality_of`] its signature; in the tuning style, one memo per op.
 #[must_use]
 pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
-    let Some(sig) = op_signature(db, op) else { return Arc::default() };
-    let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
-    legality_of(db, LegalityKey::new(db, sig, pinned))
+    match db.memo_style() {
+        MemoStyle::Editor => {
+            let Some(sig) = op_signature(db, op) else { return Arc::default() };
+            let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+            legality_of(db, LegalityKey::new(db, sig, pinned))
+        }
+        MemoStyle::Tuning => memo::base_legality(db, op),
+    }
+}
+
+/// The per-op query behind [`base_legality`], in a module of its own so that it keeps the
+/// name execution logs show.
+mod memo {
+    use super::{Arc, Db, OpId, OpLegality, legality, op_signature};
+
+    #[salsa::tracked(returns(clone))]
+    pub(super) fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
+        let Some(sig) = op_signature(db, op) else { return Arc::default() };
+        let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+        legality(db, &sig, pinned, None)
+    }
 }
 
 /// What an op's legality without overrides depends on besides the options and the target:

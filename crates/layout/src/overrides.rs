@@ -12,7 +12,7 @@ pub use base_db::OpOverrides;
 use base_db::{Options, OptionsInput, OverrideFile, OverrideSlots, OverridesInput};
 use ir::{FuncId, OpId};
 
-use crate::Db;
+use crate::{Db, MemoStyle};
 
 /// The parsed overrides with positions, for diagnostics. Changes on any edit of the text.
 #[salsa::tracked(returns(clone), no_eq)]
@@ -39,8 +39,8 @@ pub fn effective_options(db: &dyn Db) -> Options {
 
 /// The overrides that apply to one op, matched by the op's top-level `loc("name")`.
 ///
-/// Through one memo per block of ops ([`overrides_block`]) when the database asks for it
-/// ([`Db::override_memos`]), else read directly. The memo is a firewall for an editor, where
+/// Through one memo per block of ops ([`overrides_block`]) in the [`MemoStyle::Editor`]
+/// style, else read directly. The memo is a firewall for an editor, where
 /// the map of slots grows when the overrides name an op for the first time and a loc name
 /// edit changes the names: the blocks' lookups re-run then, and only the queries reading a
 /// block whose overrides changed re-run. One memo per block rather than per op: salsa
@@ -50,7 +50,7 @@ pub fn effective_options(db: &dyn Db) -> Options {
 /// which re-validates every memo reading one, where a direct read re-validates as a
 /// comparison.
 pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
-    if !db.override_memos() {
+    if db.memo_style() == MemoStyle::Tuning {
         return read_op_overrides(db, op);
     }
     let func = op.func(db);
