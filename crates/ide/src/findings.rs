@@ -8,8 +8,8 @@
 //!   inserted in front of an operand (`reshard`, information).
 //!
 //! Verdicts come from memoized queries (`layout::written_checks_block` per block of ops, the
-//! plan per chunk), so after an edit only the changed block and chunks are re-evaluated;
-//! this pass only maps them to ranges.
+//! plan's findings per chunk, `chunk_findings`), so after an edit only the changed block and
+//! chunks are re-evaluated; this pass only maps them to ranges.
 
 use base_db::{SourceFile, TargetInput};
 use ir::ValueRef;
@@ -98,51 +98,26 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         if rewrite::optimizable(&body).is_err() {
             continue;
         }
-        // Read chunk by chunk: gathering the whole plan (`plan::plan`) would copy every op's
-        // plan after each edit, for diagnostics that only look at each once.
-        let plan = plan::PlanView::new(db, func, layout::effective_options(db).policy);
-        for c in plan.chains() {
-            if let (Some(f), Some(&first)) = (&c.failure, c.ops.first()) {
-                let range = sm.op_name_ranges.get(first as usize).copied().unwrap_or_default();
-                // A declined chain is a decision, not a problem: information, not a warning.
-                let (severity, code, what) = if c.state == plan::ChainState::Declined {
-                    (Severity::Info, "chain-declined", "is declined and stays in DRAM")
-                } else {
-                    (Severity::Warning, "chain-failed", "failed and falls back to DRAM")
-                };
-                out.push(Diagnostic {
-                    range,
-                    severity,
-                    code,
-                    message: format!("this L1 chain of {} ops {what}: {f}", c.ops.len()),
-                });
-            }
-        }
-        for (i, p) in plan.ops() {
-            if let Some(s) = &p.spill {
-                let range =
-                    sm.result_ranges.get(i).and_then(|r| r.first().copied()).unwrap_or_default();
-                out.push(Diagnostic {
-                    range,
-                    severity: Severity::Info,
-                    code: "spill",
-                    message: format!("output goes to {}: {}", s.layout.describe(), s.reason),
-                });
-            }
-            for (k, c) in p.expected_operands.iter().enumerate() {
-                if let Some(c) = c {
-                    let range = sm
-                        .operand_ranges
-                        .get(i)
-                        .and_then(|r| r.get(k).copied())
-                        .unwrap_or_default();
-                    out.push(Diagnostic {
-                        range,
-                        severity: Severity::Info,
-                        code: "reshard",
-                        message: format!("reshard to {}: {}", c.layout.describe(), c.reason),
-                    });
+        // Chunk by chunk, position-free: after an edit only the chunks whose plan changed
+        // format their messages again; here they only get their ranges.
+        let policy = layout::effective_options(db).policy;
+        for k in 0..plan::chunk_count(db, func) {
+            for f in chunk_findings(db, func, policy, k).iter() {
+                let i = f.op as usize;
+                let range = match f.at {
+                    Anchor::OpName => sm.op_name_ranges.get(i).copied(),
+                    Anchor::Result => sm.result_ranges.get(i).and_then(|r| r.first().copied()),
+                    Anchor::Operand(k) => {
+                        sm.operand_ranges.get(i).and_then(|r| r.get(k as usize).copied())
+                    }
                 }
+                .unwrap_or_default();
+                out.push(Diagnostic {
+                    range,
+                    severity: f.severity,
+                    code: f.code,
+                    message: f.message.clone(),
+                });
             }
         }
     }
@@ -150,6 +125,81 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
     });
     out
+}
+
+/// Where on its op a plan finding points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    OpName,
+    /// The op's first result.
+    Result,
+    /// An operand use, by index.
+    Operand(u32),
+}
+
+/// One optimizer finding, without a position: the op it is about (body index) and where on
+/// it, what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PlanFinding {
+    op: u32,
+    at: Anchor,
+    severity: Severity,
+    code: &'static str,
+    message: String,
+}
+
+/// The optimizer's findings in chunk `k` of a function's plan: chains that failed or were
+/// declined, spills, reshards. A memo per chunk, so the 3490 messages of a 10k-op file are
+/// not formatted again after every keystroke, only those of the chunks an edit changed.
+#[salsa::tracked(returns(clone))]
+pub(crate) fn chunk_findings(
+    db: &dyn plan::Db,
+    func: ir::FuncId,
+    policy: base_db::Policy,
+    k: u32,
+) -> std::sync::Arc<[PlanFinding]> {
+    let slice = plan::plan_slice(db, func, policy, k);
+    let mut out = Vec::new();
+    for c in &slice.chains {
+        if let (Some(f), Some(&first)) = (&c.failure, c.ops.first()) {
+            // A declined chain is a decision, not a problem: information, not a warning.
+            let (severity, code, what) = if c.state == plan::ChainState::Declined {
+                (Severity::Info, "chain-declined", "is declined and stays in DRAM")
+            } else {
+                (Severity::Warning, "chain-failed", "failed and falls back to DRAM")
+            };
+            out.push(PlanFinding {
+                op: first,
+                at: Anchor::OpName,
+                severity,
+                code,
+                message: format!("this L1 chain of {} ops {what}: {f}", c.ops.len()),
+            });
+        }
+    }
+    for (&i, p) in slice.ops.iter().zip(&slice.plans) {
+        if let Some(s) = &p.spill {
+            out.push(PlanFinding {
+                op: i,
+                at: Anchor::Result,
+                severity: Severity::Info,
+                code: "spill",
+                message: format!("output goes to {}: {}", s.layout.describe(), s.reason),
+            });
+        }
+        for (k, c) in p.expected_operands.iter().enumerate() {
+            if let Some(c) = c {
+                out.push(PlanFinding {
+                    op: i,
+                    at: Anchor::Operand(k as u32),
+                    severity: Severity::Info,
+                    code: "reshard",
+                    message: format!("reshard to {}: {}", c.layout.describe(), c.reason),
+                });
+            }
+        }
+    }
+    out.into()
 }
 
 impl Analysis {

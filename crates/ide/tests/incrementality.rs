@@ -618,6 +618,34 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
 }
 
 #[test]
+fn an_override_in_a_long_function_formats_the_findings_of_its_chunk_alone() {
+    // The optimizer's findings are kept per chunk of the plan without positions
+    // (`chunk_findings`): pinning relu 1100 to DRAM changes the plan of its chunk only, so
+    // only that chunk's messages are made again; the others only get their ranges.
+    let text = relus(|_| "%a".to_owned());
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text));
+    let file = host.file(FILE).expect("file is open");
+    let findings = |host: &AnalysisHost| host.analysis().findings(file).expect("not cancelled");
+    let before = findings(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(Change::new().set_overrides(
+        "m.overrides",
+        "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
+    ));
+    let after = findings(&host);
+    expect![[r#"
+        chunk_findings 1
+        findings before 1200, after 1199"#]]
+    .assert_eq(&format!(
+        "{}\nfindings before {}, after {}",
+        executed_counts(&host, &["chunk_findings"]),
+        before.len(),
+        after.len()
+    ));
+}
+
+#[test]
 fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
     // 1200 relus, but op 300 adds relu 250 to relu 299: the walk of the first chunk (the
     // first 256 scheduled ops) weighs keeping relu 250's output in L1 until op 300, a
