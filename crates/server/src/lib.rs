@@ -14,6 +14,7 @@ mod convert;
 mod handlers;
 mod main_loop;
 mod overrides;
+mod publish;
 mod stdio;
 
 use std::process::ExitCode;

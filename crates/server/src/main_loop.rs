@@ -143,15 +143,7 @@ impl Publication {
         if !serialize {
             return Publication::Typed(params);
         }
-        #[derive(serde::Serialize)]
-        struct Body<'a> {
-            jsonrpc: &'static str,
-            method: &'static str,
-            params: &'a lsp::PublishDiagnosticsParams,
-        }
-        let body =
-            Body { jsonrpc: "2.0", method: "textDocument/publishDiagnostics", params: &params };
-        match serde_json::to_vec(&body) {
+        match crate::publish::notification(&params) {
             Ok(bytes) => Publication::Serialized(bytes),
             // Not expected (the params are plain data); the main loop serializes it instead.
             Err(_) => Publication::Typed(params),
