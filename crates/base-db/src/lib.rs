@@ -49,6 +49,10 @@ pub struct SourceFile {
     /// patched `parse` for it), so lowering can redo that op alone. `None` otherwise.
     #[returns(ref)]
     pub last_edit: Option<LastEdit>,
+    /// Line starts, for positions in the editor's terms. Always `LineIndex::new(text)`; the
+    /// host patches it for each edit (a rebuild scans the whole text on every keystroke).
+    #[returns(ref)]
+    pub line_index: Arc<syntax::LineIndex>,
 }
 
 /// One edit inside one op: the text it was made to and the op it changed.

@@ -249,6 +249,12 @@ fn random_edits(host: AnalysisHost) {
             *host.analysis().parse(file).expect("not cancelled") == syntax::parse(&now),
             "step {step} (edit kind {kind}): the patched parse differs from parsing anew"
         );
+        // So is the line index.
+        assert!(
+            *host.analysis().line_index(file).expect("not cancelled")
+                == syntax::LineIndex::new(&now),
+            "step {step} (edit kind {kind}): the patched line index differs from indexing anew"
+        );
         let incremental = snapshot(&host);
         let scratch = snapshot(&fresh(&now, &overrides));
         assert!(

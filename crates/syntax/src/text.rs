@@ -137,6 +137,39 @@ impl LineIndex {
         line_end
     }
 
+    /// Updates the index of `text` for the edit that replaced `range` of the previous text
+    /// with `inserted`, as [`LineIndex::new`] of `text` would be: the line starts inside the
+    /// range go, those of the inserted text come in, the later ones move. Rebuilding scans the
+    /// whole text (2.8 MB for a 10k-op file) after every keystroke; this touches the lines of
+    /// the edit and one number per later line.
+    pub fn apply_edit(&mut self, text: &str, range: TextRange, inserted: &str) {
+        let (start, end) = (range.start, range.end);
+        // Lines 0..=first start at or before the edit's start; starts in (start, end] were
+        // made by newlines the edit removed.
+        let first = self.line_starts.partition_point(|&s| s <= start).saturating_sub(1);
+        let removed_to = self.line_starts.partition_point(|&s| s <= end);
+        let delta = inserted.len() as i64 - i64::from(end - start);
+        let new_starts: Vec<u32> =
+            inserted.match_indices('\n').map(|(q, _)| start + q as u32 + 1).collect();
+        let added = new_starts.len();
+        self.line_starts.splice(first + 1..removed_to, new_starts);
+        for s in &mut self.line_starts[first + 1 + added..] {
+            // The new text's length fits in u32 (its offsets are u32).
+            *s = (i64::from(*s) + delta) as u32;
+        }
+        let flags: Vec<bool> = (first..=first + added)
+            .map(|line| {
+                let from = self.line_starts[line] as usize;
+                let to = self
+                    .line_starts
+                    .get(line + 1)
+                    .map_or(text.len(), |&next| (next as usize).saturating_sub(1));
+                !text.get(from..to).is_none_or(str::is_ascii)
+            })
+            .collect();
+        self.non_ascii_lines.splice(first..removed_to, flags);
+    }
+
     #[must_use]
     pub fn line_count(&self) -> usize {
         self.line_starts.len()
@@ -151,6 +184,36 @@ impl LineIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edited_index_equals_the_index_of_the_new_text() {
+        // Deterministic pseudo-random edits over a text with long, short, empty and
+        // non-ASCII lines, including edits that add and remove newlines and touch the ends.
+        let pieces = ["\n", "ab", "é", "x\ny", "", "\n\n", "\u{1F600}", "long line text"];
+        let mut text = String::from("first line\nsecond é line\n\nfourth\nlast");
+        let mut index = LineIndex::new(&text);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..2000 {
+            let mut a = next(text.len() + 1);
+            let mut b = (a + next(8)).min(text.len());
+            while !text.is_char_boundary(a) {
+                a -= 1;
+            }
+            while !text.is_char_boundary(b) {
+                b += 1;
+            }
+            let inserted = pieces[next(pieces.len())];
+            text.replace_range(a..b, inserted);
+            index.apply_edit(&text, TextRange::new(a as u32, b as u32), inserted);
+            assert_eq!(index, LineIndex::new(&text), "after replacing {a}..{b} with {inserted:?}");
+        }
+    }
 
     #[test]
     fn utf16_columns_count_surrogate_pairs_twice() {
