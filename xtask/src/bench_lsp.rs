@@ -931,7 +931,7 @@ impl Report<'_> {
         );
         let _ = writeln!(
             s,
-            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit inside one op it re-parses that op, re-lowers the whole file, re-validates its per-op memos, re-derives the edited op's signature block, layouts and chain, and re-walks the plan chunk that holds it (and the chunks after it only when what it hands on changes); `## Language server latency: where an edit's time goes` below breaks that down."
+            "What each side computes differs: ttnn-analyzer parses, lowers, runs the layout analysis and the optimizer's plan (df-sharding-merge on an n150) and reports findings from both (op-model rejections, live L1, failed and declined chains, spills, reshards); on an edit inside one op it re-parses and re-lowers that op, re-validates its memos (per op, chain, block and chunk), re-derives the edited op's signature block, layouts and chain, re-walks the plan chunk that holds it (and the chunks after it only when what it hands on changes) and re-formats that chunk's findings; `## Language server latency: where an edit's time goes` below breaks that down."
         );
         let _ = writeln!(
             s,
