@@ -279,6 +279,7 @@ fn check_optimize(change: Change, expect: Expect) {
         .take_executed_queries()
         .into_iter()
         .filter(|q| {
+            let q = q.strip_prefix("overridden_").unwrap_or(q);
             q.starts_with("solve_chain")
                 || q.starts_with("chain_problem")
                 || q.starts_with("chain_part")
@@ -295,23 +296,20 @@ fn check_optimize(change: Change, expect: Expect) {
 
 #[test]
 fn an_override_on_one_op_resolves_only_its_chain() {
-    // An editor reads overrides a block of ops at a time (`overrides_block`), so the other
-    // chain of the block re-derives its problem and part too; both come out the same and
-    // only the overridden op's chain is solved again.
+    // The overridden op's chain now reads overrides (`overridden_chain_problem` and the
+    // rest); the other chain reads none and is not re-derived.
     check_optimize(
         Change::new()
             .set_overrides("m.overrides", "override-output-layout=neg1=l1:height_sharded\n"),
         expect![[r#"
-            chain_part
-            chain_part
-            chain_problem(@main:[%0 %1 %2])
-            chain_problem(@main:[%4 %5])
             merge_base_chunk
+            overridden_chain_part
+            overridden_chain_problem(@main:[%4 %5])
+            overridden_solve_chain(@main:[%4 %5])
             plan_chunk
             plan_cost
             plan_parts_chunk
-            plan_slice
-            solve_chain(@main:[%4 %5])"#]],
+            plan_slice"#]],
     );
 }
 
@@ -366,6 +364,7 @@ fn long_function_after(overrides: &str) -> String {
         .take_executed_queries()
         .into_iter()
         .filter(|q| {
+            let q = q.strip_prefix("overridden_").unwrap_or(q);
             q.starts_with("plan")
                 || q.starts_with("chunk_cost")
                 || q.starts_with("rewrite_chunk")
@@ -404,21 +403,22 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // chunk, whose cost and rewritten text are the only ones made again. Of the blocks of
     // 256 ops, only the op's block is made again (its base plans, and its chainability and
     // fixed outputs, which are read per block and come out the same), so the chains are not
-    // rebuilt. The block's chains re-derive their parts, as they read the block's overrides
-    // (`overrides_block`), but only the op's chain is solved again.
+    // rebuilt. The op's chain moves to the variant of the per-chain queries that reads
+    // overrides (`overridden_chain_part`, `overridden_solve_chain`); the other chains of the
+    // block read no overrides and are not re-derived.
     expect![[r#"
         base_plans_block
-        chain_part x176
         chainable_block
         chunk_cost
         final_ir_for
         fixed_block
+        overridden_chain_part
+        overridden_solve_chain(@main:[%1100])
         plan_chunk
         plan_cost
         plan_parts_chunk
         plan_slice
-        rewrite_chunk
-        solve_chain(@main:[%1100])"#]]
+        rewrite_chunk"#]]
     .assert_eq(&long_function_after("override-output-layout=r1100=l1:height_sharded\n"));
 }
 
@@ -433,7 +433,6 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     expect![[r#"
         base_plans_block
         chain_block x2
-        chain_part x175
         chainable_block
         chains(@main)
         chunk_cost

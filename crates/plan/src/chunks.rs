@@ -22,10 +22,8 @@ use crate::{
     chain_graph::{ChainId, chains},
     merge::{Carry, ChunkInputs, decline, decline_op, decline_reason, walk_chunk},
     planning::{
-        ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, config_for,
-        plan_parts_chunk,
+        ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, plan_parts_chunk,
     },
-    problem::fallback_layout,
     scheduling::{func_topology, schedule},
 };
 
@@ -365,13 +363,22 @@ pub type ChainFallback = Vec<(Option<TtnnLayout>, OpConfig)>;
 /// rejects it in DRAM), so the chain has nowhere better to go. Computed within the chain's
 /// [`crate::chain_part`] (its only reader), not memoized apart.
 pub fn chain_fallback(db: &dyn Db, chain: ChainId) -> Option<Arc<ChainFallback>> {
+    chain_fallback_in(db, chain, crate::problem::chain_reads(db, chain))
+}
+
+/// [`chain_fallback`] from the legality `reads` asks for.
+pub(crate) fn chain_fallback_in(
+    db: &dyn Db,
+    chain: ChainId,
+    reads: crate::problem::Reads,
+) -> Option<Arc<ChainFallback>> {
     let mut out = Vec::new();
     for &op in chain.ops(db) {
-        let layout = fallback_layout(db, op);
+        let layout = crate::problem::fallback_layout_in(db, op, reads);
         if layout.as_ref().is_some_and(TtnnLayout::is_sharded) {
             return None;
         }
-        let config = config_for(db, op, layout.as_ref());
+        let config = crate::planning::config_for_in(db, op, layout.as_ref(), reads);
         out.push((layout, config));
     }
     Some(Arc::new(out))

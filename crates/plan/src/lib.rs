@@ -46,9 +46,13 @@ pub use crate::{
     merge::{Carry, MergeKind, Reservation},
     planning::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
-        OpPlan, PartsChunk, Plan, SpillLocation, chain_part, plan, plan_for, plan_parts_chunk,
+        OpPlan, PartsChunk, Plan, SpillLocation, chain_part, overridden_chain_part, plan, plan_for,
+        plan_parts_chunk,
     },
-    problem::{ChainCost, chain_cost, chain_problem, fallback_layout, solve_chain},
+    problem::{
+        ChainCost, Reads, chain_cost, chain_problem, chain_reads, fallback_layout,
+        overridden_chain_problem, overridden_solve_chain, solve_chain,
+    },
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
 };
 

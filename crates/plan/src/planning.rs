@@ -12,7 +12,7 @@ use crate::{
     Db,
     chain_graph::{ChainId, chains},
     merge::MergeKind,
-    problem::{fallback_layout, solve_chain},
+    problem::{Reads, fallback_layout},
     scheduling::{Schedule, schedule},
 };
 
@@ -341,9 +341,34 @@ pub struct ChainPart {
     pub outcome: ChainOutcome,
 }
 
-/// [`ChainPart`] of one chain.
-#[salsa::tracked(returns(clone))]
+/// [`ChainPart`] of one chain, from the variant of its per-chain queries it needs
+/// ([`crate::problem::chain_reads`]).
+#[must_use]
 pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
+    match crate::problem::chain_reads(db, chain) {
+        Reads::Base => memo::chain_part(db, chain),
+        Reads::Overrides => overridden_chain_part(db, chain),
+    }
+}
+
+/// The part of a chain without overrides, in a module of its own so that it keeps the name
+/// execution logs show.
+mod memo {
+    use super::{Arc, ChainId, ChainPart, Db, Reads};
+
+    #[salsa::tracked(returns(clone))]
+    pub(super) fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
+        super::part_of(db, chain, Reads::Base)
+    }
+}
+
+/// [`ChainPart`] of a chain whose ops or their producers have overrides.
+#[salsa::tracked(returns(clone))]
+pub fn overridden_chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
+    part_of(db, chain, Reads::Overrides)
+}
+
+fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
     let n = chain.ops(db).len();
     let template = |state, failure, spill, spill_reason, core_usage| ChainPlan {
         id: chain,
@@ -368,7 +393,7 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
             outcome: ChainOutcome::default(),
         });
     }
-    let sol = solve_chain(db, chain);
+    let sol = crate::problem::solution_in(db, chain, reads);
     let selected = match &sol.result {
         Err(f) => {
             let reason =
@@ -388,7 +413,7 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
         }
         Ok(selected) => selected,
     };
-    let problem = crate::problem::chain_problem(db, chain);
+    let problem = crate::problem::problem_in(db, chain, reads);
     let mut members: Vec<MemberPlan> = Vec::with_capacity(n);
     for (pos, &k) in selected.iter().enumerate() {
         let Some(cand) = problem.ops.get(pos).and_then(|o| o.candidates.get(k)) else {
@@ -468,8 +493,8 @@ pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
         plan: template(ChainState::Completed, None, spill, spill_reason, sol.core_usage.clone()),
         members,
         outcome: ChainOutcome {
-            cost: crate::problem::chain_cost(db, chain),
-            fallback: crate::chunks::chain_fallback(db, chain),
+            cost: crate::problem::chain_cost_in(db, chain, reads),
+            fallback: crate::chunks::chain_fallback_in(db, chain, reads),
         },
     })
 }
@@ -581,7 +606,17 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
 /// The op config for a layout outside a chain: the first legal config with that layout
 /// (for conv2d, act_block_h 0 with deallocate_activation), else the op's own.
 pub(crate) fn config_for(db: &dyn Db, op: OpId, layout: Option<&TtnnLayout>) -> OpConfig {
-    let configs = layout::legal_op_configs(db, op);
+    config_for_in(db, op, layout, crate::problem::Reads::Overrides)
+}
+
+/// [`config_for`] from the legality `reads` asks for.
+pub(crate) fn config_for_in(
+    db: &dyn Db,
+    op: OpId,
+    layout: Option<&TtnnLayout>,
+    reads: crate::problem::Reads,
+) -> OpConfig {
+    let configs = crate::problem::legal_configs(db, op, reads);
     if let Some(l) = layout
         && let Some(c) = configs.iter().find(|c| &c.layout == l)
     {

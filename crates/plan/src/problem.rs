@@ -8,12 +8,66 @@ use std::sync::Arc;
 
 use base_db::TargetInput;
 use ir::{FuncId, OpId, Ty};
-use layout::{OperandSource, TensorKey};
+use layout::{LegalOpConfigs, LegalOpLayouts, OperandSource, TensorKey};
 use opmodel::TensorDesc;
 use solver::{ChainProblem, ChainSolution, Edge, ProblemOp};
 use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
 use crate::{Db, chain_graph::ChainId};
+
+/// Which legality the per-chain queries of a chain read.
+///
+/// Most chains have no overridden op, and neither do the producers their first inputs come
+/// from: their problem, solution and part read each op's legality without overrides
+/// ([`layout::base_legality`]) and no override slot ([`Reads::Base`]). On a tuning host
+/// that legality derives from the graph alone (`HIGH`), so an op's first override, a change
+/// at `MEDIUM`, leaves those memos valid in O(1) instead of walking about 10k of them. The
+/// chunk that places a chain ([`crate::plan_parts_chunk`]) reads the slots and picks the
+/// variant ([`chain_reads`]); both variants compute the same values for a chain without
+/// overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Some op of the chain, or a producer of one, has overrides: read them.
+    Overrides,
+    /// None has: read the legality without overrides, and no slot.
+    Base,
+}
+
+/// Which variant of the per-chain queries `chain` needs: [`Reads::Overrides`] when one of its
+/// ops or a producer of one of them has overrides.
+pub fn chain_reads(db: &dyn Db, chain: ChainId) -> Reads {
+    let func = chain.func(db);
+    for &op in chain.ops(db) {
+        if layout::op_overrides(db, op).is_some() {
+            return Reads::Overrides;
+        }
+        let Some(sig) = layout::op_signature(db, op) else { continue };
+        for operand in &sig.operands {
+            if let OperandSource::Op { key, .. } = &operand.source
+                && layout::op_overrides(db, OpId::new(db, func, key.clone())).is_some()
+            {
+                return Reads::Overrides;
+            }
+        }
+    }
+    Reads::Base
+}
+
+/// An op's legal layouts as `reads` asks.
+pub(crate) fn legal_layouts(db: &dyn Db, op: OpId, reads: Reads) -> Arc<LegalOpLayouts> {
+    match reads {
+        Reads::Overrides => layout::legal_op_layouts(db, op),
+        Reads::Base => Arc::clone(&layout::base_legality(db, op).layouts),
+    }
+}
+
+/// An op's legal (layout, config) pairs as `reads` asks.
+pub(crate) fn legal_configs(db: &dyn Db, op: OpId, reads: Reads) -> Arc<LegalOpConfigs> {
+    match reads {
+        Reads::Overrides => layout::legal_op_configs(db, op),
+        Reads::Base => Arc::clone(&layout::base_legality(db, op).configs),
+    }
+}
 
 /// The layout an op gets when no chain claims it, as tt-mlir's `OpConfigAnalysis` picks
 /// it: the first legal layout with the tiledness of the op's current result (DRAM
@@ -23,9 +77,14 @@ use crate::{Db, chain_graph::ChainId};
 /// Not memoized per op: it picks from the memoized legal layouts in a few instructions, and
 /// a memo per op was 10k more for salsa to re-validate after every edit of a 10k-op function.
 pub fn fallback_layout(db: &dyn Db, op: OpId) -> Option<TtnnLayout> {
+    fallback_layout_in(db, op, Reads::Overrides)
+}
+
+/// [`fallback_layout`] from the legality `reads` asks for.
+pub(crate) fn fallback_layout_in(db: &dyn Db, op: OpId, reads: Reads) -> Option<TtnnLayout> {
     let sig = layout::op_signature(db, op)?;
     let existing = sig.tensor_result()?.layout.clone()?;
-    let legal = layout::legal_op_layouts(db, op);
+    let legal = legal_layouts(db, op, reads);
     if legal.fixed {
         return Some(existing);
     }
@@ -45,18 +104,80 @@ pub(crate) fn source_layout(
     func: FuncId,
     source: &OperandSource,
     ty: &Ty,
+    reads: Reads,
 ) -> Option<TtnnLayout> {
     match source {
         OperandSource::Op { key, .. } => {
-            fallback_layout(db, OpId::new(db, func, key.clone())).or_else(|| ty.layout().cloned())
+            fallback_layout_in(db, OpId::new(db, func, key.clone()), reads)
+                .or_else(|| ty.layout().cloned())
         }
         _ => ty.layout().cloned(),
     }
 }
 
 /// The solver input for one chain.
-#[salsa::tracked(returns(clone))]
+#[must_use]
 pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
+    problem_in(db, chain, chain_reads(db, chain))
+}
+
+/// ShardSolver's solution for one (non-concat) chain.
+#[must_use]
+pub fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution> {
+    solution_in(db, chain, chain_reads(db, chain))
+}
+
+/// The problem of `chain` from the variant `reads` names.
+pub(crate) fn problem_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
+    match reads {
+        Reads::Base => memo::chain_problem(db, chain),
+        Reads::Overrides => overridden_chain_problem(db, chain),
+    }
+}
+
+/// The solution of `chain` from the variant `reads` names.
+pub(crate) fn solution_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainSolution> {
+    match reads {
+        Reads::Base => memo::solve_chain(db, chain),
+        Reads::Overrides => overridden_solve_chain(db, chain),
+    }
+}
+
+/// The per-chain queries of a chain without overrides ([`Reads::Base`]), in a module of
+/// their own so that they keep the names execution logs show.
+mod memo {
+    use super::{Arc, ChainId, ChainProblem, ChainSolution, Db, Reads, TargetInput};
+
+    #[salsa::tracked(returns(clone))]
+    pub(super) fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
+        super::problem_of(db, chain, Reads::Base)
+    }
+
+    #[salsa::tracked(returns(clone))]
+    pub(super) fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution> {
+        let problem = chain_problem(db, chain);
+        let target = TargetInput::get(db).target(db);
+        let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
+        Arc::new(solver::solve(&problem, db.op_model(), target))
+    }
+}
+
+/// The solver input for a chain whose ops or their producers have overrides.
+#[salsa::tracked(returns(clone))]
+pub fn overridden_chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
+    problem_of(db, chain, Reads::Overrides)
+}
+
+/// ShardSolver's solution for a chain whose ops or their producers have overrides.
+#[salsa::tracked(returns(clone))]
+pub fn overridden_solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution> {
+    let problem = overridden_chain_problem(db, chain);
+    let target = TargetInput::get(db).target(db);
+    let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
+    Arc::new(solver::solve(&problem, db.op_model(), target))
+}
+
+fn problem_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
     let func = chain.func(db);
     let ops = chain.ops(db);
     let _p = tracing::debug_span!("chain_problem", func = %func.name(db), head = %ops.first().map_or("", |o| o.key(db))).entered();
@@ -69,7 +190,7 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
     };
     for (j, &op) in ops.iter().enumerate() {
         let Some(sig) = layout::op_signature(db, op) else { continue };
-        let candidates = Arc::clone(&layout::legal_op_configs(db, op).sharded);
+        let candidates = Arc::clone(&legal_configs(db, op, reads).sharded);
         let mut operands = Vec::with_capacity(sig.operands.len());
         let mut reshard_targets = Vec::with_capacity(sig.operands.len());
         for (k, operand) in sig.operands.iter().enumerate() {
@@ -89,7 +210,7 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
             if let Some(p) = in_chain {
                 problem.edges.push(Edge { producer: p, consumer: j, operand: k as u32 });
             }
-            let layout = source_layout(db, func, &operand.source, &operand.ty)
+            let layout = source_layout(db, func, &operand.source, &operand.ty, reads)
                 .unwrap_or_else(|| TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
             operands.push(Some(TensorDesc::new(&shape, layout)));
             let needs_targets = in_chain.is_some() || (j == 0 && k == 0);
@@ -101,7 +222,8 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
                 Arc::default()
             });
         }
-        if let Some(o) = layout::op_overrides(db, op) {
+        if let Some(o) = (reads == Reads::Overrides).then(|| layout::op_overrides(db, op)).flatten()
+        {
             for &k in &o.reshard_operands {
                 problem.user_reshards.push((j, k));
             }
@@ -119,15 +241,6 @@ pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
         });
     }
     Arc::new(problem)
-}
-
-/// ShardSolver's solution for one (non-concat) chain.
-#[salsa::tracked(returns(clone))]
-pub fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution> {
-    let problem = chain_problem(db, chain);
-    let target = TargetInput::get(db).target(db);
-    let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
-    Arc::new(solver::solve(&problem, db.op_model(), target))
 }
 
 /// A solved chain's estimated time in L1 against the same ops left where `fallback_layout`
@@ -165,15 +278,21 @@ impl ChainCost {
 /// within the chain's [`crate::chain_part`] (its only reader), not memoized apart: a memo
 /// per chain was 3k more for salsa to re-validate after every edit of a 10k-op function.
 pub fn chain_cost(db: &dyn Db, chain: ChainId) -> Option<ChainCost> {
-    let problem = chain_problem(db, chain);
-    let solution = solve_chain(db, chain);
+    chain_cost_in(db, chain, chain_reads(db, chain))
+}
+
+/// [`chain_cost`] from the variant `reads` names.
+pub(crate) fn chain_cost_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Option<ChainCost> {
+    let problem = problem_in(db, chain, reads);
+    let solution = solution_in(db, chain, reads);
     let selected = solution.result.as_ref().ok()?;
     let _p = tracing::debug_span!("chain_cost", ops = problem.ops.len()).entered();
     let model = cost::CostModel::for_target(TargetInput::get(db).target(db));
     let ops = chain.ops(db);
     let mut out = ChainCost::default();
     let chosen = |j: usize| &problem.ops[j].candidates[selected[j]];
-    let fallback: Vec<Option<TtnnLayout>> = ops.iter().map(|&o| fallback_layout(db, o)).collect();
+    let fallback: Vec<Option<TtnnLayout>> =
+        ops.iter().map(|&o| fallback_layout_in(db, o, reads)).collect();
     for (j, op) in problem.ops.iter().enumerate() {
         let mut l1_inputs = Vec::new();
         let mut dram_inputs = Vec::new();
@@ -221,7 +340,7 @@ pub fn chain_cost(db: &dyn Db, chain: ChainId) -> Option<ChainCost> {
             out.spill_ns = model.spill_cost(&l1_out).total_ns;
         }
         let Some(dram_layout) = fallback[j].clone() else { continue };
-        let config = crate::planning::config_for(db, ops[j], Some(&dram_layout));
+        let config = crate::planning::config_for_in(db, ops[j], Some(&dram_layout), reads);
         let dram_out = TensorDesc::new(&op.output_shape, dram_layout);
         out.dram_ns = out
             .dram_ns
