@@ -28,7 +28,9 @@ pub use crate::{
         WrittenCheck, base_legality, full_override_layout, legal_op_configs, legal_op_layouts,
         op_legality, overridden_legality, query_for, written_checks_block,
     },
-    overrides::{OpOverrides, effective_options, op_overrides, override_file, overrides_block},
+    overrides::{
+        OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,
+    },
     signature::{OpSignature, OperandSig, OperandSource, op_signature},
     tensor_layouts::{
         TensorKey, TensorLayouts, generate as generate_tensor_layouts, legal_tensor_layouts,

@@ -61,7 +61,7 @@ pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
 
 /// The overrides of each op of block `j` of a function (body indices `j * BODY_BLOCK` on).
 #[salsa::tracked(returns(clone))]
-pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[Option<Arc<OpOverrides>>]> {
+pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> BlockOverrides {
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
     // The names come from the (backdated) loc names alone, not the function body, so an
     // edit inside an op does not re-run this.
@@ -73,6 +73,66 @@ pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[Option<Arc<OpO
         .iter()
         .map(|key| by_name.get(names.of_key(key)?).and_then(|slot| slot.value(db).clone()))
         .collect()
+}
+
+/// Whether ops of one function have overrides, asked by key many times: what
+/// `op_overrides(..).is_some()` says, with the function's lookups fetched once. A chunk
+/// asks it for every op of its chains and their producers (about 8k times per re-planned
+/// chunk on a 10k-op graph), where going through `op_overrides` interned an op id and
+/// fetched the function's names for each.
+pub struct OverrideProbe<'db> {
+    db: &'db dyn Db,
+    func: FuncId,
+    how: Probe,
+}
+
+/// One block's overrides, per op ([`overrides_block`]).
+type BlockOverrides = Arc<[Option<Arc<OpOverrides>>]>;
+
+enum Probe {
+    /// The editor style: through the blocks of overrides.
+    Blocks(Option<Arc<ir::FuncFrame>>, Vec<std::cell::OnceCell<BlockOverrides>>),
+    /// The tuning style: the names and the slot map.
+    Slots(Arc<ir::LocNames>, Arc<rustc_hash::FxHashMap<String, base_db::OpOverrideSlot>>),
+}
+
+impl<'db> OverrideProbe<'db> {
+    #[must_use]
+    pub fn new(db: &'db dyn Db, func: FuncId) -> OverrideProbe<'db> {
+        let how = match db.memo_style() {
+            MemoStyle::Editor => {
+                let frame = ir::func_frame(db, func);
+                let n = frame.as_ref().map_or(0, |f| f.n_ops.div_ceil(ir::BODY_BLOCK));
+                Probe::Blocks(frame, (0..n).map(|_| std::cell::OnceCell::new()).collect())
+            }
+            MemoStyle::Tuning => Probe::Slots(
+                ir::func_loc_names(db, func),
+                Arc::clone(OverrideSlots::get(db).by_name(db)),
+            ),
+        };
+        OverrideProbe { db, func, how }
+    }
+
+    /// Whether the op with `key` has overrides.
+    #[must_use]
+    pub fn has_overrides(&self, key: &str) -> bool {
+        match &self.how {
+            Probe::Blocks(frame, blocks) => {
+                let Some(idx) = frame.as_ref().and_then(|f| f.op_index(key)) else {
+                    return false;
+                };
+                let Some(cell) = blocks.get(idx / ir::BODY_BLOCK) else { return false };
+                let block = cell.get_or_init(|| {
+                    overrides_block(self.db, self.func, (idx / ir::BODY_BLOCK) as u32)
+                });
+                block.get(idx % ir::BODY_BLOCK).is_some_and(Option::is_some)
+            }
+            Probe::Slots(names, by_name) => names
+                .of_key(key)
+                .and_then(|n| by_name.get(n))
+                .is_some_and(|slot| slot.value(self.db).is_some()),
+        }
+    }
 }
 
 fn read_op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {

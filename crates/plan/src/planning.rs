@@ -345,7 +345,12 @@ pub struct ChainPart {
 /// ([`crate::problem::chain_reads`]).
 #[must_use]
 pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
-    match crate::problem::chain_reads(db, chain) {
+    part_with(db, chain, &layout::OverrideProbe::new(db, chain.func(db)))
+}
+
+/// [`chain_part`] with the function's override lookups already fetched.
+fn part_with(db: &dyn Db, chain: ChainId, probe: &layout::OverrideProbe<'_>) -> Arc<ChainPart> {
+    match crate::problem::chain_reads_with(db, chain, probe) {
         Reads::Base => memo::chain_part(db, chain),
         Reads::Overrides => overridden_chain_part(db, chain),
     }
@@ -521,13 +526,14 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     // earlier on splits or joins: ops name their chain by its place among this chunk's.
     let mut chain_plans: Vec<ChainPlan> = Vec::new();
     let mut outcomes: Vec<ChainOutcome> = Vec::new();
+    let probe = layout::OverrideProbe::new(db, func);
     for (local, &chain) in chunk_chains.ids.iter().enumerate() {
         let members: Vec<u32> = chain
             .ops(db)
             .iter()
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
-        let part = chain_part(db, chain);
+        let part = part_with(db, chain, &probe);
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];

@@ -36,15 +36,23 @@ pub enum Reads {
 /// Which variant of the per-chain queries `chain` needs: [`Reads::Overrides`] when one of its
 /// ops or a producer of one of them has overrides.
 pub fn chain_reads(db: &dyn Db, chain: ChainId) -> Reads {
-    let func = chain.func(db);
+    chain_reads_with(db, chain, &layout::OverrideProbe::new(db, chain.func(db)))
+}
+
+/// [`chain_reads`] with the function's override lookups already fetched.
+pub(crate) fn chain_reads_with(
+    db: &dyn Db,
+    chain: ChainId,
+    probe: &layout::OverrideProbe<'_>,
+) -> Reads {
     for &op in chain.ops(db) {
-        if layout::op_overrides(db, op).is_some() {
+        if probe.has_overrides(op.key(db)) {
             return Reads::Overrides;
         }
         let Some(sig) = layout::op_signature(db, op) else { continue };
         for operand in &sig.operands {
             if let OperandSource::Op { key, .. } = &operand.source
-                && layout::op_overrides(db, OpId::new(db, func, key.clone())).is_some()
+                && probe.has_overrides(key)
             {
                 return Reads::Overrides;
             }
