@@ -145,16 +145,16 @@ pub(crate) fn plan_report_for(
                 planned: p.layout.clone(),
                 config: config_text(&p.config),
                 chain,
-                reason: p.reason.clone(),
+                reason: p.reason.to_string(),
                 reshards: p
                     .expected_operands
                     .iter()
                     .enumerate()
                     .filter_map(|(k, c)| {
-                        c.as_ref().map(|c| (k as u32, c.layout.clone(), c.reason.clone()))
+                        c.as_ref().map(|c| (k as u32, c.layout.clone(), c.reason.to_string()))
                     })
                     .collect(),
-                spill: p.spill.as_ref().map(|s| (s.layout.clone(), s.reason.clone())),
+                spill: p.spill.as_ref().map(|s| (s.layout.clone(), s.reason.to_string())),
                 position: plan.schedule.position.get(i).copied().filter(|&p| p != u32::MAX),
             });
         }

@@ -121,15 +121,7 @@ struct BaseChunk {
 }
 
 /// A plan with nothing in it, for lookups that miss.
-static NO_PLAN: OpPlan = OpPlan {
-    layout: None,
-    config: OpConfig::None,
-    chain: None,
-    expected_operands: Vec::new(),
-    spill: None,
-    reason: String::new(),
-    reserved: 0,
-};
+static NO_PLAN: std::sync::LazyLock<OpPlan> = std::sync::LazyLock::new(OpPlan::empty);
 
 /// The inputs of one chunk's walk.
 pub(crate) struct ChunkInputs<'a> {
@@ -411,7 +403,7 @@ impl Merger<'_> {
     fn set_input(&mut self, i: u32, k: u32, layout: TtnnLayout) {
         self.touch_op(i);
         if let Some(slot) = self.plan_mut(i).expected_operands.get_mut(k as usize) {
-            *slot = Some(Conversion { layout, reason: "merged input kept in L1".to_owned() });
+            *slot = Some(Conversion { layout, reason: "merged input kept in L1".into() });
         }
     }
 
@@ -565,7 +557,7 @@ impl Merger<'_> {
                     SpillWhy::L1Interleaved => format!("to L1 interleaved: {}", chain.spill_reason),
                     SpillWhy::Returned => "spill to DRAM: the value is returned".to_owned(),
                 };
-                self.plan_mut(i).spill = Some(Conversion { layout, reason });
+                self.plan_mut(i).spill = Some(Conversion { layout, reason: reason.into() });
             }
         }
     }
@@ -615,7 +607,7 @@ impl Merger<'_> {
                     *slot = None;
                 } else if expected.reason.is_empty() {
                     *slot = Some(Conversion {
-                        reason: "reshard to the layout the op was validated with".to_owned(),
+                        reason: "reshard to the layout the op was validated with".into(),
                         ..expected
                     });
                 }
@@ -707,7 +699,7 @@ pub(crate) fn decline_op(
     p.layout = layout;
     p.config = config;
     p.expected_operands.iter_mut().for_each(|e| *e = None);
-    p.reason = format!("its chain was declined: {reason}");
+    p.reason = format!("its chain was declined: {reason}").into();
 }
 
 impl Merger<'_> {
@@ -1067,7 +1059,7 @@ impl Merger<'_> {
         }
         let concat = self.plan_mut(x);
         concat.config = OpConfig::None;
-        concat.reason = "concat chain: all inputs stay in L1 (N-way merge)".to_owned();
+        concat.reason = "concat chain: all inputs stay in L1 (N-way merge)".into();
         for (k, (_, op)) in sources.iter().enumerate() {
             if let Some(l) = self.plan(*op).layout.clone() {
                 self.set_input(x, k as u32, l);
@@ -1128,7 +1120,7 @@ impl Merger<'_> {
                 );
                 self.plan_mut(src).spill = Some(Conversion {
                     layout: l1,
-                    reason: "to L1 interleaved: feeds a reshape right after it".to_owned(),
+                    reason: "to L1 interleaved: feeds a reshape right after it".into(),
                 });
             }
         }
@@ -1176,7 +1168,7 @@ impl Merger<'_> {
         {
             let plan = self.plan_mut(x);
             plan.layout = Some(l1.clone());
-            plan.reason = "reshape output kept in L1 interleaved for its consumers".to_owned();
+            plan.reason = "reshape output kept in L1 interleaved for its consumers".into();
             self.reserve(x, l1, end);
             self.record(MergeRecord {
                 kind: MergeKind::Reshape,
@@ -1270,7 +1262,7 @@ impl Merger<'_> {
                 if spill == SpillLocation::L1Interleaved {
                     self.plan_mut(last).spill = Some(Conversion {
                         layout: layout.clone(),
-                        reason: format!("to L1 interleaved: {reason}"),
+                        reason: format!("to L1 interleaved: {reason}").into(),
                     });
                 }
                 for &(u, k) in &users {

@@ -86,7 +86,9 @@ pub struct ChainPlan {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Conversion {
     pub layout: TtnnLayout,
-    pub reason: String,
+    /// Shared: a chunk's walk copies each op's plan, with its reasons, and a copy of a
+    /// shared string is a count, not an allocation.
+    pub reason: Arc<str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -101,8 +103,8 @@ pub struct OpPlan {
     pub expected_operands: Vec<Option<Conversion>>,
     /// The conversion applied to the result right after the op (a spill), seen by all uses.
     pub spill: Option<Conversion>,
-    /// Why the op got its layout, in words.
-    pub reason: String,
+    /// Why the op got its layout, in words (shared, as [`Conversion::reason`]).
+    pub reason: Arc<str>,
     /// Extra L1 per core reserved for this op's output across later ops (merges, forks).
     pub reserved: u64,
 }
@@ -138,7 +140,7 @@ impl OpPlan {
             chain: None,
             expected_operands: Vec::new(),
             spill: None,
-            reason: String::new(),
+            reason: Arc::from(""),
             reserved: 0,
         }
     }
@@ -274,7 +276,7 @@ pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
                 chain: None,
                 expected_operands: vec![None; block.get(i - lo).map_or(0, |o| o.operands.len())],
                 spill: None,
-                reason,
+                reason: reason.into(),
                 reserved: 0,
             }
         })
@@ -318,7 +320,7 @@ pub struct MemberPlan {
     /// The picked candidate's layout and config; `None` when the chain did not solve.
     pub picked: Option<(TtnnLayout, OpConfig)>,
     /// Why the op is planned so; empty to keep the op's own reason.
-    pub reason: String,
+    pub reason: Arc<str>,
     /// Conversions the op expects on its operands: in-chain edges, the chain entry,
     /// reshards.
     pub expected: Vec<(u32, Conversion)>,
@@ -403,7 +405,7 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         Err(f) => {
             let reason =
                 format!("its chain failed, so the whole chain falls back to DRAM: {}", f.reason);
-            let member = MemberPlan { reason, ..MemberPlan::default() };
+            let member = MemberPlan { reason: reason.into(), ..MemberPlan::default() };
             return Arc::new(ChainPart {
                 plan: template(
                     ChainState::Failed,
@@ -432,7 +434,8 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
                 pos + 1,
                 n,
                 sol.core_usage.get(pos).copied().unwrap_or(0)
-            ),
+            )
+            .into(),
             expected: Vec::new(),
         });
     }
@@ -458,7 +461,7 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         set_expected(
             e.consumer,
             e.operand,
-            Conversion { layout: producer_layout, reason: String::new() },
+            Conversion { layout: producer_layout, reason: Arc::from("") },
         );
     }
     if let Some(Some(input)) = problem.ops.first().and_then(|o| o.operands.first()) {
@@ -474,7 +477,7 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         } else {
             "the chain entry is validated with a DRAM-interleaved input".to_owned()
         };
-        set_expected(0, 0, Conversion { layout, reason });
+        set_expected(0, 0, Conversion { layout, reason: reason.into() });
     }
     for r in &sol.reshards {
         let why =
@@ -482,7 +485,7 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         set_expected(
             r.consumer,
             r.operand,
-            Conversion { layout: r.layout.clone(), reason: format!("reshard: {why}") },
+            Conversion { layout: r.layout.clone(), reason: format!("reshard: {why}").into() },
         );
     }
     // The last op's layout is its picked candidate's.
