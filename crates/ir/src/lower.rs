@@ -145,7 +145,10 @@ pub fn relower_edit(
     if lf.loc_names.names.get(i) != Some(&loc) {
         let mut names = lf.loc_names.names.clone();
         *names.get_mut(i)? = loc;
-        lf.loc_names = Arc::new(LocNames { by_key: loc_by_key(&body.ops, &names), names });
+        let mut loc_names = LocNames::default();
+        loc_names.by_key = loc_by_key(&body.ops, &names);
+        loc_names.names = names;
+        lf.loc_names = Arc::new(loc_names.index());
     }
     let mut diagnostics = old.diagnostics.clone();
     for d in &mut diagnostics {
@@ -884,7 +887,7 @@ impl<'a> Lower<'a> {
             dup,
             body: Arc::new(body),
             source_map: Arc::new(sm),
-            loc_names: Arc::new(loc_names),
+            loc_names: Arc::new(loc_names.index()),
         });
     }
 
