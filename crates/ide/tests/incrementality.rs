@@ -401,13 +401,13 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // The plan's parts come in chunks of 256 ops, and an override that keeps the 1100th op
     // in its chain (another sharding) re-solves that chain and re-derives only the fifth
     // chunk, whose cost and rewritten text are the only ones made again. Of the blocks of
-    // 256 ops, only the op's block is made again (its base plans, and its chainability and
-    // fixed outputs, which are read per block and come out the same), so the chains are not
-    // rebuilt. The op's chain moves to the variant of the per-chain queries that reads
-    // overrides (`overridden_chain_part`, `overridden_solve_chain`); the other chains of the
-    // block read no overrides and are not re-derived.
+    // 256 ops, only the op's block is checked again (its chainability and fixed outputs,
+    // which read overrides and come out the same), so the chains are not rebuilt; the blocks
+    // of base plans read no overrides (the chunk makes an overridden op's base plan itself).
+    // The op's chain moves to the variant of the per-chain queries that reads overrides
+    // (`overridden_chain_part`, `overridden_solve_chain`); the other chains of the block read
+    // no overrides and are not re-derived.
     expect![[r#"
-        base_plans_block
         chainable_block
         chunk_cost
         final_ir_for
@@ -431,7 +431,6 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // flags is read again and comes out the same (the op could still go elsewhere), so no
     // block of the cost bound re-runs.
     expect![[r#"
-        base_plans_block
         chain_block x2
         chainable_block
         chains(@main)

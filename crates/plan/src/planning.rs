@@ -12,7 +12,7 @@ use crate::{
     Db,
     chain_graph::{ChainId, chains},
     merge::MergeKind,
-    problem::{Reads, fallback_layout},
+    problem::Reads,
     scheduling::{Schedule, schedule},
 };
 
@@ -242,45 +242,53 @@ pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
     let pinned = layout::pinned_outputs(db, func);
     let lo = (j as usize * BLOCK).min(ops.len());
     let hi = (lo + BLOCK).min(ops.len());
-    (lo..hi)
-        .map(|i| {
-            let op = ops[i];
-            let layout = fallback_layout(db, op);
-            let config = config_for(db, op, layout.as_ref());
-            let legal = layout::legal_op_layouts(db, op);
-            let reason = match &layout {
-                _ if legal.fixed && pinned.contains(op.key(db)) => {
-                    "kept as written: a consumer with fixed operand types (a d2m subgraph, a \
-                     call, or an op kept as written) declares this layout, which no op \
-                     produces, so a conversion to it would be invalid too"
-                        .to_owned()
-                }
-                _ if legal.fixed && legal.rejected > 0 => format!(
-                    "kept as written: the op model rejects every output layout ({})",
-                    legal.first_rejection.as_deref().unwrap_or("no reason given")
-                ),
-                Some(l) if l.is_l1() => "its layout is fixed (as written)".to_owned(),
-                Some(_) => match &config {
-                    OpConfig::Conv2d { slice: Some(s), .. } if s.slice_type.is_dram() => format!(
-                        "not in an L1 chain: DRAM interleaved, run in {} {} slices because \
-                         the whole conv does not fit L1",
-                        s.num_slices, s.slice_type
-                    ),
-                    _ => "not in an L1 chain: DRAM interleaved".to_owned(),
-                },
-                None => String::new(),
-            };
-            OpPlan {
-                layout,
-                config,
-                chain: None,
-                expected_operands: vec![None; block.get(i - lo).map_or(0, |o| o.operands.len())],
-                spill: None,
-                reason: reason.into(),
-                reserved: 0,
-            }
-        })
-        .collect()
+    (lo..hi).map(|i| base_plan(db, ops[i], i, &block, &pinned, Reads::Base)).collect()
+}
+
+/// The plan of op `op` (body index `i`, in `block`) outside any chain, from the legality
+/// `reads` asks for.
+fn base_plan(
+    db: &dyn Db,
+    op: OpId,
+    i: usize,
+    block: &[Arc<ir::OpData>],
+    pinned: &std::collections::BTreeSet<String>,
+    reads: Reads,
+) -> OpPlan {
+    let layout = crate::problem::fallback_layout_in(db, op, reads);
+    let config = config_for_in(db, op, layout.as_ref(), reads);
+    let legal = crate::problem::legal_layouts(db, op, reads);
+    let reason = match &layout {
+        _ if legal.fixed && pinned.contains(op.key(db)) => {
+            "kept as written: a consumer with fixed operand types (a d2m subgraph, a \
+             call, or an op kept as written) declares this layout, which no op \
+             produces, so a conversion to it would be invalid too"
+                .to_owned()
+        }
+        _ if legal.fixed && legal.rejected > 0 => format!(
+            "kept as written: the op model rejects every output layout ({})",
+            legal.first_rejection.as_deref().unwrap_or("no reason given")
+        ),
+        Some(l) if l.is_l1() => "its layout is fixed (as written)".to_owned(),
+        Some(_) => match &config {
+            OpConfig::Conv2d { slice: Some(s), .. } if s.slice_type.is_dram() => format!(
+                "not in an L1 chain: DRAM interleaved, run in {} {} slices because \
+                 the whole conv does not fit L1",
+                s.num_slices, s.slice_type
+            ),
+            _ => "not in an L1 chain: DRAM interleaved".to_owned(),
+        },
+        None => String::new(),
+    };
+    OpPlan {
+        layout,
+        config,
+        chain: None,
+        expected_operands: vec![None; block.get(i % BLOCK).map_or(0, |o| o.operands.len())],
+        spill: None,
+        reason: reason.into(),
+        reserved: 0,
+    }
 }
 
 /// The signatures of the ops of one block of [`BLOCK`] body indices; a firewall as
@@ -513,13 +521,25 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let members_here = crate::chunks::chunk_ops(db, func, k);
     let blocks = Blocks::new(body.ops.len());
+    let probe = layout::OverrideProbe::new(db, func);
+    let ops = ir::func_ops(db, func);
     let plans: Vec<OpPlan> = members_here
         .iter()
         .map(|&i| {
-            blocks
-                .get(i as usize, |j| base_plans_block(db, func, j))
-                .cloned()
-                .unwrap_or_else(OpPlan::empty)
+            let i = i as usize;
+            // The blocks hold every op's plan without overrides (on a tuning host they
+            // read only the graph); an overridden op's is made here.
+            match ops.get(i) {
+                Some(&op) if probe.has_overrides(op.key(db)) => {
+                    let block = ir::func_block(db, func, (i / BLOCK) as u32);
+                    let pinned = layout::pinned_outputs(db, func);
+                    base_plan(db, op, i, &block, &pinned, Reads::Overrides)
+                }
+                _ => blocks
+                    .get(i, |j| base_plans_block(db, func, j))
+                    .cloned()
+                    .unwrap_or_else(OpPlan::empty),
+            }
         })
         .collect();
     let index = members_here.iter().enumerate().map(|(at, &i)| (i, at)).collect();
@@ -529,7 +549,6 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     // earlier on splits or joins: ops name their chain by its place among this chunk's.
     let mut chain_plans: Vec<ChainPlan> = Vec::new();
     let mut outcomes: Vec<ChainOutcome> = Vec::new();
-    let probe = layout::OverrideProbe::new(db, func);
     for (local, &chain) in chunk_chains.ids.iter().enumerate() {
         let members: Vec<u32> = chain
             .ops(db)
@@ -613,12 +632,8 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
 }
 
 /// The op config for a layout outside a chain: the first legal config with that layout
-/// (for conv2d, act_block_h 0 with deallocate_activation), else the op's own.
-pub(crate) fn config_for(db: &dyn Db, op: OpId, layout: Option<&TtnnLayout>) -> OpConfig {
-    config_for_in(db, op, layout, crate::problem::Reads::Overrides)
-}
-
-/// [`config_for`] from the legality `reads` asks for.
+/// (for conv2d, act_block_h 0 with deallocate_activation), else the op's own; from the
+/// legality `reads` asks for.
 pub(crate) fn config_for_in(
     db: &dyn Db,
     op: OpId,
