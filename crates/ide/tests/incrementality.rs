@@ -344,22 +344,31 @@ fn relus(input: impl Fn(usize) -> String) -> String {
     text
 }
 
+/// `host` with `text` set as `FILE`.
+fn with_file(mut host: AnalysisHost, text: String) -> AnalysisHost {
+    host.apply_change(Change::new().set_file(FILE, text));
+    host
+}
+
+/// The df-sharding-merge cost and final IR of `FILE`, as a tuning loop asks for them.
+fn optimize_file(host: &AnalysisHost) {
+    let file = host.file(FILE).expect("file is open");
+    let analysis = host.analysis();
+    let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+    let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
+}
+
 /// 1200 independent single-op relu chains `r0` to `r1199`: optimized, `overrides` applied,
 /// optimized again; the plan, chain and per-block queries that executed.
 fn long_function_after(overrides: &str) -> String {
-    let text = relus(|_| "%a".to_owned());
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
-    host.apply_change(Change::new().set_file(FILE, text));
-    let file = host.file(FILE).expect("file is open");
-    let cost = |host: &AnalysisHost| {
-        let analysis = host.analysis();
-        let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
-        let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
-    };
-    cost(&host);
+    let mut host = with_file(
+        AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
+        relus(|_| "%a".to_owned()),
+    );
+    optimize_file(&host);
     let _ = host.take_executed_queries();
     host.apply_change(Change::new().set_overrides("m.overrides", overrides));
-    cost(&host);
+    optimize_file(&host);
     let mut executed: Vec<String> = host
         .take_executed_queries()
         .into_iter()
@@ -454,31 +463,25 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     // layout started at `LOW` (it reads `LowDurabilityAnchor`), so it and every chunk's ops
     // are backdated as equal: only the chunk holding op 1100 is planned and printed again,
     // not all five.
-    let text = relus(|_| "%a".to_owned());
     let config = HostConfig { mode: HostMode::Tuning, query_log: true };
-    let mut host =
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config);
-    host.apply_change(Change::new().set_file(FILE, text));
-    let file = host.file(FILE).expect("file is open");
-    let optimize = |host: &AnalysisHost| {
-        let analysis = host.analysis();
-        let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
-        let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
-    };
-    optimize(&host);
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        relus(|_| "%a".to_owned()),
+    );
+    optimize_file(&host);
     host.apply_change(
         Change::new()
             .set_overrides("m.overrides", "override-output-layout=r10=l1:height_sharded\n"),
     );
-    optimize(&host);
+    optimize_file(&host);
     host.apply_change(Change::new().set_overrides("m.overrides", ""));
-    optimize(&host);
+    optimize_file(&host);
     let _ = host.take_executed_queries();
     host.apply_change(Change::new().set_overrides(
         "m.overrides",
         "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
     ));
-    optimize(&host);
+    optimize_file(&host);
     expect![[r#"
         chains 1
         chunk_chains 5
@@ -620,9 +623,10 @@ fn an_override_in_a_long_function_formats_the_findings_of_its_chunk_alone() {
     // The optimizer's findings are kept per chunk of the plan without positions
     // (`chunk_findings`): pinning relu 1100 to DRAM changes the plan of its chunk only, so
     // only that chunk's messages are made again; the others only get their ranges.
-    let text = relus(|_| "%a".to_owned());
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
-    host.apply_change(Change::new().set_file(FILE, text));
+    let mut host = with_file(
+        AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
+        relus(|_| "%a".to_owned()),
+    );
     let file = host.file(FILE).expect("file is open");
     let findings = |host: &AnalysisHost| host.analysis().findings(file).expect("not cancelled");
     let before = findings(&host);

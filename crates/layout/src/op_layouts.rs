@@ -189,8 +189,7 @@ pub fn op_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
 pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
     match db.memo_style() {
         MemoStyle::Editor => {
-            let Some(sig) = op_signature(db, op) else { return Arc::default() };
-            let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+            let Some((sig, pinned)) = signature_and_pin(db, op) else { return Arc::default() };
             legality_of(db, LegalityKey::new(db, sig, pinned))
         }
         MemoStyle::Tuning => memo::base_legality(db, op),
@@ -200,12 +199,11 @@ pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
 /// The per-op query behind [`base_legality`], in a module of its own so that it keeps the
 /// name execution logs show.
 mod memo {
-    use super::{Arc, Db, OpId, OpLegality, legality, op_signature};
+    use super::{Arc, Db, OpId, OpLegality, legality, signature_and_pin};
 
     #[salsa::tracked(returns(clone))]
     pub(super) fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
-        let Some(sig) = op_signature(db, op) else { return Arc::default() };
-        let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+        let Some((sig, pinned)) = signature_and_pin(db, op) else { return Arc::default() };
         legality(db, &sig, pinned, None)
     }
 }
@@ -236,9 +234,15 @@ pub fn legality_of(db: &dyn Db, key: LegalityKey) -> Arc<OpLegality> {
 /// The legality of an op under its overrides.
 #[salsa::tracked(returns(clone))]
 pub fn overridden_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
-    let Some(sig) = op_signature(db, op) else { return Arc::default() };
-    let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+    let Some((sig, pinned)) = signature_and_pin(db, op) else { return Arc::default() };
     legality(db, &sig, pinned, op_overrides(db, op).as_deref())
+}
+
+/// An op's signature, and whether its output is pinned where it is written: what its
+/// legality reads of the graph.
+fn signature_and_pin(db: &dyn Db, op: OpId) -> Option<(Arc<OpSignature>, bool)> {
+    let sig = op_signature(db, op)?;
+    Some((sig, crate::pinned_outputs(db, op.func(db)).contains(op.key(db))))
 }
 
 fn legality(

@@ -361,20 +361,15 @@ pub type ChainFallback = Vec<(Option<TtnnLayout>, OpConfig)>;
 /// Where each op of a chain goes when the chain is declined: its fallback layout and the
 /// config for it; `None` when some op's only legal layouts are sharded (the op model
 /// rejects it in DRAM), so the chain has nowhere better to go. Computed within the chain's
-/// [`crate::chain_part`] (its only reader), not memoized apart.
-pub fn chain_fallback(db: &dyn Db, chain: ChainId) -> Option<Arc<ChainFallback>> {
-    chain_fallback_in(db, chain, crate::problem::chain_reads(db, chain))
-}
-
-/// [`chain_fallback`] from the legality `reads` asks for.
-pub(crate) fn chain_fallback_in(
+/// part (`chain_part`) (its only reader), not memoized apart.
+pub(crate) fn chain_fallback(
     db: &dyn Db,
     chain: ChainId,
     reads: crate::problem::Reads,
 ) -> Option<Arc<ChainFallback>> {
     let mut out = Vec::new();
     for &op in chain.ops(db) {
-        let layout = crate::problem::fallback_layout_in(db, op, reads);
+        let layout = crate::problem::fallback_layout(db, op, reads);
         if layout.as_ref().is_some_and(TtnnLayout::is_sharded) {
             return None;
         }

@@ -38,21 +38,17 @@ pub use crate::{
     },
     chunks::{
         ChainFallback, ChunkChains, ChunkLayout, ChunkValues, ForeignChain, Incoming, PlanChunk,
-        PlanSlice, PlanView, chain_fallback, chunk_chains, chunk_count, chunk_incoming,
-        chunk_layout, chunk_ops, foreign_chain, foreign_op_plan, merge_base_chunk, plan_carry,
-        plan_chunk, plan_slice,
+        PlanSlice, PlanView, chunk_chains, chunk_count, chunk_incoming, chunk_layout, chunk_ops,
+        foreign_chain, foreign_op_plan, merge_base_chunk, plan_carry, plan_chunk, plan_slice,
     },
     costing::{PlanCost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
     merge::{Carry, MergeKind, Reservation},
     planning::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
-        OpPlan, PartsChunk, Plan, SpillLocation, chain_part, overridden_chain_part, plan, plan_for,
+        OpPlan, PartsChunk, Plan, SpillLocation, overridden_chain_part, plan, plan_for,
         plan_parts_chunk,
     },
-    problem::{
-        ChainCost, Reads, chain_cost, chain_problem, chain_reads, fallback_layout,
-        overridden_chain_problem, overridden_solve_chain, solve_chain,
-    },
+    problem::{ChainCost, Reads, overridden_chain_problem, overridden_solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
 };
 

@@ -255,7 +255,7 @@ fn base_plan(
     pinned: &std::collections::BTreeSet<String>,
     reads: Reads,
 ) -> OpPlan {
-    let layout = crate::problem::fallback_layout_in(db, op, reads);
+    let layout = crate::problem::fallback_layout(db, op, reads);
     let config = config_for_in(db, op, layout.as_ref(), reads);
     let legal = crate::problem::legal_layouts(db, op, reads);
     let reason = match &layout {
@@ -352,15 +352,9 @@ pub struct ChainPart {
 }
 
 /// [`ChainPart`] of one chain, from the variant of its per-chain queries it needs
-/// ([`crate::problem::chain_reads`]).
-#[must_use]
-pub fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
-    part_with(db, chain, &layout::OverrideProbe::new(db, chain.func(db)))
-}
-
-/// [`chain_part`] with the function's override lookups already fetched.
-fn part_with(db: &dyn Db, chain: ChainId, probe: &layout::OverrideProbe<'_>) -> Arc<ChainPart> {
-    match crate::problem::chain_reads_with(db, chain, probe) {
+/// ([`crate::problem::chain_reads`]; `probe` holds the function's override lookups).
+fn chain_part(db: &dyn Db, chain: ChainId, probe: &layout::OverrideProbe<'_>) -> Arc<ChainPart> {
+    match crate::problem::chain_reads(db, chain, probe) {
         Reads::Base => memo::chain_part(db, chain),
         Reads::Overrides => overridden_chain_part(db, chain),
     }
@@ -408,7 +402,7 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
             outcome: ChainOutcome::default(),
         });
     }
-    let sol = crate::problem::solution_in(db, chain, reads);
+    let sol = crate::problem::solve_chain(db, chain, reads);
     let selected = match &sol.result {
         Err(f) => {
             let reason =
@@ -428,7 +422,7 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         }
         Ok(selected) => selected,
     };
-    let problem = crate::problem::problem_in(db, chain, reads);
+    let problem = crate::problem::chain_problem(db, chain, reads);
     let mut members: Vec<MemberPlan> = Vec::with_capacity(n);
     for (pos, &k) in selected.iter().enumerate() {
         let Some(cand) = problem.ops.get(pos).and_then(|o| o.candidates.get(k)) else {
@@ -509,8 +503,8 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         plan: template(ChainState::Completed, None, spill, spill_reason, sol.core_usage.clone()),
         members,
         outcome: ChainOutcome {
-            cost: crate::problem::chain_cost_in(db, chain, reads),
-            fallback: crate::chunks::chain_fallback_in(db, chain, reads),
+            cost: crate::problem::chain_cost(db, chain, reads),
+            fallback: crate::chunks::chain_fallback(db, chain, reads),
         },
     })
 }
@@ -555,7 +549,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             .iter()
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
-        let part = part_with(db, chain, &probe);
+        let part = chain_part(db, chain, &probe);
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];

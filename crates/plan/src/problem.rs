@@ -34,17 +34,8 @@ pub enum Reads {
 }
 
 /// Which variant of the per-chain queries `chain` needs: [`Reads::Overrides`] when one of its
-/// ops or a producer of one of them has overrides.
-pub fn chain_reads(db: &dyn Db, chain: ChainId) -> Reads {
-    chain_reads_with(db, chain, &layout::OverrideProbe::new(db, chain.func(db)))
-}
-
-/// [`chain_reads`] with the function's override lookups already fetched.
-pub(crate) fn chain_reads_with(
-    db: &dyn Db,
-    chain: ChainId,
-    probe: &layout::OverrideProbe<'_>,
-) -> Reads {
+/// ops or a producer of one of them has overrides (`probe` holds the function's lookups).
+pub(crate) fn chain_reads(db: &dyn Db, chain: ChainId, probe: &layout::OverrideProbe<'_>) -> Reads {
     for &op in chain.ops(db) {
         if probe.has_overrides(op.key(db)) {
             return Reads::Overrides;
@@ -79,17 +70,12 @@ pub(crate) fn legal_configs(db: &dyn Db, op: OpId, reads: Reads) -> Arc<LegalOpC
 
 /// The layout an op gets when no chain claims it, as tt-mlir's `OpConfigAnalysis` picks
 /// it: the first legal layout with the tiledness of the op's current result (DRAM
-/// interleaved, since interleaved layouts come first and DRAM before L1). Ops whose output
-/// the optimizer may not change keep their layout.
+/// interleaved, since interleaved layouts come first and DRAM before L1), from the legality
+/// `reads` asks for. Ops whose output the optimizer may not change keep their layout.
 ///
 /// Not memoized per op: it picks from the memoized legal layouts in a few instructions, and
 /// a memo per op was 10k more for salsa to re-validate after every edit of a 10k-op function.
-pub fn fallback_layout(db: &dyn Db, op: OpId) -> Option<TtnnLayout> {
-    fallback_layout_in(db, op, Reads::Overrides)
-}
-
-/// [`fallback_layout`] from the legality `reads` asks for.
-pub(crate) fn fallback_layout_in(db: &dyn Db, op: OpId, reads: Reads) -> Option<TtnnLayout> {
+pub(crate) fn fallback_layout(db: &dyn Db, op: OpId, reads: Reads) -> Option<TtnnLayout> {
     let sig = layout::op_signature(db, op)?;
     let existing = sig.tensor_result()?.layout.clone()?;
     let legal = legal_layouts(db, op, reads);
@@ -116,35 +102,23 @@ pub(crate) fn source_layout(
 ) -> Option<TtnnLayout> {
     match source {
         OperandSource::Op { key, .. } => {
-            fallback_layout_in(db, OpId::new(db, func, key.clone()), reads)
+            fallback_layout(db, OpId::new(db, func, key.clone()), reads)
                 .or_else(|| ty.layout().cloned())
         }
         _ => ty.layout().cloned(),
     }
 }
 
-/// The solver input for one chain.
-#[must_use]
-pub fn chain_problem(db: &dyn Db, chain: ChainId) -> Arc<ChainProblem> {
-    problem_in(db, chain, chain_reads(db, chain))
-}
-
-/// ShardSolver's solution for one (non-concat) chain.
-#[must_use]
-pub fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution> {
-    solution_in(db, chain, chain_reads(db, chain))
-}
-
-/// The problem of `chain` from the variant `reads` names.
-pub(crate) fn problem_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
+/// The solver input for one chain, from the variant of its queries `reads` names.
+pub(crate) fn chain_problem(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
     match reads {
         Reads::Base => memo::chain_problem(db, chain),
         Reads::Overrides => overridden_chain_problem(db, chain),
     }
 }
 
-/// The solution of `chain` from the variant `reads` names.
-pub(crate) fn solution_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainSolution> {
+/// ShardSolver's solution for one (non-concat) chain, from the variant `reads` names.
+pub(crate) fn solve_chain(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainSolution> {
     match reads {
         Reads::Base => memo::solve_chain(db, chain),
         Reads::Overrides => overridden_solve_chain(db, chain),
@@ -283,16 +257,11 @@ impl ChainCost {
 /// The cost of a solved chain in L1 and out of it; `None` for a chain that did not solve.
 ///
 /// Reads only the chain's problem and solution and its ops' fallback layouts. Computed
-/// within the chain's [`crate::chain_part`] (its only reader), not memoized apart: a memo
+/// within the chain's part (`chain_part`) (its only reader), not memoized apart: a memo
 /// per chain was 3k more for salsa to re-validate after every edit of a 10k-op function.
-pub fn chain_cost(db: &dyn Db, chain: ChainId) -> Option<ChainCost> {
-    chain_cost_in(db, chain, chain_reads(db, chain))
-}
-
-/// [`chain_cost`] from the variant `reads` names.
-pub(crate) fn chain_cost_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Option<ChainCost> {
-    let problem = problem_in(db, chain, reads);
-    let solution = solution_in(db, chain, reads);
+pub(crate) fn chain_cost(db: &dyn Db, chain: ChainId, reads: Reads) -> Option<ChainCost> {
+    let problem = chain_problem(db, chain, reads);
+    let solution = solve_chain(db, chain, reads);
     let selected = solution.result.as_ref().ok()?;
     let _p = tracing::debug_span!("chain_cost", ops = problem.ops.len()).entered();
     let model = cost::CostModel::for_target(TargetInput::get(db).target(db));
@@ -300,7 +269,7 @@ pub(crate) fn chain_cost_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Option
     let mut out = ChainCost::default();
     let chosen = |j: usize| &problem.ops[j].candidates[selected[j]];
     let fallback: Vec<Option<TtnnLayout>> =
-        ops.iter().map(|&o| fallback_layout_in(db, o, reads)).collect();
+        ops.iter().map(|&o| fallback_layout(db, o, reads)).collect();
     for (j, op) in problem.ops.iter().enumerate() {
         let mut l1_inputs = Vec::new();
         let mut dram_inputs = Vec::new();

@@ -352,7 +352,8 @@ impl Printer<'_> {
                 for d in &t.shape {
                     match d {
                         Some(d) => {
-                            push_decimal(&mut self.out.text, *d);
+                            // Without `fmt`: a chunk prints thousands of dimensions.
+                            self.push(syntax::decimal(*d, &mut [0; 20]));
                             self.push("x");
                         }
                         None => self.push("?x"),
@@ -525,36 +526,4 @@ fn sanitize(s: &str) -> String {
         out.insert(0, 'v');
     }
     out
-}
-
-/// Appends `n` in decimal, without `fmt`: a chunk prints some three thousand dimensions, and
-/// printing types was 3.6% of a first override on the 10k transformer graph, mostly
-/// `write!` going through the formatting machinery for each dimension.
-fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut v = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
-}
-
-#[cfg(test)]
-mod decimal_tests {
-    #[test]
-    fn dimensions_print_as_fmt_prints_them() {
-        for n in [0u64, 7, 10, 32, 1024, 65_535, 1_000_000_007, u64::MAX] {
-            let mut out = String::from("<");
-            super::push_decimal(&mut out, n);
-            assert_eq!(out, format!("<{n}"));
-        }
-    }
 }

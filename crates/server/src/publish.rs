@@ -94,21 +94,10 @@ fn position(out: &mut Vec<u8>, p: lsp::Position) {
 }
 
 fn number(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
     if n < 0 {
         out.push(b'-');
     }
-    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(syntax::decimal(n.unsigned_abs(), &mut [0; 20]).as_bytes());
 }
 
 /// A JSON string: runs of bytes that need no escape are copied whole, found eight bytes at

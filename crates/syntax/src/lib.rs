@@ -23,7 +23,7 @@ pub use crate::{
     lexer::{Token, TokenKind, escape_string, lex, unescape_string},
     printer::{PrintHook, print, print_with, range_text},
     reparse::OpEdit,
-    text::{LineCol, LineIndex, TextRange},
+    text::{LineCol, LineIndex, TextRange, decimal},
 };
 
 /// A syntax error: a stable kebab-case code, a message and the range it covers.

@@ -65,6 +65,24 @@ impl fmt::Debug for TextRange {
     }
 }
 
+/// The decimal digits of `n`, written into `buf`: for printers that write thousands of
+/// numbers per output, where `write!` goes through the formatting machinery for each.
+#[must_use]
+pub fn decimal(n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    let mut v = n;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
 /// Maps byte offsets to 0-based (line, UTF-16 column) positions, the way LSP counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineIndex {
@@ -184,6 +202,13 @@ impl LineIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimals_are_what_fmt_writes() {
+        for n in [0u64, 7, 10, 32, 1024, 65_535, 1_000_000_007, u64::MAX] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string());
+        }
+    }
 
     #[test]
     fn an_edited_index_equals_the_index_of_the_new_text() {
