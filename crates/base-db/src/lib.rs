@@ -15,6 +15,11 @@
 //! it says into one `OpOverrideSlot` per op name and into `OverrideSlots::settings`, so
 //! per-op queries depend on their own op's slot and not on the text.
 //!
+//! Each function's lowered frame, ops and pinned set are inputs as well, defined next to the
+//! lowering that makes them (`ir`'s `inputs` module): the host lowers a changed file and
+//! writes them, so that the ops an edit did not touch keep a higher durability than the
+//! file's text.
+//!
 //! Inputs are written only through `Change::apply` in the `ide` crate, which diffs before
 //! setting: a salsa setter always starts a new revision, even for an equal value.
 

@@ -23,6 +23,8 @@ pub struct RootDatabase {
     op_model: Arc<SharedOpModel>,
     /// Op costs, shared by all snapshots likewise.
     cost_cache: Arc<cost::CostCache>,
+    /// Chain solutions by problem, shared likewise.
+    solve_cache: Arc<plan::SolveCache>,
     /// The last lowering of each file, for re-lowering one edited op.
     lowering_cache: Arc<ir::LoweringCache>,
     /// See [`layout::Db::memo_style`].
@@ -63,6 +65,7 @@ impl RootDatabase {
             log_executed,
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
             cost_cache: Arc::default(),
+            solve_cache: Arc::default(),
             lowering_cache: Arc::default(),
             memo_style: layout::MemoStyle::Editor,
         }
@@ -105,6 +108,10 @@ impl plan::Db for RootDatabase {
     fn cost_cache(&self) -> &cost::CostCache {
         &self.cost_cache
     }
+
+    fn solve_cache(&self) -> &plan::SolveCache {
+        &self.solve_cache
+    }
 }
 
 #[salsa::db]
@@ -116,10 +123,8 @@ const OP_QUERIES: &[&str] = &["op_signature", "base_legality", "overridden_legal
 const FUNC_QUERIES: &[&str] = &[
     "func_body",
     "func_source_map",
-    "func_loc_names",
     "func_ops",
     "scalar_types",
-    "pinned_outputs",
     "func_topology",
     "schedule",
     "chains",

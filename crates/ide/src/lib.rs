@@ -163,7 +163,10 @@ struct Retained {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HostMode {
     /// An editor: file texts change on every keystroke (`LOW`), overrides and options now and
-    /// then (`MEDIUM`), the target almost never (`HIGH`).
+    /// then (`MEDIUM`), the target almost never (`HIGH`). The lowered ops are written in
+    /// groups of `ir::OP_GROUP` at `MEDIUM` until an edit changes one, which is then `LOW`:
+    /// the next keystrokes in that group re-validate only what reads it (see `ir`'s `inputs`
+    /// module).
     #[default]
     Editor,
     /// A tuning loop over a graph that does not change: an op's override changes on every
@@ -259,6 +262,7 @@ impl AnalysisHost {
             Arc::from(""),
             config.mode.config_durability(),
         );
+        ir::init_inputs(&db, config.mode.config_durability());
         AnalysisHost {
             db,
             mode: config.mode,
@@ -443,11 +447,26 @@ impl AnalysisHost {
                 input.set_options(&mut self.db).with_durability(durability).to(options);
             }
         }
+        let mut target_changed = false;
         if let Some(target) = change.target {
             let input = TargetInput::get(&self.db);
             if *input.target(&self.db) != target {
                 input.set_target(&mut self.db).with_durability(Durability::HIGH).to(target);
+                target_changed = true;
             }
+        }
+        // The pinned ops depend on the target's grid, so a new target re-syncs every file.
+        let mut to_sync: Vec<(&String, SourceFile)> = if target_changed {
+            self.files.iter().chain(&self.removed).map(|(p, f)| (p, *f)).collect()
+        } else {
+            let file = |p| self.files.get_key_value(p).or_else(|| self.removed.get_key_value(p));
+            changed.iter().filter_map(file).map(|(p, f)| (p, *f)).collect()
+        };
+        // In path order, so inputs are created in the same order on every run.
+        to_sync.sort_by(|a, b| a.0.cmp(b.0));
+        let to_sync: Vec<SourceFile> = to_sync.into_iter().map(|(_, f)| f).collect();
+        for file in to_sync {
+            self.sync_func_inputs(file);
         }
         if self.mode == HostMode::Tuning && !changed.is_empty() {
             self.create_slots_for_ops(&changed);
@@ -497,6 +516,26 @@ impl AnalysisHost {
         }
         let old = file.set_parse(&mut self.db).with_durability(durability).to(parse);
         self.unused.push(old);
+    }
+
+    /// Lowers `file` and writes its functions' frames, blocks and pinned ops into their
+    /// inputs (see `ir`'s `inputs` module): blocks nobody edited keep the configuration's
+    /// durability, a block an edit inside its ops changed gets the file's.
+    fn sync_func_inputs(&mut self, file: SourceFile) {
+        let durability = ir::InputDurability {
+            cold: self.mode.config_durability(),
+            hot: self.mode.file_durability(),
+        };
+        let worker = TargetInput::get(&self.db).target(&self.db).worker_grid();
+        let pinned_of = |body: &ir::FuncBody| layout::pinned_of(body, worker);
+        let lowered = ir::sync_file_inputs(&mut self.db, file, durability, &pinned_of);
+        // Freed off this path like the lowering the diagnostics read (see `Retained`).
+        let lowered: Arc<dyn Any + Send + Sync> = lowered;
+        if let Ok(mut r) = self.retained.lock()
+            && !r.current.iter().any(|v| Arc::ptr_eq(v, &lowered))
+        {
+            r.current.push(lowered);
+        }
     }
 
     /// Writes what an overrides text says about each op name into the names' slots, setting

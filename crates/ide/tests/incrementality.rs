@@ -92,7 +92,6 @@ fn whitespace_and_comment_edits_stop_at_the_function_body() {
         expect![[r#"
             file_funcs
             func_body(@main)
-            func_loc_names(@main)
             lower_file
         "#]],
     );
@@ -105,7 +104,6 @@ fn a_location_edit_reruns_no_layout_query() {
         expect![[r#"
             file_funcs
             func_body(@main)
-            func_loc_names(@main)
             lower_file
             overrides_block
         "#]],
@@ -118,16 +116,12 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
         replace("\"ttnn.relu\"(%0) :", "\"ttnn.relu\"(%0) {ttnn.hoist_generic_via_d2m} :"),
         expect![[r#"
             file_funcs
-            func_block
             func_body(@main)
-            func_frame
-            func_loc_names(@main)
             lower_file
             op_signature(@main:%0)
             op_signature(@main:%1)
             op_signature(@main:%2)
             op_signature(@main:%3)
-            pinned_outputs(@main)
             scalar_types(@main)
         "#]],
     );
@@ -142,17 +136,13 @@ fn editing_one_result_type_reruns_only_that_op() {
         ),
         expect![[r#"
             file_funcs
-            func_block
             func_body(@main)
-            func_frame
-            func_loc_names(@main)
             legality_of
             lower_file
             op_signature(@main:%0)
             op_signature(@main:%1)
             op_signature(@main:%2)
             op_signature(@main:%3)
-            pinned_outputs(@main)
             scalar_types(@main)
         "#]],
     );
@@ -225,10 +215,7 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
         ),
         expect![[r#"
             file_funcs
-            func_block
             func_body(@main)
-            func_frame
-            func_loc_names(@main)
             func_ops(@main)
             legality_of
             lower_file
@@ -238,7 +225,6 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             op_signature(@main:%3)
             op_signature(@main:%new)
             overrides_block
-            pinned_outputs(@main)
             scalar_types(@main)
         "#]],
     );
@@ -557,13 +543,19 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     );
     expect![[r#"
         base_plans_block 1
+        chain_block 2
         chain_facts_block 1
+        chain_part 32
+        chain_problem 32
+        chainable_block 1
+        chains 1
         chunk_cost 1
         chunk_incoming 1
-        func_block 5
-        op_signature 176
+        func_block 1
+        op_signature 32
         plan_chunk 2
-        plan_for 1"#]]
+        plan_for 1
+        plan_parts_chunk 1"#]]
     .assert_eq(&text);
 }
 

@@ -3,18 +3,22 @@
 //! `func_body(f)` is one value: any edit inside the function changes it, and every query
 //! that reads it re-runs, even one that looks at a few ops far from the edit. The frame
 //! (`func_frame`: the signature, the returns, the op keys) and the ops in blocks of
-//! [`BODY_BLOCK`] body indices (`func_block`) are firewalls below it: an edit to one op's
-//! attributes or types changes one block and leaves the frame as it was, so a query that
-//! reads other blocks is re-validated, not re-run.
+//! [`BODY_BLOCK`] body indices (`func_block`) are read from inputs the host writes after
+//! lowering (see the `inputs` module): an edit to one op's attributes or types changes one
+//! block and leaves the frame as it was, so a query that reads other blocks is not re-run,
+//! and in an editor not even re-validated beyond a durability check.
 //!
 //! [`BodyView`] gives such a query the body's shape with the blocks fetched on first use, so
 //! code written against `FuncBody` (`body.ops[i]`, `body.args`) reads the same.
 
 use std::{cell::OnceCell, sync::Arc};
 
-use crate::{Db, FuncId, OpData, Ty, ValueRef, func_body};
+use crate::{
+    Db, FuncBody, FuncId, OpData, Ty, ValueRef,
+    inputs::{OP_GROUP, func_input},
+};
 
-/// Ops per block of [`func_block`].
+/// Ops per block of [`func_block`]; a multiple of [`OP_GROUP`].
 pub const BODY_BLOCK: usize = 256;
 
 /// Everything of a function body but its ops.
@@ -45,46 +49,87 @@ impl FuncFrame {
     }
 }
 
-/// A function's [`FuncFrame`].
-#[salsa::tracked(returns(clone))]
-pub fn func_frame(db: &dyn Db, func: FuncId) -> Option<Arc<FuncFrame>> {
-    let body = func_body(db, func)?;
-    // Shared with the body (an edit inside one op keeps them), so comparing the new frame
-    // with the old one skips them.
-    let mut key_index = Arc::clone(&body.key_index);
-    if key_index.len() != body.ops.len() {
-        let mut idx: Vec<(String, u32)> =
-            body.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
-        idx.sort();
-        key_index = idx.into();
+impl FuncFrame {
+    /// The frame of `body`, sharing its key lists.
+    #[must_use]
+    pub fn of(body: &FuncBody) -> FuncFrame {
+        // Shared with the body (an edit inside one op keeps them), so comparing the new frame
+        // with the old one skips them.
+        let mut key_index = Arc::clone(&body.key_index);
+        if key_index.len() != body.ops.len() {
+            let mut idx: Vec<(String, u32)> =
+                body.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
+            idx.sort();
+            key_index = idx.into();
+        }
+        let keys = if body.keys.len() == body.ops.len() {
+            Arc::clone(&body.keys)
+        } else {
+            body.ops.iter().map(|o| o.key.clone()).collect()
+        };
+        FuncFrame {
+            name: body.name.clone(),
+            is_private: body.is_private,
+            function_type: body.function_type.clone(),
+            arg_names: body.arg_names.clone(),
+            args: body.args.clone(),
+            results: body.results.clone(),
+            returns: body.returns.clone(),
+            has_body: body.has_body,
+            n_ops: body.ops.len(),
+            keys,
+            key_index,
+        }
     }
-    let keys = if body.keys.len() == body.ops.len() {
-        Arc::clone(&body.keys)
-    } else {
-        body.ops.iter().map(|o| o.key.clone()).collect()
-    };
-    Some(Arc::new(FuncFrame {
-        name: body.name.clone(),
-        is_private: body.is_private,
-        function_type: body.function_type.clone(),
-        arg_names: body.arg_names.clone(),
-        args: body.args.clone(),
-        results: body.results.clone(),
-        returns: body.returns.clone(),
-        has_body: body.has_body,
-        n_ops: body.ops.len(),
-        keys,
-        key_index,
-    }))
 }
 
-/// The ops of block `j` of a function: body indices `j * BODY_BLOCK` up to the next block.
+impl FuncFrame {
+    /// Whether this is the frame of `body`, without building that frame (which copies every
+    /// argument type).
+    #[must_use]
+    pub fn is_frame_of(&self, body: &FuncBody) -> bool {
+        let same_keys = |a: &Arc<[String]>, b: &Arc<[String]>| Arc::ptr_eq(a, b) || a == b;
+        self.n_ops == body.ops.len()
+            && body.keys.len() == body.ops.len()
+            && same_keys(&self.keys, &body.keys)
+            && (Arc::ptr_eq(&self.key_index, &body.key_index) || self.key_index == body.key_index)
+            && self.name == body.name
+            && self.is_private == body.is_private
+            && self.function_type == body.function_type
+            && self.has_body == body.has_body
+            && self.returns == body.returns
+            && self.arg_names == body.arg_names
+            && self.args == body.args
+            && self.results == body.results
+    }
+}
+
+/// A function's [`FuncFrame`], as the host last wrote it (see [`crate::FuncInput`]);
+/// `None` if the function no longer exists.
+#[must_use]
+pub fn func_frame(db: &dyn Db, func: FuncId) -> Option<Arc<FuncFrame>> {
+    func_input(db, func)?.frame(db).clone()
+}
+
+/// Block `j` of a function's ops (body indices `j * BODY_BLOCK ..`), from its groups; empty
+/// past the end.
 #[salsa::tracked(returns(clone))]
 pub fn func_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[Arc<OpData>]> {
-    let Some(body) = func_body(db, func) else { return Arc::from(Vec::new()) };
-    let lo = (j as usize * BODY_BLOCK).min(body.ops.len());
-    let hi = (lo + BODY_BLOCK).min(body.ops.len());
-    body.ops[lo..hi].into()
+    let Some(input) = func_input(db, func) else { return Arc::from([]) };
+    let per_block = BODY_BLOCK / OP_GROUP;
+    let groups = input.groups(db);
+    let lo = (j as usize * per_block).min(groups.len());
+    let hi = (lo + per_block).min(groups.len());
+    groups[lo..hi].iter().flat_map(|g| g.ops(db).iter().cloned()).collect()
+}
+
+/// Op `idx` of a function's body, read from its group alone: a per-op query that reads it
+/// keeps its durability until an edit changes an op of the same group.
+#[must_use]
+pub fn func_op(db: &dyn Db, func: FuncId, idx: usize) -> Option<Arc<OpData>> {
+    let input = func_input(db, func)?;
+    let group = *input.groups(db).get(idx / OP_GROUP)?;
+    group.ops(db).get(idx % OP_GROUP).cloned()
 }
 
 /// An op with nothing in it, for lookups past the end.

@@ -9,12 +9,16 @@
 //!   ├ file_funcs(F)               Eq: the function ids; changes only when functions do
 //!   ├ func_body(f)                Eq firewall: position-free, so whitespace/comment/loc
 //!   │                             edits are backdated here and nothing downstream re-runs
-//!   │ ├ func_frame(f)             Eq: the body without its ops (signature, keys)
-//!   │ │ └ func_ops(f)             Eq: op ids in program order (not re-run when the keys
-//!   │ │                           stay, as after an edit inside one op)
-//!   │ └ func_block(f, j)          Eq: ops in blocks of 256, so an edit changes one block
-//!   ├ func_loc_names(f)           Eq: the `loc("name")` of each op (override keys)
 //!   └ func_source_map(f)          no_eq: positions, read only by the IDE layer and CLI
+//!
+//! FuncInput(f) (host-written after lowering; `cold` durability until an edit changes a block)
+//!   ├ func_frame(f)               the body without its ops (signature, keys)
+//!   │ └ func_ops(f)               Eq: op ids in program order (not re-run when the keys
+//!   │                             stay, as after an edit inside one op)
+//!   ├ func_op(f, i)               one op, read from its group of 32 (per-op queries)
+//!   ├ func_block(f, j)            Eq: ops in blocks of 256, so an edit changes one block
+//!   ├ func_pinned(f)              ops whose written layout must stay
+//!   └ func_loc_names(f)           the `loc("name")` of each op (override keys)
 //! ```
 //!
 //! Ids are built from names: a function is (file, chunk, symbol, duplicate index), an op is
@@ -23,6 +27,7 @@
 
 mod blocks;
 mod decode;
+mod inputs;
 mod lower;
 mod model;
 
@@ -33,7 +38,11 @@ use rustc_hash::FxHashMap;
 use syntax::Parse;
 
 pub use crate::{
-    blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame},
+    blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_op},
+    inputs::{
+        FuncInput, FuncInputs, InputDurability, OP_GROUP, OpGroup, PinnedOf, func_loc_names,
+        func_pinned, init_inputs, sync_file_inputs,
+    },
     lower::{lower_file as lower_parse, relower_edit},
     model::{
         AttrValue, ChipDesc, Decoded, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames,
@@ -159,13 +168,6 @@ pub fn func_body(db: &dyn Db, func: FuncId) -> Option<Arc<FuncBody>> {
 pub fn func_source_map(db: &dyn Db, func: FuncId) -> Option<Arc<FuncSourceMap>> {
     let _p = tracing::debug_span!("func_source_map", func = %func.name(db)).entered();
     lowered_func(db, func).map(|f| f.source_map)
-}
-
-/// The location names of a function's ops, parallel to its ops.
-#[salsa::tracked(returns(clone))]
-pub fn func_loc_names(db: &dyn Db, func: FuncId) -> Arc<LocNames> {
-    let _p = tracing::debug_span!("func_loc_names", func = %func.name(db)).entered();
-    lowered_func(db, func).map(|f| f.loc_names).unwrap_or_default()
 }
 
 /// The ops of a function in program order, as ids.

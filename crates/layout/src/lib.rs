@@ -107,13 +107,22 @@ pub fn scalar_types(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<DataType>> {
 /// `d2m_subgraph`, a call), or when it is itself kept as written by this rule. A declared
 /// layout the optimizer cannot produce is not the canonical one for its tensor (its memref
 /// does not match the shape, grid and memory layout), so a conversion to it would itself be
-/// invalid. One query per function, so the per-op layout queries read a small set that
-/// backdates on nearly every edit rather than the whole body.
-#[salsa::tracked(returns(clone))]
+/// invalid.
+///
+/// The host computes the set with [`pinned_of`] when it lowers a file and writes it into the
+/// function's input (`ir::FuncInput::pinned`), so the per-op layout queries that read it do
+/// not depend on every block of the body: an edit that leaves the set as it was re-validates
+/// none of them (see `ir`'s `inputs` module).
+#[must_use]
 pub fn pinned_outputs(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<String>> {
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
-    let _p = tracing::debug_span!("pinned_outputs", func = %func.name(db)).entered();
-    let worker = base_db::TargetInput::get(db).target(db).worker_grid();
+    ir::func_pinned(db, func)
+}
+
+/// The pinned ops of `body` on a device whose worker grid is `worker` (see
+/// [`pinned_outputs`]).
+#[must_use]
+pub fn pinned_of(body: &ir::FuncBody, worker: ttnn_types::Grid) -> BTreeSet<String> {
+    let _p = tracing::debug_span!("pinned_of", func = %body.name).entered();
     let mut pinned = vec![false; body.ops.len()];
     // Consumers come after their producers, so one backward pass reaches the fixpoint.
     for i in (0..body.ops.len()).rev() {
@@ -134,5 +143,5 @@ pub fn pinned_outputs(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<String>> {
         }
     }
     let set = body.ops.iter().zip(&pinned).filter(|(_, p)| **p).map(|(o, _)| o.key.clone());
-    Arc::new(set.collect())
+    set.collect()
 }

@@ -60,15 +60,15 @@ impl OpSignature {
 /// The layout-relevant signature of an op, or `None` if the op no longer exists.
 #[salsa::tracked(returns(clone))]
 pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
-    // The frame and the op's block, not the whole body: an edit to another op of the
-    // function leaves both as they were, so this is not re-run for every op.
+    // The frame and the op's group, not the whole body: an edit to another op of the
+    // function leaves both as they were, so this is not re-run for every op, and in an
+    // editor it keeps its durability (see `ir::func_op`).
     let func = op.func(db);
     let frame = ir::func_frame(db, func)?;
     let idx = frame.op_index(op.key(db))?;
-    let block = ir::func_block(db, func, (idx / ir::BODY_BLOCK) as u32);
+    let data = ir::func_op(db, func, idx)?;
     let _p = tracing::trace_span!("op_signature", op = %op.key(db)).entered();
-    let data = block.get(idx % ir::BODY_BLOCK)?;
-    Some(Arc::new(signature_of(&frame, data)))
+    Some(Arc::new(signature_of(&frame, &data)))
 }
 
 /// The signature of `data`, an op of the function `frame` describes.

@@ -31,6 +31,7 @@ mod merge;
 mod planning;
 mod problem;
 mod scheduling;
+mod solve_cache;
 
 pub use crate::{
     chain_graph::{
@@ -50,10 +51,13 @@ pub use crate::{
     },
     problem::{ChainCost, Reads, overridden_chain_problem, overridden_solve_chain},
     scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
+    solve_cache::SolveCache,
 };
 
 #[salsa::db]
 pub trait Db: layout::Db {
     /// Op costs kept across revisions (see [`cost::CostCache`]).
     fn cost_cache(&self) -> &cost::CostCache;
+    /// Chain solutions kept across revisions (see [`SolveCache`]).
+    fn solve_cache(&self) -> &SolveCache;
 }

@@ -140,7 +140,7 @@ mod memo {
         let problem = chain_problem(db, chain);
         let target = TargetInput::get(db).target(db);
         let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
-        Arc::new(solver::solve(&problem, db.op_model(), target))
+        db.solve_cache().solve(&problem, db.op_model(), target)
     }
 }
 
@@ -156,7 +156,7 @@ pub fn overridden_solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainSolution>
     let problem = overridden_chain_problem(db, chain);
     let target = TargetInput::get(db).target(db);
     let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
-    Arc::new(solver::solve(&problem, db.op_model(), target))
+    db.solve_cache().solve(&problem, db.op_model(), target)
 }
 
 fn problem_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
