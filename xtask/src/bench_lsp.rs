@@ -1,4 +1,4 @@
-//! `cargo xtask bench-lsp [--ops N] [--seed S] [--kind K] [--edits E] [--server PATH]
+//! `cargo xtask bench-lsp [--ops N] [--seed S] [--kind K] [--edits E] [--opens K] [--server PATH]
 //! [--mlir-lsp-server PATH] [--no-mlir] [--no-write]`: editor latency of `ttnn-analyzer lsp`
 //! against LLVM's `mlir-lsp-server` on one generated file, written to `docs/performance.md`
 //! under `## Language server latency`.
@@ -6,14 +6,18 @@
 //! Both servers run as child processes and are spoken to over stdio, with `Content-Length`
 //! framing, the way an editor does. Per server, in one session on the same file:
 //!
-//! * (a) from scratch: `didOpen` of the whole file, then its first `publishDiagnostics`;
+//! * (a) from scratch: `didOpen` of the whole file, then its first `publishDiagnostics`, in
+//!   `--opens K` fresh server processes (default 3; the median is what the ratios divide);
 //! * (b) a one-op edit: a `didChange` that changes one attribute of one op in the middle of
 //!   the file, then `publishDiagnostics` for the new version;
 //! * (c) hover on that op's name once (b)'s diagnostics are in;
+//! * (e) typing on: the edit undone right after (c), a second change to the same op, to its
+//!   diagnostics (then the edit made again, untimed);
 //! * (d) the edit undone and a hover sent right behind it: `didChange` to the hover answer,
 //!   so the server must take the edit in before it can answer.
 //!
-//! (b) to (d) repeat for `E` ops spread over the middle half of the file. Every time is wall
+//! (b) is the first change to an op since the file was opened; an editor's next keystrokes
+//! in the same op are (e). (b) to (d) repeat for `E` ops spread over the middle half of the file. Every time is wall
 //! clock on this side of the pipes: from just before the first byte of the message is
 //! written to just after the last byte of the answer is read (JSON is encoded before the
 //! clock starts and decoded after it stops).
@@ -54,17 +58,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let flags = Flags::parse(
         "bench-lsp",
         args,
-        &["--ops", "--seed", "--kind", "--edits", "--server", "--mlir-lsp-server"],
+        &["--ops", "--seed", "--kind", "--edits", "--opens", "--server", "--mlir-lsp-server"],
         &["--no-mlir", "--no-write"],
     )?;
     let ops: usize = flags.parsed("--ops", 10_000)?;
     let seed: u64 = flags.parsed("--seed", 1)?;
     let n_edits: usize = flags.parsed("--edits", 10)?;
+    let opens: usize = flags.parsed("--opens", 3)?;
     let kind_name = flags.value("--kind").unwrap_or("mixed");
     let kind = GraphKind::from_name(kind_name)
         .ok_or_else(|| anyhow::format_err!("unknown `--kind` `{kind_name}`"))?;
-    if n_edits == 0 {
-        return Err(anyhow::format_err!("`--edits` must be at least 1"));
+    if n_edits == 0 || opens == 0 {
+        return Err(anyhow::format_err!("`--edits` and `--opens` must be at least 1"));
     }
 
     let machine = machine_description();
@@ -105,7 +110,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     writeln!(out, "ttnn-analyzer: {}", ours_exe.display())?;
     let mut ours_cmd = Command::new(&ours_exe);
     ours_cmd.arg("lsp");
-    let ours = measure("ttnn-analyzer", ours_cmd, &dir, &uri, &text, &edits, &mut out)?;
+    let work = Workload { dir: &dir, uri: &uri, text: &text, edits: &edits, opens };
+    let ours = measure("ttnn-analyzer", ours_cmd, &work, &mut out)?;
     check_no_errors(&ours)?;
 
     let mlir = if flags.switch("--no-mlir") {
@@ -115,8 +121,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             PathBuf::from(flags.value("--mlir-lsp-server").unwrap_or(DEFAULT_MLIR_LSP_SERVER));
         let version = tool_version(&exe);
         writeln!(out, "mlir-lsp-server: {} ({version})", exe.display())?;
-        let m =
-            measure("mlir-lsp-server", Command::new(&exe), &dir, &uri, &text, &edits, &mut out)?;
+        let m = measure("mlir-lsp-server", Command::new(&exe), &work, &mut out)?;
         Some((m, version))
     };
 
@@ -295,23 +300,28 @@ struct Measured {
     name: &'static str,
     /// Whether the server takes incremental `didChange` ranges (else it is sent whole texts).
     incremental: bool,
+    /// (a): the median of `opens`.
     open: Duration,
+    opens: Vec<Duration>,
     open_diags: DiagCount,
     edit: Vec<Duration>,
     edit_diags: Vec<DiagCount>,
     hover: Vec<Duration>,
     edit_then_hover: Vec<Duration>,
+    /// (e): a second change to the op of (b).
+    again: Vec<Duration>,
     /// The first line of the first hover answer, to show what the server says about an op.
     hover_sample: String,
 }
 
-/// The four measured steps, (a) to (d).
+/// The measured steps, (a) to (e).
 #[derive(Debug, Clone, Copy)]
 enum Step {
     Open,
     Edit,
     Hover,
     EditThenHover,
+    Again,
 }
 
 impl Measured {
@@ -322,57 +332,55 @@ impl Measured {
             Step::Edit => Stats::of(&self.edit).median,
             Step::Hover => Stats::of(&self.hover).median,
             Step::EditThenHover => Stats::of(&self.edit_then_hover).median,
+            Step::Again => Stats::of(&self.again).median,
         }
     }
+}
+
+/// What both servers are measured on.
+struct Workload<'a> {
+    /// Where the servers' logs go.
+    dir: &'a Path,
+    uri: &'a str,
+    text: &'a str,
+    edits: &'a [Edit],
+    /// How many fresh servers open the file for (a).
+    opens: usize,
 }
 
 fn measure(
     name: &'static str,
     mut cmd: Command,
-    dir: &Path,
-    uri: &str,
-    text: &str,
-    edits: &[Edit],
+    work: &Workload<'_>,
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<Measured> {
+    let Workload { dir, uri, text, edits, opens } = *work;
     let log = dir.join(format!("{name}.stderr.log"));
-    let mut s = Session::start(name, &mut cmd, &log)?;
-    let init = s.request(
-        "initialize",
-        json!({
-            "processId": std::process::id(),
-            "rootUri": null,
-            "capabilities": {
-                "textDocument": {
-                    "publishDiagnostics": { "versionSupport": true },
-                    "hover": { "contentFormat": ["markdown", "plaintext"] },
-                },
-            },
-        }),
-    )?;
-    let (_, init) = s.wait_response(init)?;
-    let sync = &init["capabilities"]["textDocumentSync"];
-    let incremental = sync.as_u64().or_else(|| sync["change"].as_u64()) == Some(2);
-    s.notify("initialized", json!({}))?;
-
-    let open = s.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "mlir", "version": 1, "text": text } }),
-    )?;
-    let (done, diags) = s.wait_diagnostics(uri, 1)?;
-    s.forget();
+    // (a) in `opens` fresh server processes: one open is a single sample of a long step on a
+    // shared machine, and the ratios divide by it.
+    let mut open_times = Vec::with_capacity(opens);
+    for _ in 1..opens {
+        let (s, _, time, _) = open_session(name, &mut cmd, &log, uri, text)?;
+        writeln!(out, "{name}: from scratch {} ms (a fresh server, closed again)", ms(time))?;
+        open_times.push(time);
+        s.shutdown()?;
+    }
+    let (mut s, incremental, time, diags) = open_session(name, &mut cmd, &log, uri, text)?;
+    open_times.push(time);
     let mut m = Measured {
         name,
         incremental,
-        open: done - open,
+        open: Stats::of(&open_times).median,
+        opens: open_times,
         open_diags: DiagCount::of(&diags),
         edit: Vec::new(),
         edit_diags: Vec::new(),
         hover: Vec::new(),
         edit_then_hover: Vec::new(),
+        again: Vec::new(),
         hover_sample: String::new(),
     };
-    writeln!(out, "{name}: from scratch {} ms", ms(m.open))?;
+    writeln!(out, "{name}: from scratch {} ms", ms(time))?;
 
     let mut current = text.to_owned();
     let mut version = 1;
@@ -401,6 +409,25 @@ fn measure(
             m.hover_sample = hover_first_line(&answer);
         }
 
+        // (e) typing on: a second change to the same op (the edit undone), to diagnostics.
+        version += 1;
+        e.apply(&mut current, true)?;
+        let sent = s.notify(
+            "textDocument/didChange",
+            did_change(uri, version, e, true, incremental, &current),
+        )?;
+        let (done, _) = s.wait_diagnostics(uri, version)?;
+        m.again.push(done - sent);
+        // Untimed: the edit made again, for (d) to undo.
+        version += 1;
+        e.apply(&mut current, false)?;
+        s.notify(
+            "textDocument/didChange",
+            did_change(uri, version, e, false, incremental, &current),
+        )?;
+        s.wait_diagnostics(uri, version)?;
+        s.forget();
+
         // (d) undo the edit and hover at once: the answer needs the new text analysed.
         version += 1;
         e.apply(&mut current, true)?;
@@ -416,15 +443,52 @@ fn measure(
         s.forget();
         writeln!(
             out,
-            "{name}: {}: edit {} ms, hover {} ms, edit then hover {} ms",
+            "{name}: {}: edit {} ms, hover {} ms, again {} ms, edit then hover {} ms",
             e.op,
             ms(*m.edit.last().unwrap_or(&Duration::ZERO)),
             ms(*m.hover.last().unwrap_or(&Duration::ZERO)),
+            ms(*m.again.last().unwrap_or(&Duration::ZERO)),
             ms(*m.edit_then_hover.last().unwrap_or(&Duration::ZERO)),
         )?;
     }
     s.shutdown()?;
     Ok(m)
+}
+
+/// Starts a server, initializes it and opens `text`: the session, whether it syncs
+/// incrementally, the time from `didOpen` to the first diagnostics, and those diagnostics.
+fn open_session(
+    name: &'static str,
+    cmd: &mut Command,
+    log: &Path,
+    uri: &str,
+    text: &str,
+) -> anyhow::Result<(Session, bool, Duration, Value)> {
+    let mut s = Session::start(name, cmd, log)?;
+    let init = s.request(
+        "initialize",
+        json!({
+            "processId": std::process::id(),
+            "rootUri": null,
+            "capabilities": {
+                "textDocument": {
+                    "publishDiagnostics": { "versionSupport": true },
+                    "hover": { "contentFormat": ["markdown", "plaintext"] },
+                },
+            },
+        }),
+    )?;
+    let (_, init) = s.wait_response(init)?;
+    let sync = &init["capabilities"]["textDocumentSync"];
+    let incremental = sync.as_u64().or_else(|| sync["change"].as_u64()) == Some(2);
+    s.notify("initialized", json!({}))?;
+    let open = s.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "mlir", "version": 1, "text": text } }),
+    )?;
+    let (done, diags) = s.wait_diagnostics(uri, 1)?;
+    s.forget();
+    Ok((s, incremental, done - open, diags))
 }
 
 fn did_change(
@@ -790,9 +854,19 @@ impl Report<'_> {
             let cells: Vec<String> = servers.iter().map(|m| cell(m)).collect();
             let _ = writeln!(s, "| {what} | {} |", cells.join(" | "));
         };
-        row(&mut s, "(a) from scratch: `didOpen` → diagnostics", &|m| ms(m.open));
+        let opens = self.ours.opens.len();
+        row(
+            &mut s,
+            &format!("(a) from scratch: `didOpen` → diagnostics (median of {opens} fresh servers)"),
+            &|m| Stats::of(&m.opens).cell(),
+        );
         row(&mut s, "(b) one-op edit: `didChange` → diagnostics", &|m| Stats::of(&m.edit).cell());
         row(&mut s, "(c) hover on the edited op, after (b)", &|m| Stats::of(&m.hover).cell());
+        row(
+            &mut s,
+            "(e) typing on: a second edit to the op of (b) (its undo) → diagnostics",
+            &|m| Stats::of(&m.again).cell(),
+        );
         row(&mut s, "(d) undo the edit and hover at once: `didChange` → hover", &|m| {
             Stats::of(&m.edit_then_hover).cell()
         });
@@ -816,6 +890,7 @@ impl Report<'_> {
         let steps = [
             ("(a) from scratch / (b) one-op edit", Step::Edit, true),
             ("(a) from scratch / (c) hover", Step::Hover, true),
+            ("(a) from scratch / (e) a second edit to the same op", Step::Again, true),
             ("(a) from scratch / (d) undo and hover at once", Step::EditThenHover, false),
         ];
         for (what, step, has_target) in steps {
@@ -857,6 +932,7 @@ impl Report<'_> {
             ("(a) from scratch", Step::Open),
             ("(b) one-op edit → diagnostics", Step::Edit),
             ("(c) hover after (b)", Step::Hover),
+            ("(e) a second edit to the same op → diagnostics", Step::Again),
             ("(d) undo and hover at once", Step::EditThenHover),
         ];
         for (what, step) in per_step {
@@ -902,7 +978,7 @@ impl Report<'_> {
         );
         let _ = writeln!(
             s,
-            "Each edit is undone before the next, so every edit starts from the generated text; (d) sends the hover right behind the undo."
+            "Each edit is undone before the next, so every edit starts from the generated text: (e) undoes it right after (c), as a user typing on in the same op would change it again, then the edit is made again (untimed) and (d) undoes it with the hover sent right behind the undo. (b) is the first change to its op since the file was opened: in ttnn-analyzer it lowers the durability of the op's group of 32 (see `## Language server latency: where an edit's time goes`), and (e) shows what the keystrokes after it cost."
         );
         let _ = writeln!(
             s,

@@ -50,7 +50,7 @@ pub use crate::{
         plan_parts_chunk,
     },
     problem::{ChainCost, Reads, overridden_chain_problem, overridden_solve_chain},
-    scheduling::{Schedule, TopoOp, Topology, Use, func_topology, schedule},
+    scheduling::{OpFlow, Schedule, TopoOp, Topology, Use, flow_block, func_topology, schedule},
     solve_cache::SolveCache,
 };
 

@@ -39,29 +39,38 @@ pub struct Topology {
     pub ops: Vec<TopoOp>,
 }
 
+/// A function's [`Topology`], from its frame and the data flow of each block of ops.
+///
+/// The blocks ([`flow_block`]) are a firewall: an edit to one op's attributes or types
+/// re-runs its block's flow, which stays equal, and this is not re-run (it allocates two
+/// lists per op of the function).
 #[salsa::tracked(returns(clone))]
 pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
-    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    // It reads every block, so the first edit in an editor would lower its durability, and
+    // salsa re-runs whatever read a value whose durability dropped, the schedule, the
+    // chains and every chunk after them: it starts at the lowest (see
+    // `LowDurabilityAnchor`). Re-validating it is one edge per block.
+    base_db::LowDurabilityAnchor::get(db).unit(db);
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
     let _p = tracing::debug_span!("func_topology", func = %func.name(db)).entered();
-    let mut ops: Vec<TopoOp> = body
-        .ops
-        .iter()
-        .map(|o| TopoOp {
+    let n = frame.n_ops;
+    let blocks: Vec<Arc<[OpFlow]>> =
+        (0..n.div_ceil(ir::BODY_BLOCK)).map(|j| flow_block(db, func, j as u32)).collect();
+    let flows = || blocks.iter().flat_map(|b| b.iter());
+    let mut ops: Vec<TopoOp> = flows()
+        .map(|f| TopoOp {
             deps: Vec::new(),
             users: Vec::new(),
             num_uses: 0,
             returned: false,
-            schedulable: !matches!(o.name.as_str(), "ttnn.get_device" | "ttnn.empty")
-                && !matches!(o.form, ir::OpForm::Opaque | ir::OpForm::Other),
-            to_layout: o.name == "ttnn.to_layout",
+            schedulable: f.schedulable,
+            to_layout: f.to_layout,
         })
         .collect();
-    for (i, o) in body.ops.iter().enumerate() {
-        for (k, v) in o.operands.iter().enumerate() {
-            if let ValueRef::Result { op, .. } = *v
-                && let Some(p) = ops.get_mut(op as usize)
-            {
-                p.users.push(Use { user: i as u32, operand: k as u32 });
+    for (i, f) in flows().enumerate() {
+        for &(op, k) in &f.operands {
+            if let Some(p) = ops.get_mut(op as usize) {
+                p.users.push(Use { user: i as u32, operand: k });
                 p.num_uses += 1;
                 if !ops[i].deps.contains(&op) {
                     ops[i].deps.push(op);
@@ -69,7 +78,7 @@ pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
             }
         }
     }
-    for v in &body.returns {
+    for v in &frame.returns {
         if let ValueRef::Result { op, .. } = *v
             && let Some(p) = ops.get_mut(op as usize)
         {
@@ -78,6 +87,37 @@ pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
         }
     }
     Arc::new(Topology { ops })
+}
+
+/// What the topology reads of one op: the producers of its operands and two flags.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OpFlow {
+    /// Per operand that is an op's result: (producer index, operand index).
+    pub operands: Vec<(u32, u32)>,
+    pub schedulable: bool,
+    pub to_layout: bool,
+}
+
+/// [`OpFlow`] of each op of block `j` of a function's body.
+#[salsa::tracked(returns(clone))]
+pub fn flow_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpFlow]> {
+    ir::func_block(db, func, j)
+        .iter()
+        .map(|o| OpFlow {
+            operands: o
+                .operands
+                .iter()
+                .enumerate()
+                .filter_map(|(k, v)| match *v {
+                    ValueRef::Result { op, .. } => Some((op, k as u32)),
+                    _ => None,
+                })
+                .collect(),
+            schedulable: !matches!(o.name.as_str(), "ttnn.get_device" | "ttnn.empty")
+                && !matches!(o.form, ir::OpForm::Opaque | ir::OpForm::Other),
+            to_layout: o.name == "ttnn.to_layout",
+        })
+        .collect()
 }
 
 /// The scheduled order of a function's schedulable ops (indices into its body).
