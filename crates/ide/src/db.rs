@@ -19,6 +19,10 @@ pub struct RootDatabase {
     executed: Arc<Mutex<Vec<DatabaseKeyIndex>>>,
     /// Whether `executed` records; a host that never drains it turns it off.
     log_executed: Arc<AtomicBool>,
+    /// Memos re-validated without executing (deeply or by durability), in order, while
+    /// `log_validated` is on (off by default: tests turn it on to see what an edit walks).
+    validated: Arc<Mutex<Vec<DatabaseKeyIndex>>>,
+    log_validated: Arc<AtomicBool>,
     /// The op model, shared by all snapshots: pure and value-keyed.
     op_model: Arc<SharedOpModel>,
     /// Op costs, shared by all snapshots likewise.
@@ -45,16 +49,29 @@ impl RootDatabase {
     pub fn new(log: bool) -> RootDatabase {
         let executed: Arc<Mutex<Vec<DatabaseKeyIndex>>> = Arc::default();
         let log_executed = Arc::new(AtomicBool::new(log));
+        let validated: Arc<Mutex<Vec<DatabaseKeyIndex>>> = Arc::default();
+        let log_validated = Arc::new(AtomicBool::new(false));
         let storage = if log {
             let log = Arc::clone(&executed);
             let enabled = Arc::clone(&log_executed);
-            salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
-                if let salsa::EventKind::WillExecute { database_key } = event.kind
-                    && enabled.load(Ordering::Relaxed)
-                    && let Ok(mut log) = log.lock()
-                {
-                    log.push(database_key);
+            let checked = Arc::clone(&validated);
+            let checking = Arc::clone(&log_validated);
+            salsa::Storage::new(Some(Box::new(move |event: salsa::Event| match event.kind {
+                salsa::EventKind::WillExecute { database_key } => {
+                    if enabled.load(Ordering::Relaxed)
+                        && let Ok(mut log) = log.lock()
+                    {
+                        log.push(database_key);
+                    }
                 }
+                salsa::EventKind::DidValidateMemoizedValue { database_key } => {
+                    if checking.load(Ordering::Relaxed)
+                        && let Ok(mut log) = checked.lock()
+                    {
+                        log.push(database_key);
+                    }
+                }
+                _ => {}
             })))
         } else {
             salsa::Storage::new(None)
@@ -63,6 +80,8 @@ impl RootDatabase {
             storage,
             executed,
             log_executed,
+            validated,
+            log_validated,
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
             cost_cache: Arc::default(),
             solve_cache: Arc::default(),
@@ -142,6 +161,29 @@ impl RootDatabase {
         if !on && let Ok(mut log) = self.executed.lock() {
             *log = Vec::new();
         }
+    }
+
+    /// Turns the log of re-validated memos on or off (see [`RootDatabase::validated`]);
+    /// off, it is emptied. Needs a database made with a log.
+    pub(crate) fn set_log_validated(&self, on: bool) {
+        self.log_validated.store(on, Ordering::Relaxed);
+        if !on && let Ok(mut log) = self.validated.lock() {
+            *log = Vec::new();
+        }
+    }
+
+    /// Drains the log of re-validated memos into counts per query name.
+    pub(crate) fn take_validated_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        let keys = match self.validated.lock() {
+            Ok(mut log) => std::mem::take(&mut *log),
+            Err(_) => Vec::new(),
+        };
+        let mut counts = std::collections::BTreeMap::new();
+        for k in &keys {
+            let name = self.ingredient_debug_name(k.ingredient_index());
+            *counts.entry(name.into_owned()).or_insert(0) += 1;
+        }
+        counts
     }
 
     /// Drains the execution log, as query names (`func_body`, `legal_op_layouts`, ...).

@@ -342,6 +342,18 @@ impl AnalysisHost {
         self.db.set_log_executed(on);
     }
 
+    /// Turns on (or off, emptying it) a log of the memos salsa re-validates without running
+    /// them, on a host created with a query log: what an edit costs beyond what it re-runs.
+    pub fn set_validation_log(&mut self, on: bool) {
+        self.db.set_log_validated(on);
+    }
+
+    /// Drains the validation log (see [`AnalysisHost::set_validation_log`]) as counts per
+    /// query name.
+    pub fn take_validated_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.db.take_validated_counts()
+    }
+
     /// Applies a change. Returns the paths whose text changed.
     pub fn apply_change(&mut self, change: Change) -> Vec<String> {
         let _p = tracing::info_span!("apply_change").entered();

@@ -685,3 +685,95 @@ fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
         plan_chunk 1"#]]
     .assert_eq(&format!("foreign reads at first: {first}\n{text}"));
 }
+
+#[test]
+fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
+    // An editor writes the lowered ops in groups of 32 at `MEDIUM` durability and the group
+    // an edit changes at `LOW` (`ir`'s `inputs` module). The first edit inside relu 1100 is
+    // a `MEDIUM` change, so every per-op and per-chain memo is checked again; from the
+    // second edit in the same op on, salsa walks the dependencies of those of its group and
+    // of the ones that read the whole function, and passes the others on their durability
+    // alone. The log counts both kinds of check: every chunk reads `op_signature` and
+    // `chain_part` for all its ops and chains, so those counts stay; `chain_problem` and
+    // `solve_chain` are read only by `chain_part`, so theirs count the chains whose
+    // dependencies were walked: the 32 of relu 1100's group.
+    let text = relus(|_| "%a".to_owned());
+    let mut host = with_file(
+        AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
+        text.clone(),
+    );
+    let file = host.file(FILE).expect("file is open");
+    let diagnose = |host: &AnalysisHost| {
+        let analysis = host.analysis();
+        let _ = analysis.diagnostics(file).expect("not cancelled");
+        let _ = analysis.findings(file).expect("not cancelled");
+    };
+    diagnose(&host);
+    host.set_validation_log(true);
+    host.apply_change(note_on_relu_1100(&text));
+    diagnose(&host);
+    let first = host.take_validated_counts();
+    let note = text.find("%1100 = \"ttnn.relu\"(%a)").expect("fixture has %1100") as u32;
+    let value = note + "%1100 = \"ttnn.relu\"(%a) {note = ".len() as u32;
+    let _ = host.take_executed_queries();
+    host.apply_change(Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(value, value + 1), text: "2".to_owned() }],
+    ));
+    diagnose(&host);
+    let second = host.take_validated_counts();
+    let per_op = ["op_signature", "legality_of", "chain_problem", "solve_chain", "chain_part"];
+    let mut out: Vec<String> = per_op
+        .iter()
+        .map(|q| {
+            let n = |c: &std::collections::BTreeMap<String, u64>| c.get(*q).copied().unwrap_or(0);
+            format!("{q} re-validated: first edit {}, second edit {}", n(&first), n(&second))
+        })
+        .collect();
+    out.push(format!("executed after the second edit:\n{}", executed_counts(&host, &[""])));
+    expect![[r#"
+        op_signature re-validated: first edit 1168, second edit 1168
+        legality_of re-validated: first edit 1, second edit 1
+        chain_problem re-validated: first edit 1168, second edit 32
+        solve_chain re-validated: first edit 1168, second edit 32
+        chain_part re-validated: first edit 1168, second edit 1200
+        executed after the second edit:
+        base_plans_block 1
+        chain_facts_block 1
+        file_funcs 1
+        flow_block 1
+        func_block 1
+        func_body 1
+        func_source_map 1
+        lower_file 1
+        op_signature 32
+        plan_chunk 2
+        written_checks_block 1"#]]
+    .assert_eq(&out.join("\n"));
+}
+
+#[test]
+fn changing_the_target_plans_as_a_fresh_host_for_that_target_does() {
+    // What depends on the target outside the queries' own reads is re-made when it changes:
+    // the pinned ops the host writes into each function's input, and the solutions the
+    // solve cache keeps (keyed by problem, for one target).
+    // 1024x1024: 32x32 tiles, more than an n150's 8x8 worker grid can give one each.
+    let text = relus(|i| if i % 3 == 0 { "%a".to_owned() } else { format!("%{}", i - 1) })
+        .replace("256x256", "1024x1024")
+        .replace("memref<8x8x", "memref<32x32x");
+    let final_ir = |host: &AnalysisHost| {
+        let file = host.file(FILE).expect("file is open");
+        host.analysis().final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled")
+    };
+    let mut switched = with_file(
+        AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
+        text.clone(),
+    );
+    let on_n150 = final_ir(&switched);
+    switched.apply_change(Change::new().set_target(target::Target::p150()));
+    let fresh =
+        with_file(AnalysisHost::new(target::Target::p150(), Options::tt_mlir_defaults()), text);
+    let on_p150 = final_ir(&fresh);
+    assert_ne!(on_n150, on_p150, "the fixture plans differently on the two targets");
+    assert_eq!(final_ir(&switched), on_p150);
+}
