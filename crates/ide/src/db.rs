@@ -29,6 +29,8 @@ pub struct RootDatabase {
     cost_cache: Arc<cost::CostCache>,
     /// Chain solutions by problem, shared likewise.
     solve_cache: Arc<plan::SolveCache>,
+    /// Spliced chunk texts of the last rewrite, shared likewise.
+    splice_cache: Arc<rewrite::SpliceCache>,
     /// The last lowering of each file, for re-lowering one edited op.
     lowering_cache: Arc<ir::LoweringCache>,
     /// See [`layout::Db::memo_style`].
@@ -85,6 +87,7 @@ impl RootDatabase {
             op_model: Arc::new(CachedOpModel::new(AnalyticalModel)),
             cost_cache: Arc::default(),
             solve_cache: Arc::default(),
+            splice_cache: Arc::default(),
             lowering_cache: Arc::default(),
             memo_style: layout::MemoStyle::Editor,
         }
@@ -134,7 +137,11 @@ impl plan::Db for RootDatabase {
 }
 
 #[salsa::db]
-impl rewrite::Db for RootDatabase {}
+impl rewrite::Db for RootDatabase {
+    fn splice_cache(&self) -> &rewrite::SpliceCache {
+        &self.splice_cache
+    }
+}
 
 /// Queries keyed by one `OpId`.
 const OP_QUERIES: &[&str] = &["op_signature", "base_legality", "overridden_legality"];

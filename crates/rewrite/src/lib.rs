@@ -32,7 +32,35 @@ use syntax::{Parse, PrintHook, ast, range_text};
 use ttnn_types::{BufferType, TtnnLayout};
 
 #[salsa::db]
-pub trait Db: plan::Db {}
+pub trait Db: plan::Db {
+    /// Chunk texts with their aliases filled in, kept from the last rewrite (see
+    /// [`SpliceCache`]).
+    fn splice_cache(&self) -> &SpliceCache;
+}
+
+/// The last rewrite's text of each plan chunk with its layout aliases filled in, by function,
+/// policy and chunk: filling in the aliases of a 10k-op function walks about 100k gaps (a
+/// tenth of a tuning candidate on a transformer graph), and after one override all but a
+/// chunk or two are filled with the same names as before. A value the rewrite computes
+/// anyway, reused only when the chunk's text is the same allocation (held here, so its
+/// address is not reused) and every alias name is equal.
+#[derive(Default)]
+pub struct SpliceCache {
+    map: std::sync::Mutex<FxHashMap<(FuncId, Policy, u32), Spliced>>,
+}
+
+impl std::fmt::Debug for SpliceCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpliceCache").finish_non_exhaustive()
+    }
+}
+
+/// One chunk's text, the alias names filled into it, and the result.
+struct Spliced {
+    text: Arc<chunk::ChunkText>,
+    names: Vec<String>,
+    out: String,
+}
 
 /// The optimized text of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -399,9 +427,24 @@ impl Rewriter<'_> {
         out.reserve(sig.len() + spliced + term.len() + loc.len() + outer.len() + 8);
         out.push_str(&sig);
         out.push_str(" {\n");
-        for (c, names) in &pieces {
-            splice(out, c, names);
-            self.out.conversions += c.conversions as usize;
+        {
+            let mut cache =
+                db.splice_cache().map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (k, (c, names)) in pieces.into_iter().enumerate() {
+                self.out.conversions += c.conversions as usize;
+                let key = (func, self.policy, k as u32);
+                if let Some(hit) = cache.get(&key)
+                    && Arc::ptr_eq(&hit.text, &c)
+                    && hit.names == names
+                {
+                    out.push_str(&hit.out);
+                    continue;
+                }
+                let start = out.len();
+                splice(out, &c, &names);
+                let spliced = out[start..].to_owned();
+                cache.insert(key, Spliced { text: c, names, out: spliced });
+            }
         }
         out.push_str(&term);
         let _ = writeln!(out, "{outer}}}{loc}");
