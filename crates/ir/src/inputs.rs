@@ -106,15 +106,16 @@ pub fn sync_file_inputs(
     for f in &lowered.funcs {
         let id = FuncId::new(db, file, f.chunk, f.name.clone(), f.dup);
         seen.insert(id);
-        let groups: Vec<Arc<[Arc<OpData>]>> = f.body.ops.chunks(OP_GROUP).map(Arc::from).collect();
         let pinned = pinned_of(&f.body);
         match by_func.get(&id) {
-            Some(&input) => update(db, input, f, groups, pinned, durability),
+            Some(&input) => update(db, input, f, pinned, durability),
             None => {
                 let cold = durability.cold;
-                let groups: Arc<[OpGroup]> = groups
-                    .into_iter()
-                    .map(|ops| OpGroup::builder(ops).durability(cold).new(db))
+                let groups: Arc<[OpGroup]> = f
+                    .body
+                    .ops
+                    .chunks(OP_GROUP)
+                    .map(|ops| OpGroup::builder(Arc::from(ops)).durability(cold).new(db))
                     .collect();
                 let frame = Some(Arc::new(FuncFrame::of(&f.body)));
                 let loc_names = Arc::clone(&f.loc_names);
@@ -155,7 +156,6 @@ fn update(
     db: &mut dyn Db,
     input: FuncInput,
     f: &LoweredFunc,
-    groups: Vec<Arc<[Arc<OpData>]>>,
     pinned: BTreeSet<String>,
     durability: InputDurability,
 ) {
@@ -171,18 +171,20 @@ fn update(
     let hot = if structural { durability.cold } else { durability.hot };
     let old = Arc::clone(input.groups(db));
     let mut list: Vec<OpGroup> = old.to_vec();
-    let len = groups.len().max(old.len());
-    let mut groups = groups.into_iter();
+    let len = body.ops.len().div_ceil(OP_GROUP).max(old.len());
     for j in 0..len {
         // Groups past the body's end are kept, empty (see `FuncInput::groups`).
-        let ops = groups.next().unwrap_or_else(|| Arc::from([]));
+        let lo = (j * OP_GROUP).min(body.ops.len());
+        let ops = &body.ops[lo..(lo + OP_GROUP).min(body.ops.len())];
         match old.get(j) {
+            // Compared in place: after an edit inside one op, every group but one is equal,
+            // and copying them to compare would touch every op's count.
             Some(&b) => {
-                if !same_ops(b.ops(db), &ops) {
-                    b.set_ops(db).with_durability(hot).to(ops);
+                if !same_ops(b.ops(db), ops) {
+                    b.set_ops(db).with_durability(hot).to(Arc::from(ops));
                 }
             }
-            None => list.push(OpGroup::builder(ops).durability(durability.cold).new(db)),
+            None => list.push(OpGroup::builder(Arc::from(ops)).durability(durability.cold).new(db)),
         }
     }
     if list.len() != old.len() {
