@@ -24,9 +24,9 @@ use ttnn_types::DataType;
 
 pub use crate::{
     op_layouts::{
-        ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, OpLegality, OverrideUse,
-        WrittenCheck, base_legality, full_override_layout, legal_op_configs, legal_op_layouts,
-        op_legality, overridden_legality, query_for, written_checks_block,
+        ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, LegalitySig, OpLegality,
+        OverrideUse, WrittenCheck, base_legality, full_override_layout, legal_op_configs,
+        legal_op_layouts, op_legality, overridden_legality, query_for, written_checks_block,
     },
     overrides::{
         OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,

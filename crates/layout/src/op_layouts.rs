@@ -190,7 +190,7 @@ pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
     match db.memo_style() {
         MemoStyle::Editor => {
             let Some((sig, pinned)) = signature_and_pin(db, op) else { return Arc::default() };
-            legality_of(db, LegalityKey::new(db, sig, pinned))
+            legality_of(db, LegalityKey::new(db, LegalitySig(sig), pinned))
         }
         MemoStyle::Tuning => memo::base_legality(db, op),
     }
@@ -209,13 +209,50 @@ mod memo {
 }
 
 /// What an op's legality without overrides depends on besides the options and the target:
-/// its signature, and whether its output is pinned where it is written.
+/// its signature without where its operands come from, and whether its output is pinned
+/// where it is written.
 #[salsa::interned(debug, unsafe(no_lifetime), revisions = usize::MAX)]
 pub struct LegalityKey {
     #[returns(ref)]
-    pub sig: Arc<OpSignature>,
+    pub sig: LegalitySig,
     #[returns(copy)]
     pub pinned: bool,
+}
+
+/// An op's signature as its legality reads it: compared and hashed without its operands'
+/// sources, which name the producing ops and so differ between any two ops, while legality
+/// reads the operands' types alone. Ops of the same kind, types and config then share one
+/// [`legality_of`] memo: a 10k-op graph repeats a few hundred of them, so the memos salsa
+/// walks after a change at their durability (and the legality computed when a file opens)
+/// are that many rather than one per op.
+#[derive(Debug, Clone)]
+pub struct LegalitySig(pub Arc<OpSignature>);
+
+impl PartialEq for LegalitySig {
+    fn eq(&self, other: &LegalitySig) -> bool {
+        let (a, b) = (&*self.0, &*other.0);
+        Arc::ptr_eq(&self.0, &other.0)
+            || (a.kind == b.kind
+                && a.results == b.results
+                && a.config == b.config
+                && a.operands.len() == b.operands.len()
+                && a.operands.iter().zip(&b.operands).all(|(x, y)| x.ty == y.ty))
+    }
+}
+
+impl Eq for LegalitySig {}
+
+impl std::hash::Hash for LegalitySig {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let s = &*self.0;
+        s.kind.hash(state);
+        s.results.hash(state);
+        s.config.hash(state);
+        s.operands.len().hash(state);
+        for o in &s.operands {
+            o.ty.hash(state);
+        }
+    }
 }
 
 /// The legality of an op with this signature and no overrides.
@@ -223,12 +260,12 @@ pub struct LegalityKey {
 /// Keyed by content rather than by op: the memo reads no file, so an editor (files `LOW`,
 /// options `MEDIUM`) re-validates it in O(1) after a keystroke instead of walking its
 /// dependencies, which for one memo per op of a 10k-op file was about 10M instructions per
-/// keystroke. Ops with equal signatures share it. The keys are never collected (reading a
-/// collectable one would make the memo `LOW` again): an edit that changes an op's signature
-/// leaves the old one's memo behind.
+/// keystroke. Ops with equal signatures (operand sources aside) share it. The keys are
+/// never collected (reading a collectable one would make the memo `LOW` again): an edit
+/// that changes an op's signature leaves the old one's memo behind.
 #[salsa::tracked(returns(clone))]
 pub fn legality_of(db: &dyn Db, key: LegalityKey) -> Arc<OpLegality> {
-    legality(db, key.sig(db), key.pinned(db), None)
+    legality(db, &key.sig(db).0, key.pinned(db), None)
 }
 
 /// The legality of an op under its overrides.
