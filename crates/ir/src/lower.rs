@@ -103,8 +103,18 @@ pub fn relower_edit(
     let aliases = Aliases::collect(chunk, &mut alias_diags);
     let mut cx = Lower::new(text, parse, &aliases, sm.chunk);
     // Same names as before (the key says so), so the same definitions and duplicate
-    // reports as the old lowering has.
-    let defs = cx.func_defs(f, Some(region), &ops);
+    // reports as the old lowering has. Only the names the op's text mentions (a superset
+    // of the values it uses) go into the table: hashing every name of a 10k-op function
+    // was half of re-lowering one op.
+    let first = parse.tokens.partition_point(|t| t.range.start < o.range.start);
+    // A handful of names: a scan compares lengths first, cheaper than hashing every name.
+    let mentioned: Vec<&str> = parse.tokens[first..]
+        .iter()
+        .take_while(|t| t.range.start < o.range.end)
+        .filter(|t| t.kind == syntax::TokenKind::ValueId)
+        .filter_map(|t| text.get(t.range.start as usize..t.range.end as usize))
+        .collect();
+    let defs = cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name));
     cx.diags.clear();
     let mut op_sm = FuncSourceMap::default();
     let data = cx.op(o, key, i as u32, &defs, &func.body, &mut op_sm);
@@ -826,9 +836,22 @@ impl<'a> Lower<'a> {
         region: Option<&'a ast::Region>,
         ops: &[&'a ast::Op],
     ) -> FxHashMap<&'a str, Def> {
+        self.func_defs_of(f, region, ops, &|_| true)
+    }
+
+    /// [`Lower::func_defs`] restricted to the names `keep` accepts: the same definitions of
+    /// those names (the same order, so the same one wins), without hashing the others in.
+    fn func_defs_of(
+        &mut self,
+        f: &'a ast::FuncOp,
+        region: Option<&'a ast::Region>,
+        ops: &[&'a ast::Op],
+        keep: &dyn Fn(&str) -> bool,
+    ) -> FxHashMap<&'a str, Def> {
         let mut defs: FxHashMap<&'a str, Def> = FxHashMap::default();
         for (i, a) in f.args.iter().enumerate() {
             if let Some(n) = &a.name
+                && keep(&n.text)
                 && defs.insert(&n.text, Def { value: ValueRef::Arg(i as u32), count: 1 }).is_some()
             {
                 self.diags.push(error(
@@ -842,7 +865,7 @@ impl<'a> Lower<'a> {
         // block).
         for block in region.iter().flat_map(|r| &r.blocks) {
             if let Some(label) = &block.label {
-                for a in &label.args {
+                for a in label.args.iter().filter(|a| keep(&a.name.text)) {
                     defs.entry(a.name.text.as_str())
                         .or_insert(Def { value: ValueRef::Unknown, count: 1 });
                 }
@@ -854,7 +877,9 @@ impl<'a> Lower<'a> {
             let mut index = 0u32;
             for r in &o.results {
                 let value = ValueRef::Result { op: i as u32, index };
-                if defs.insert(&r.name.text, Def { value, count: r.count }).is_some() {
+                if keep(&r.name.text)
+                    && defs.insert(&r.name.text, Def { value, count: r.count }).is_some()
+                {
                     self.diags.push(error(
                         r.name.range,
                         "duplicate-value",
@@ -863,7 +888,7 @@ impl<'a> Lower<'a> {
                 }
                 index += r.count;
             }
-            self.define_nested(o, &mut defs);
+            self.define_nested(o, &mut defs, keep);
         }
         defs
     }
@@ -892,7 +917,12 @@ impl<'a> Lower<'a> {
     }
 
     /// Values defined inside an op's regions are visible there; record them as untracked.
-    fn define_nested(&mut self, o: &'a ast::Op, defs: &mut FxHashMap<&'a str, Def>) {
+    fn define_nested(
+        &mut self,
+        o: &'a ast::Op,
+        defs: &mut FxHashMap<&'a str, Def>,
+        keep: &dyn Fn(&str) -> bool,
+    ) {
         let regions: &[ast::Region] = match &o.body {
             ast::OpBody::Generic(g) => &g.regions,
             _ => return,
@@ -900,17 +930,17 @@ impl<'a> Lower<'a> {
         for r in regions {
             for b in &r.blocks {
                 if let Some(label) = &b.label {
-                    for a in &label.args {
+                    for a in label.args.iter().filter(|a| keep(&a.name.text)) {
                         defs.entry(a.name.text.as_str())
                             .or_insert(Def { value: ValueRef::Unknown, count: 1 });
                     }
                 }
                 for nested in &b.ops {
-                    for res in &nested.results {
+                    for res in nested.results.iter().filter(|r| keep(&r.name.text)) {
                         defs.entry(res.name.text.as_str())
                             .or_insert(Def { value: ValueRef::Unknown, count: res.count });
                     }
-                    self.define_nested(nested, defs);
+                    self.define_nested(nested, defs, keep);
                 }
             }
         }
