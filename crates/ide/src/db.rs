@@ -144,7 +144,7 @@ impl rewrite::Db for RootDatabase {
 }
 
 /// Queries keyed by one `OpId`.
-const OP_QUERIES: &[&str] = &["op_signature", "base_legality", "overridden_legality"];
+const OP_QUERIES: &[&str] = &["base_legality", "overridden_legality"];
 /// Queries keyed by one `FuncId`.
 const FUNC_QUERIES: &[&str] = &[
     "func_body",

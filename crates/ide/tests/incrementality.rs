@@ -117,11 +117,8 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            group_signatures
             lower_file
-            op_signature(@main:%0)
-            op_signature(@main:%1)
-            op_signature(@main:%2)
-            op_signature(@main:%3)
             scalar_types(@main)
         "#]],
     );
@@ -137,12 +134,9 @@ fn editing_one_result_type_reruns_only_that_op() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            group_signatures
             legality_of
             lower_file
-            op_signature(@main:%0)
-            op_signature(@main:%1)
-            op_signature(@main:%2)
-            op_signature(@main:%3)
             scalar_types(@main)
         "#]],
     );
@@ -217,13 +211,9 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             file_funcs
             func_body(@main)
             func_ops(@main)
+            group_signatures
             legality_of
             lower_file
-            op_signature(@main:%0)
-            op_signature(@main:%1)
-            op_signature(@main:%2)
-            op_signature(@main:%3)
-            op_signature(@main:%new)
             overrides_block
             scalar_types(@main)
         "#]],
@@ -552,7 +542,6 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         chunk_cost 1
         chunk_incoming 1
         func_block 1
-        op_signature 32
         plan_chunk 2
         plan_for 1
         plan_parts_chunk 1"#]]
@@ -693,7 +682,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     // a `MEDIUM` change, so every per-op and per-chain memo is checked again; from the
     // second edit in the same op on, salsa walks the dependencies of those of its group and
     // of the ones that read the whole function, and passes the others on their durability
-    // alone. The log counts both kinds of check: every chunk reads `op_signature` and
+    // alone. The log counts both kinds of check: every chunk reads `group_signatures` and
     // `chain_part` for all its ops and chains, so those counts stay; `chain_problem` and
     // `solve_chain` are read only by `chain_part`, so theirs count the chains whose
     // dependencies were walked: the 32 of relu 1100's group.
@@ -722,7 +711,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     ));
     diagnose(&host);
     let second = host.take_validated_counts();
-    let per_op = ["op_signature", "legality_of", "chain_problem", "solve_chain", "chain_part"];
+    let per_op = ["group_signatures", "legality_of", "chain_problem", "solve_chain", "chain_part"];
     let mut out: Vec<String> = per_op
         .iter()
         .map(|q| {
@@ -732,7 +721,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         .collect();
     out.push(format!("executed after the second edit:\n{}", executed_counts(&host, &[""])));
     expect![[r#"
-        op_signature re-validated: first edit 1168, second edit 1168
+        group_signatures re-validated: first edit 37, second edit 37
         legality_of re-validated: first edit 1, second edit 1
         chain_problem re-validated: first edit 1168, second edit 32
         solve_chain re-validated: first edit 1168, second edit 32
@@ -745,8 +734,8 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         func_block 1
         func_body 1
         func_source_map 1
+        group_signatures 1
         lower_file 1
-        op_signature 32
         plan_chunk 2
         written_checks_block 1"#]]
     .assert_eq(&out.join("\n"));

@@ -123,6 +123,14 @@ pub fn func_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[Arc<OpData>]> {
     groups[lo..hi].iter().flat_map(|g| g.ops(db).iter().cloned()).collect()
 }
 
+/// The ops of group `g` of a function's body (body indices `g * OP_GROUP ..`); empty past
+/// the end.
+#[must_use]
+pub fn func_group(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Arc<OpData>]> {
+    let Some(input) = func_input(db, func) else { return Arc::from([]) };
+    input.groups(db).get(g as usize).map_or_else(|| Arc::from([]), |g| Arc::clone(g.ops(db)))
+}
+
 /// Op `idx` of a function's body, read from its group alone: a per-op query that reads it
 /// keeps its durability until an edit changes an op of the same group.
 #[must_use]

@@ -38,7 +38,9 @@ use rustc_hash::FxHashMap;
 use syntax::Parse;
 
 pub use crate::{
-    blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_op},
+    blocks::{
+        BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_group, func_op,
+    },
     inputs::{
         FuncInput, FuncInputs, InputDurability, OP_GROUP, OpGroup, PinnedOf, func_loc_names,
         func_pinned, init_inputs, sync_file_inputs,

@@ -1,7 +1,8 @@
 //! The layout-generation stages of tt-mlir's optimizer, as salsa queries.
 //!
 //! ```text
-//! func_body(f) ──► op_signature(op)          position-free, layout-relevant; backdates
+//! OpGroup ───────► group_signatures(f, g)   position-free, layout-relevant, 32 ops; backdates
+//!                  (op_signature(op) reads its op's entry)
 //!                  op_overrides(op)          reads only its own op's override slot
 //!                  scalar_types(f)           data types in the function, overrides included
 //! TargetInput ───► legal_tensor_layouts(key) keyed by interned (shape, dtype); shared
@@ -9,7 +10,8 @@
 //!                  legal_op_configs(op)      x conv2d knobs, matmul program configs
 //! ```
 //!
-//! Every per-op query is keyed by `OpId`, so editing a different op never re-runs it.
+//! Every per-op query is keyed by `OpId` (the signatures by group of 32 ops), so editing a
+//! different op re-runs at most its group's signatures.
 
 mod op_layouts;
 mod overrides;
@@ -31,7 +33,7 @@ pub use crate::{
     overrides::{
         OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,
     },
-    signature::{OpSignature, OperandSig, OperandSource, op_signature},
+    signature::{OpSignature, OperandSig, OperandSource, group_signatures, op_signature},
     tensor_layouts::{
         TensorKey, TensorLayouts, generate as generate_tensor_layouts, legal_tensor_layouts,
     },

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use ir::{AttrValue, Decoded, OpData, OpId, Ty, ValueRef};
+use ir::{AttrValue, Decoded, FuncId, OpData, OpId, Ty, ValueRef};
 use opmodel::{AttrLookup, OpConfig, OpKind};
 
 use crate::Db;
@@ -57,18 +57,33 @@ impl OpSignature {
     }
 }
 
-/// The layout-relevant signature of an op, or `None` if the op no longer exists.
-#[salsa::tracked(returns(clone))]
+/// The layout-relevant signature of an op, or `None` if the op no longer exists: read from
+/// its group's [`group_signatures`].
+#[must_use]
 pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
-    // The frame and the op's group, not the whole body: an edit to another op of the
-    // function leaves both as they were, so this is not re-run for every op, and in an
-    // editor it keeps its durability (see `ir::func_op`).
     let func = op.func(db);
-    let frame = ir::func_frame(db, func)?;
-    let idx = frame.op_index(op.key(db))?;
-    let data = ir::func_op(db, func, idx)?;
-    let _p = tracing::trace_span!("op_signature", op = %op.key(db)).entered();
-    Some(Arc::new(signature_of(&frame, &data)))
+    let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
+    let sigs = group_signatures(db, func, (idx / ir::OP_GROUP) as u32);
+    sigs.get(idx % ir::OP_GROUP)?.clone()
+}
+
+/// The signatures of the ops of one group of a function (`ir::func_group`).
+///
+/// One memo per 32 ops rather than per op: salsa walks the dependencies of every memo of a
+/// durability that changed, and an editor's first edit in a group (a `MEDIUM` change; see
+/// `ir`'s `inputs` module) walked 10k of these on a 10k-op function, as every chunk's
+/// memos walked an edge to each of its ops' signature after each keystroke. The price: a
+/// changed signature re-runs the readers of its whole group (the chains of 32 ops), which
+/// mostly come out equal and stop there.
+#[salsa::tracked(returns(clone))]
+pub fn group_signatures(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Option<Arc<OpSignature>>]> {
+    // The frame and the group, not the whole body: an edit to another group of the
+    // function leaves both as they were, so this is not re-run, and in an editor it keeps
+    // its durability.
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::from([]) };
+    let ops = ir::func_group(db, func, g);
+    let _p = tracing::trace_span!("group_signatures", group = g).entered();
+    ops.iter().map(|data| Some(Arc::new(signature_of(&frame, data)))).collect()
 }
 
 /// The signature of `data`, an op of the function `frame` describes.
