@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
-//! op_signature, legal_op_configs ─► chainable_block(f, j)   (op_chainable per op, inline)
+//! op_signature (group_signatures), legal_op_configs ─► chainable_block(f, j)   (op_chainable per op, inline)
 //! schedule + chainable_block + chain_facts_block ─► chain_block(f, j) ─► chains(f)
 //! chain ─► chain_problem(chain) ─► solve_chain(chain)        reads ONE chain's problem
 //!   └► chain_part(chain)                  what the plan reads of a chain (with its cost and
