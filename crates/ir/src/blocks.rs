@@ -131,15 +131,6 @@ pub fn func_group(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Arc<OpData>]> {
     input.groups(db).get(g as usize).map_or_else(|| Arc::from([]), |g| Arc::clone(g.ops(db)))
 }
 
-/// Op `idx` of a function's body, read from its group alone: a per-op query that reads it
-/// keeps its durability until an edit changes an op of the same group.
-#[must_use]
-pub fn func_op(db: &dyn Db, func: FuncId, idx: usize) -> Option<Arc<OpData>> {
-    let input = func_input(db, func)?;
-    let group = *input.groups(db).get(idx / OP_GROUP)?;
-    group.ops(db).get(idx % OP_GROUP).cloned()
-}
-
 /// An op with nothing in it, for lookups past the end.
 static NO_OP: OpData = OpData {
     key: String::new(),

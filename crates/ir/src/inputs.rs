@@ -13,9 +13,9 @@
 //! The first edit in a group lowers its durability, which salsa reports as a change at the
 //! old one: that edit re-validates what every edit did before. And salsa does not backdate
 //! a value whose durability dropped, so the queries that read the group run again once
-//! even where their value stays: hence small groups (an op's signature reads its own group,
-//! `func_op`), with the blocks of 256 ops that per-block queries read assembled from them
-//! (`func_block`).
+//! even where their value stays: hence small groups (the signatures are memoized per group,
+//! `layout::group_signatures` over `func_group`), with the blocks of 256 ops that per-block
+//! queries read assembled from them (`func_block`).
 //!
 //! An edit that changes the frame (an op added, removed or renamed) writes everything it
 //! changes at `cold`, so structural edits do not leave the whole function `LOW` for good.

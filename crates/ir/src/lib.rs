@@ -15,7 +15,7 @@
 //!   ├ func_frame(f)               the body without its ops (signature, keys)
 //!   │ └ func_ops(f)               Eq: op ids in program order (not re-run when the keys
 //!   │                             stay, as after an edit inside one op)
-//!   ├ func_op(f, i)               one op, read from its group of 32 (per-op queries)
+//!   ├ func_group(f, g)            the 32 ops of a group (the signatures, per group)
 //!   ├ func_block(f, j)            Eq: ops in blocks of 256, so an edit changes one block
 //!   ├ func_pinned(f)              ops whose written layout must stay
 //!   └ func_loc_names(f)           the `loc("name")` of each op (override keys)
@@ -38,9 +38,7 @@ use rustc_hash::FxHashMap;
 use syntax::Parse;
 
 pub use crate::{
-    blocks::{
-        BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_group, func_op,
-    },
+    blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_group},
     inputs::{
         FuncInput, FuncInputs, InputDurability, OP_GROUP, OpGroup, PinnedOf, func_loc_names,
         func_pinned, init_inputs, sync_file_inputs,
