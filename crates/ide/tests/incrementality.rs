@@ -682,10 +682,11 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     // a `MEDIUM` change, so every per-op and per-chain memo is checked again; from the
     // second edit in the same op on, salsa walks the dependencies of those of its group and
     // of the ones that read the whole function, and passes the others on their durability
-    // alone. The log counts both kinds of check: every chunk reads `group_signatures` and
-    // `chain_part` for all its ops and chains, so those counts stay; `chain_problem` and
-    // `solve_chain` are read only by `chain_part`, so theirs count the chains whose
-    // dependencies were walked: the 32 of relu 1100's group.
+    // alone. The log counts both kinds of check: every chunk reads `chain_part` for all its
+    // chains, so that count stays; `chain_problem` and `solve_chain` are read only by
+    // `chain_part`, so theirs count the chains whose dependencies were walked: the 32 of
+    // relu 1100's group; the group signatures are read by per-chain and per-block memos,
+    // so all of them are checked after the first edit and a few after the second.
     let text = relus(|_| "%a".to_owned());
     let mut host = with_file(
         AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
@@ -721,7 +722,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         .collect();
     out.push(format!("executed after the second edit:\n{}", executed_counts(&host, &[""])));
     expect![[r#"
-        group_signatures re-validated: first edit 37, second edit 37
+        group_signatures re-validated: first edit 37, second edit 5
         legality_of re-validated: first edit 1, second edit 1
         chain_problem re-validated: first edit 1168, second edit 32
         solve_chain re-validated: first edit 1168, second edit 32

@@ -352,9 +352,15 @@ pub struct ChainPart {
 }
 
 /// [`ChainPart`] of one chain, from the variant of its per-chain queries it needs
-/// ([`crate::problem::chain_reads`]; `probe` holds the function's override lookups).
-fn chain_part(db: &dyn Db, chain: ChainId, probe: &layout::OverrideProbe<'_>) -> Arc<ChainPart> {
-    match crate::problem::chain_reads(db, chain, probe) {
+/// ([`crate::problem::chain_reads`] of its ops `members`, with the function's op `keys`,
+/// topology and override lookups).
+fn chain_part(
+    db: &dyn Db,
+    chain: ChainId,
+    members: &[u32],
+    (keys, topo, probe): (&[String], &crate::Topology, &layout::OverrideProbe<'_>),
+) -> Arc<ChainPart> {
+    match crate::problem::chain_reads(members, keys, topo, probe) {
         Reads::Base => memo::chain_part(db, chain),
         Reads::Overrides => overridden_chain_part(db, chain),
     }
@@ -516,6 +522,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let members_here = crate::chunks::chunk_ops(db, func, k);
     let blocks = Blocks::new(body.ops.len());
     let probe = layout::OverrideProbe::new(db, func);
+    let topo = crate::scheduling::func_topology(db, func);
     let ops = ir::func_ops(db, func);
     let plans: Vec<OpPlan> = members_here
         .iter()
@@ -549,7 +556,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             .iter()
             .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
             .collect();
-        let part = chain_part(db, chain, &probe);
+        let part = chain_part(db, chain, &members, (&body.keys, &topo, &probe));
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];

@@ -33,20 +33,21 @@ pub enum Reads {
     Base,
 }
 
-/// Which variant of the per-chain queries `chain` needs: [`Reads::Overrides`] when one of its
-/// ops or a producer of one of them has overrides (`probe` holds the function's lookups).
-pub(crate) fn chain_reads(db: &dyn Db, chain: ChainId, probe: &layout::OverrideProbe<'_>) -> Reads {
-    for &op in chain.ops(db) {
-        if probe.has_overrides(op.key(db)) {
+/// Which variant of the per-chain queries a chain needs: [`Reads::Overrides`] when one of its
+/// ops (`members`, body indices) or a producer of one of them has overrides. `probe` holds
+/// the function's lookups; the producers come from the topology rather than the ops'
+/// signatures, so an edit that changes a signature but not the data flow does not re-run
+/// the chunk that asks (it asks for every op of its chains).
+pub(crate) fn chain_reads(
+    members: &[u32],
+    keys: &[String],
+    topo: &crate::Topology,
+    probe: &layout::OverrideProbe<'_>,
+) -> Reads {
+    let has = |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides(k));
+    for &i in members {
+        if has(i) || topo.ops.get(i as usize).is_some_and(|o| o.deps.iter().any(|&p| has(p))) {
             return Reads::Overrides;
-        }
-        let Some(sig) = layout::op_signature(db, op) else { continue };
-        for operand in &sig.operands {
-            if let OperandSource::Op { key, .. } = &operand.source
-                && probe.has_overrides(key)
-            {
-                return Reads::Overrides;
-            }
         }
     }
     Reads::Base
