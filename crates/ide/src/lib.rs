@@ -530,9 +530,9 @@ impl AnalysisHost {
         self.unused.push(old);
     }
 
-    /// Lowers `file` and writes its functions' frames, blocks and pinned ops into their
-    /// inputs (see `ir`'s `inputs` module): blocks nobody edited keep the configuration's
-    /// durability, a block an edit inside its ops changed gets the file's.
+    /// Lowers `file` and writes its functions' frames, groups of ops, pinned ops and loc
+    /// names into their inputs (see `ir`'s `inputs` module): groups nobody edited keep the
+    /// configuration's durability, a group an edit inside its ops changed gets the file's.
     fn sync_func_inputs(&mut self, file: SourceFile) {
         let durability = ir::InputDurability {
             cold: self.mode.config_durability(),
