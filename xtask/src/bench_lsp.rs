@@ -382,16 +382,10 @@ fn measure(
     };
     writeln!(out, "{name}: from scratch {} ms", ms(time))?;
 
-    let mut current = text.to_owned();
-    let mut version = 1;
+    let mut doc = Doc { uri, text: text.to_owned(), version: 1, incremental };
     for e in edits {
         // (b) the edit, then its diagnostics.
-        version += 1;
-        e.apply(&mut current, false)?;
-        let sent = s.notify(
-            "textDocument/didChange",
-            did_change(uri, version, e, false, incremental, &current),
-        )?;
+        let (sent, version) = doc.change(&mut s, e, false)?;
         let (done, diags) = s.wait_diagnostics(uri, version)?;
         m.edit.push(done - sent);
         m.edit_diags.push(DiagCount::of(&diags));
@@ -410,31 +404,16 @@ fn measure(
         }
 
         // (e) typing on: a second change to the same op (the edit undone), to diagnostics.
-        version += 1;
-        e.apply(&mut current, true)?;
-        let sent = s.notify(
-            "textDocument/didChange",
-            did_change(uri, version, e, true, incremental, &current),
-        )?;
+        let (sent, version) = doc.change(&mut s, e, true)?;
         let (done, _) = s.wait_diagnostics(uri, version)?;
         m.again.push(done - sent);
         // Untimed: the edit made again, for (d) to undo.
-        version += 1;
-        e.apply(&mut current, false)?;
-        s.notify(
-            "textDocument/didChange",
-            did_change(uri, version, e, false, incremental, &current),
-        )?;
+        let (_, version) = doc.change(&mut s, e, false)?;
         s.wait_diagnostics(uri, version)?;
         s.forget();
 
         // (d) undo the edit and hover at once: the answer needs the new text analysed.
-        version += 1;
-        e.apply(&mut current, true)?;
-        let sent = s.notify(
-            "textDocument/didChange",
-            did_change(uri, version, e, true, incremental, &current),
-        )?;
+        let (sent, version) = doc.change(&mut s, e, true)?;
         let id = s.request("textDocument/hover", hover)?;
         let (done, _) = s.wait_response(id)?;
         m.edit_then_hover.push(done - sent);
@@ -491,24 +470,32 @@ fn open_session(
     Ok((s, incremental, done - open, diags))
 }
 
-fn did_change(
-    uri: &str,
+/// The open document as the client holds it: its text and version, and how it syncs.
+struct Doc<'a> {
+    uri: &'a str,
+    text: String,
     version: i32,
-    e: &Edit,
-    undo: bool,
     incremental: bool,
-    after: &str,
-) -> Value {
-    let change = if incremental {
-        let (range, text) = e.change(undo);
-        json!({ "range": range, "text": text })
-    } else {
-        json!({ "text": after })
-    };
-    json!({
-        "textDocument": { "uri": uri, "version": version },
-        "contentChanges": [change],
-    })
+}
+
+impl Doc<'_> {
+    /// Makes `e` (or undoes it) in the text and sends the change as the next version; the
+    /// time the message started going out, and the version it made.
+    fn change(&mut self, s: &mut Session, e: &Edit, undo: bool) -> anyhow::Result<(Instant, i32)> {
+        self.version += 1;
+        e.apply(&mut self.text, undo)?;
+        let change = if self.incremental {
+            let (range, text) = e.change(undo);
+            json!({ "range": range, "text": text })
+        } else {
+            json!({ "text": self.text })
+        };
+        let params = json!({
+            "textDocument": { "uri": self.uri, "version": self.version },
+            "contentChanges": [change],
+        });
+        Ok((s.notify("textDocument/didChange", params)?, self.version))
+    }
 }
 
 fn hover_params(uri: &str, e: &Edit) -> Value {

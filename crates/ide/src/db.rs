@@ -181,12 +181,13 @@ impl RootDatabase {
 
     /// Drains the log of re-validated memos into counts per query name.
     pub(crate) fn take_validated_counts(&self) -> std::collections::BTreeMap<String, u64> {
-        let keys = match self.validated.lock() {
-            Ok(mut log) => std::mem::take(&mut *log),
-            Err(_) => Vec::new(),
-        };
+        self.counts_by_name(&drain(&self.validated))
+    }
+
+    /// How many of `keys` each query has, by query name.
+    fn counts_by_name(&self, keys: &[DatabaseKeyIndex]) -> std::collections::BTreeMap<String, u64> {
         let mut counts = std::collections::BTreeMap::new();
-        for k in &keys {
+        for k in keys {
             let name = self.ingredient_debug_name(k.ingredient_index());
             *counts.entry(name.into_owned()).or_insert(0) += 1;
         }
@@ -195,11 +196,7 @@ impl RootDatabase {
 
     /// Drains the execution log, as query names (`func_body`, `legal_op_layouts`, ...).
     pub fn take_executed(&self) -> Vec<String> {
-        let keys = match self.executed.lock() {
-            Ok(mut log) => std::mem::take(&mut *log),
-            Err(_) => return Vec::new(),
-        };
-        keys.iter().map(|k| self.describe(*k)).collect()
+        drain(&self.executed).iter().map(|k| self.describe(*k)).collect()
     }
 
     /// Drains the execution log into per-query counts, describing (as `take_executed`
@@ -209,15 +206,8 @@ impl RootDatabase {
         &self,
         detail_limit: usize,
     ) -> (std::collections::BTreeMap<String, u64>, Vec<String>) {
-        let keys = match self.executed.lock() {
-            Ok(mut log) => std::mem::take(&mut *log),
-            Err(_) => Vec::new(),
-        };
-        let mut counts = std::collections::BTreeMap::new();
-        for k in &keys {
-            let name = self.ingredient_debug_name(k.ingredient_index());
-            *counts.entry(name.into_owned()).or_insert(0) += 1;
-        }
+        let keys = drain(&self.executed);
+        let counts = self.counts_by_name(&keys);
         let detail = keys.iter().take(detail_limit).map(|k| self.describe(*k)).collect();
         (counts, detail)
     }
@@ -262,4 +252,9 @@ impl RootDatabase {
     pub fn op_model_stats(&self) -> opmodel::CacheStats {
         self.op_model.stats()
     }
+}
+
+/// Takes what a log holds (nothing if a thread panicked while holding it).
+fn drain(log: &Mutex<Vec<DatabaseKeyIndex>>) -> Vec<DatabaseKeyIndex> {
+    log.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default()
 }

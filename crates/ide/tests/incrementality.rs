@@ -558,6 +558,13 @@ fn note_on_relu_1100(text: &str) -> Change {
     )
 }
 
+/// The diagnostics and findings of `file`, as an editor asks for them after each change.
+fn diagnose(host: &AnalysisHost, file: base_db::SourceFile) {
+    let analysis = host.analysis();
+    let _ = analysis.diagnostics(file).expect("not cancelled");
+    let _ = analysis.findings(file).expect("not cancelled");
+}
+
 /// How many times each query whose name starts with one of `prefixes` executed since the
 /// last drain, one `name count` line per query name, sorted.
 fn executed_counts(host: &AnalysisHost, prefixes: &[&str]) -> String {
@@ -579,11 +586,7 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(FILE, text.clone()));
     let file = host.file(FILE).expect("file is open");
-    let diagnose = |host: &AnalysisHost| {
-        let analysis = host.analysis();
-        let _ = analysis.diagnostics(file).expect("not cancelled");
-        let _ = analysis.findings(file).expect("not cancelled");
-    };
+    let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
     let _ = host.take_executed_queries();
     host.apply_change(note_on_relu_1100(&text));
@@ -693,11 +696,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         text.clone(),
     );
     let file = host.file(FILE).expect("file is open");
-    let diagnose = |host: &AnalysisHost| {
-        let analysis = host.analysis();
-        let _ = analysis.diagnostics(file).expect("not cancelled");
-        let _ = analysis.findings(file).expect("not cancelled");
-    };
+    let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
     host.set_validation_log(true);
     host.apply_change(note_on_relu_1100(&text));

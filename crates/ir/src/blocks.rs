@@ -88,11 +88,12 @@ impl FuncFrame {
     /// argument type).
     #[must_use]
     pub fn is_frame_of(&self, body: &FuncBody) -> bool {
-        let same_keys = |a: &Arc<[String]>, b: &Arc<[String]>| Arc::ptr_eq(a, b) || a == b;
+        // `Arc`'s equality compares pointers first: the key lists an edit inside one op
+        // keeps are not walked.
         self.n_ops == body.ops.len()
             && body.keys.len() == body.ops.len()
-            && same_keys(&self.keys, &body.keys)
-            && (Arc::ptr_eq(&self.key_index, &body.key_index) || self.key_index == body.key_index)
+            && self.keys == body.keys
+            && self.key_index == body.key_index
             && self.name == body.name
             && self.is_private == body.is_private
             && self.function_type == body.function_type

@@ -193,8 +193,8 @@ fn update(
     if **input.pinned(db) != pinned {
         input.set_pinned(db).with_durability(durability.cold).to(Arc::new(pinned));
     }
-    let old = input.loc_names(db);
-    if !Arc::ptr_eq(old, &f.loc_names) && **old != *f.loc_names {
+    // Compared by pointer first (`Arc`'s equality): an edit inside one op keeps the names.
+    if *input.loc_names(db) != f.loc_names {
         input.set_loc_names(db).with_durability(durability.cold).to(Arc::clone(&f.loc_names));
     }
 }
