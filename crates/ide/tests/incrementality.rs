@@ -363,7 +363,7 @@ fn long_function_after(overrides: &str) -> String {
                 || q.starts_with("chain_block")
                 || q.starts_with("lower_bound_block")
                 || q.starts_with("base_plans_block")
-                || q.starts_with("signatures_block")
+                || q.starts_with("group_signatures")
                 || q.starts_with("fixed_block")
                 || q.starts_with("chain_part")
                 || q.starts_with("chunk_incoming")

@@ -16,7 +16,7 @@ use ttnn_types::{DataType, PageLayout, TtnnLayout};
 use crate::{
     Db,
     chunks::{ChunkValues, chunk_count, chunk_ops},
-    planning::{Blocks, signatures_block},
+    planning::Signatures,
 };
 
 /// A plan's estimated time, in nanoseconds, with its parts.
@@ -88,12 +88,12 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
             ValueRef::Unknown => None,
         }
     };
-    let sigs = Blocks::new(body.ops.len());
+    let sigs = Signatures::for_ops(body.ops.len());
     let mut out = PlanCost { per_op: vec![0; slice.ops.len()], ..PlanCost::default() };
     for (at, (&i, p)) in slice.ops.iter().zip(&slice.plans).enumerate() {
         let i = i as usize;
         let Some(data) = body.ops.get(i) else { continue };
-        let Some(sig) = sigs.get(i, |j| signatures_block(db, func, j)).cloned().flatten() else {
+        let Some(sig) = sigs.sig(db, func, i) else {
             continue;
         };
         let mut inputs = Vec::new();

@@ -155,7 +155,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         topo: input.topo,
         sched: &input.sched.order,
         pos: &input.sched.position,
-        sigs: crate::planning::Blocks::new(n),
+        sigs: crate::planning::Signatures::for_ops(n),
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
         foreign_plans: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
         foreign_chains: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
@@ -223,7 +223,7 @@ struct Merger<'a> {
     sched: &'a [u32],
     pos: &'a [u32],
     /// Op signatures, a block at a time, fetched on first use (a window reads few blocks).
-    sigs: crate::planning::Blocks<Option<Arc<layout::OpSignature>>>,
+    sigs: crate::planning::Signatures,
     /// The base plan of each chunk this walk reads, fetched on first use.
     base: Vec<OnceCell<BaseChunk>>,
     /// Base plans of ops in other chunks, by body index, fetched on first use.
@@ -259,10 +259,7 @@ struct Merger<'a> {
 
 impl Merger<'_> {
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
-        self.sigs
-            .get(i as usize, |j| crate::planning::signatures_block(self.db, self.func, j))
-            .cloned()
-            .flatten()
+        self.sigs.sig(self.db, self.func, i as usize)
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost

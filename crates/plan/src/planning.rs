@@ -226,7 +226,7 @@ impl std::ops::IndexMut<usize> for ChunkPlans {
     }
 }
 
-/// Ops per block of [`base_plans_block`] and [`signatures_block`].
+/// Ops per block of [`base_plans_block`].
 pub(crate) const BLOCK: usize = ir::BODY_BLOCK;
 
 /// The plans the ops of one block of [`BLOCK`] body indices take outside any chain.
@@ -291,34 +291,46 @@ fn base_plan(
     }
 }
 
-/// The signatures of the ops of one block of [`BLOCK`] body indices; a firewall as
-/// [`base_plans_block`] is, for the queries that read many ops' signatures.
-#[salsa::tracked(returns(clone))]
-pub fn signatures_block(
-    db: &dyn Db,
-    func: FuncId,
-    j: u32,
-) -> Arc<[Option<Arc<layout::OpSignature>>]> {
-    let ops = ir::func_ops(db, func);
-    let lo = (j as usize * BLOCK).min(ops.len());
-    let hi = (lo + BLOCK).min(ops.len());
-    ops[lo..hi].iter().map(|&op| layout::op_signature(db, op)).collect()
-}
-
-/// Per-block memos fetched on first use.
+/// Per-block memos fetched on first use, for blocks of [`BLOCK`] ops or of `size`.
 pub(crate) struct Blocks<T> {
+    size: usize,
     blocks: Vec<std::cell::OnceCell<Arc<[T]>>>,
 }
 
 impl<T> Blocks<T> {
     pub(crate) fn new(n_ops: usize) -> Self {
-        Blocks { blocks: (0..n_ops.div_ceil(BLOCK)).map(|_| std::cell::OnceCell::new()).collect() }
+        Blocks::of_size(n_ops, BLOCK)
+    }
+
+    pub(crate) fn of_size(n_ops: usize, size: usize) -> Self {
+        let blocks = (0..n_ops.div_ceil(size)).map(|_| std::cell::OnceCell::new()).collect();
+        Blocks { size, blocks }
     }
 
     /// Op `i`'s entry, fetching its block with `fetch(j)` the first time.
     pub(crate) fn get(&self, i: usize, fetch: impl FnOnce(u32) -> Arc<[T]>) -> Option<&T> {
-        let block = self.blocks.get(i / BLOCK)?.get_or_init(|| fetch((i / BLOCK) as u32));
-        block.get(i % BLOCK)
+        let block = self.blocks.get(i / self.size)?.get_or_init(|| fetch((i / self.size) as u32));
+        block.get(i % self.size)
+    }
+}
+
+/// The signatures of a function's ops, read a group at a time (`layout::group_signatures`)
+/// by the queries that read many ops' signatures.
+pub(crate) type Signatures = Blocks<Option<Arc<layout::OpSignature>>>;
+
+impl Signatures {
+    pub(crate) fn for_ops(n_ops: usize) -> Self {
+        Blocks::of_size(n_ops, ir::OP_GROUP)
+    }
+
+    /// Op `i`'s signature.
+    pub(crate) fn sig(
+        &self,
+        db: &dyn Db,
+        func: FuncId,
+        i: usize,
+    ) -> Option<Arc<layout::OpSignature>> {
+        self.get(i, |g| layout::group_signatures(db, func, g)).cloned().flatten()
     }
 }
 
