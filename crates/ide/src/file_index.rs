@@ -109,7 +109,7 @@ pub(crate) fn file_index(db: &dyn ir::Db, file: SourceFile) -> Arc<FileIndex> {
 
 fn build(parse: &Parse) -> FileIndex {
     let mut idx = FileIndex::default();
-    for (chunk_idx, chunk) in parse.file.chunks.iter().enumerate() {
+    for (chunk_idx, chunk) in parse.file().chunks.iter().enumerate() {
         idx.chunk_ranges.push(chunk.range);
         let mut aliases = Vec::new();
         for item in &chunk.items {

@@ -230,6 +230,10 @@ pub struct AnalysisHost {
     /// The op names whose override slot holds a value: only these and the names a new
     /// overrides text mentions can change, so a sync need not read every op's slot.
     overridden: rustc_hash::FxHashSet<String>,
+    /// A helper thread reading the parses an incremental re-parse left with positions to
+    /// move (see `syntax::Parse`), so that the move runs beside the analysis of the edit
+    /// instead of before it. Joined before the next change patches a parse again.
+    finishing: Option<std::thread::JoinHandle<()>>,
 }
 
 impl AnalysisHost {
@@ -271,6 +275,7 @@ impl AnalysisHost {
             files: FxHashMap::default(),
             removed: FxHashMap::default(),
             overridden: rustc_hash::FxHashSet::default(),
+            finishing: None,
         }
     }
 
@@ -357,6 +362,8 @@ impl AnalysisHost {
     /// Applies a change. Returns the paths whose text changed.
     pub fn apply_change(&mut self, change: Change) -> Vec<String> {
         let _p = tracing::info_span!("apply_change").entered();
+        // The helper must let go of the parses it reads before one is patched in place.
+        self.join_finishing();
         let file_durability = self.mode.file_durability();
         let mut changed = Vec::new();
         for (path, fc) in change.files {
@@ -484,7 +491,37 @@ impl AnalysisHost {
             self.create_slots_for_ops(&changed);
         }
         self.rotate_retained();
+        self.finish_parses_aside(&changed);
         changed
+    }
+
+    /// Starts the helper that moves the positions the re-parses of `changed` files deferred.
+    fn finish_parses_aside(&mut self, changed: &[String]) {
+        let parses: Vec<Arc<syntax::Parse>> = changed
+            .iter()
+            .filter_map(|p| self.files.get(p))
+            .map(|f| Arc::clone(f.parse(&self.db)))
+            .filter(|p| p.has_deferred_positions())
+            .collect();
+        if parses.is_empty() {
+            return;
+        }
+        // Should the thread not start, the first reader moves them instead.
+        self.finishing = std::thread::Builder::new()
+            .name("ide-reparse".to_owned())
+            .spawn(move || {
+                for p in &parses {
+                    let _ = p.file();
+                }
+            })
+            .ok();
+    }
+
+    fn join_finishing(&mut self) {
+        if let Some(handle) = self.finishing.take() {
+            // A panic there left the tree for the next reader to finish; nothing to report.
+            let _ = handle.join();
+        }
     }
 
     /// Takes a file's parse out of its input to patch it in place, or `None` if something

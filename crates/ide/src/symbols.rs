@@ -39,7 +39,7 @@ fn document_symbols(db: &RootDatabase, file: SourceFile) -> Vec<Symbol> {
     let _p = tracing::debug_span!("document_symbols").entered();
     let parse = ir::parse_file(db, file);
     let text = file.text(db);
-    let chunks = &parse.file.chunks;
+    let chunks = &parse.file().chunks;
     let per_chunk: Vec<Vec<Symbol>> = chunks.iter().map(|c| chunk_symbols(text, c)).collect();
     if chunks.len() == 1 {
         return per_chunk.into_iter().next().unwrap_or_default();

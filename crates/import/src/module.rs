@@ -41,7 +41,7 @@ pub(crate) fn import(text: &str, file_name: &str) -> ImportResult {
     let src = Src { text, parse: &parse };
     // Location names are unique across the whole file.
     let mut names = NameTable::default();
-    for (chunk_idx, chunk) in parse.file.chunks.iter().enumerate() {
+    for (chunk_idx, chunk) in parse.file().chunks.iter().enumerate() {
         let funcs: Vec<&LoweredFunc> =
             lowered.funcs.iter().filter(|f| f.chunk == chunk_idx as u32).collect();
         if chunk_idx > 0 {

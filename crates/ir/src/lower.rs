@@ -31,7 +31,7 @@ pub fn lower_file(text: &str, parse: &Parse) -> LoweredFile {
             message: e.message.clone(),
         });
     }
-    for (chunk_idx, chunk) in parse.file.chunks.iter().enumerate() {
+    for (chunk_idx, chunk) in parse.file().chunks.iter().enumerate() {
         lower_chunk(text, parse, chunk_idx as u32, chunk, &mut out);
     }
     out.diagnostics.sort_by_key(|d| (d.range.start, d.range.end));
@@ -54,6 +54,19 @@ pub fn relower_edit(
     parse: &Parse,
     edit: syntax::OpEdit,
 ) -> Option<LoweredFile> {
+    // The tree as the re-parse left it: the op, what encloses it, names and aliases are
+    // current, which is all this reads (positions of the ops after it may be the old text's
+    // until the tree is first read, elsewhere).
+    parse.with_current_tree(|tree| relower_in(old, text, parse, tree, edit))
+}
+
+fn relower_in(
+    old: &LoweredFile,
+    text: &str,
+    parse: &Parse,
+    tree: &ast::SourceFile,
+    edit: syntax::OpEdit,
+) -> Option<LoweredFile> {
     if edit.new.start != edit.old.start {
         return None;
     }
@@ -73,7 +86,7 @@ pub fn relower_edit(
     if sm.op_ranges[i] != edit.old {
         return None;
     }
-    let chunk = parse.file.chunks.get(sm.chunk as usize)?;
+    let chunk = tree.chunks.get(sm.chunk as usize)?;
     let mut items = chunk.items.iter().filter_map(|it| match it {
         ast::Item::Op(op) => Some(op),
         _ => None,

@@ -213,7 +213,7 @@ impl Rewriter<'_> {
             return;
         }
         let mut aliases = ChunkAliases::default();
-        if let Some(c) = self.parse.file.chunks.get(chunk) {
+        if let Some(c) = self.parse.file().chunks.get(chunk) {
             for item in &c.items {
                 let (name, range) = match item {
                     ast::Item::AttrAlias(a) => (&a.name.text, a.value.range),

@@ -135,7 +135,7 @@ pub(crate) fn find_func<'p>(
         None
     }
     let mut seen = 0;
-    parse.file.chunks.get(chunk)?.items.iter().find_map(|item| match item {
+    parse.file().chunks.get(chunk)?.items.iter().find_map(|item| match item {
         ast::Item::Op(op) => walk(op, 0, name, &mut seen, dup),
         _ => None,
     })

@@ -65,7 +65,7 @@ pub fn print_with(text: &str, parse: &Parse, hook: &mut dyn PrintHook) -> String
         hook,
         chunk: 0,
     };
-    for (i, chunk) in parse.file.chunks.iter().enumerate() {
+    for (i, chunk) in parse.file().chunks.iter().enumerate() {
         if i > 0 {
             p.out.push_str("\n// -----\n");
         }

@@ -140,13 +140,22 @@ impl Parse {
                 return None;
             }
         };
-        // Commit: errors after the op, and the tree.
-        let s = Shifter { old_end: old.end, delta, tok_after: (t1 + 1) as u32, dt };
+        // Commit: errors after the op, and the tree: the op, what encloses it and the
+        // top-level items other than ops now; the ops after it when the tree is next read.
+        let s = Shifter {
+            old_start: old.start,
+            old_end: old.end,
+            delta,
+            tok_after: (t1 + 1) as u32,
+            dt,
+            defer: true,
+        };
         for e in &mut self.errors {
             s.range(&mut e.range);
         }
+        let mut tree = self.tree.take();
         let mut replacement = Some(op);
-        for chunk in &mut self.file.chunks {
+        for chunk in &mut tree.chunks {
             if chunk.range.end < old.end {
                 continue;
             }
@@ -156,6 +165,7 @@ impl Parse {
             }
         }
         debug_assert!(replacement.is_none(), "the edited op was found again");
+        self.tree = Tree::deferred(tree, s);
         Some(OpEdit { old, new: TextRange::new(old.start, new_end) })
     }
 }
@@ -226,7 +236,7 @@ fn strictly_inside(edit: TextRange, r: TextRange) -> bool {
 
 fn find_target(parse: &Parse, edit: TextRange) -> Option<Target> {
     let chunk = parse
-        .file
+        .file()
         .chunks
         .iter()
         .find(|c| c.range.start <= edit.start && edit.end <= c.range.end)?;
@@ -279,11 +289,17 @@ fn shift(offset: u32, delta: i64) -> Option<u32> {
 
 /// Moves positions at or after the old op's end by the edit's length change, and token
 /// indices after its last token by the change in token count.
-struct Shifter {
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shifter {
+    /// Where the re-parsed op starts (the same in both texts).
+    old_start: u32,
     old_end: u32,
     delta: i64,
     tok_after: u32,
     dt: i64,
+    /// Leave the ops that start after the re-parsed op (at or after `old_end`) alone, for
+    /// [`Shifter::finish`].
+    defer: bool,
 }
 
 impl Shifter {
@@ -336,7 +352,11 @@ impl Shifter {
                 self.ident(&mut a.name);
                 self.location(&mut a.loc);
             }
-            Item::Op(op) => self.op(op, old, replacement),
+            Item::Op(op) => {
+                if !(self.defer && op.range.start >= self.old_end) {
+                    self.op(op, old, replacement);
+                }
+            }
             Item::Resources(r) | Item::Error(r) => self.range(r),
         }
     }
@@ -480,6 +500,10 @@ impl Shifter {
         // Ops before the edited one end before it: skip them without a look.
         let first = b.ops.partition_point(|o| o.range.end < self.old_end);
         for op in &mut b.ops[first..] {
+            if self.defer && op.range.start >= self.old_end {
+                // This op and the ones after it are moved by `finish`.
+                break;
+            }
             self.op(op, old, replacement);
         }
     }
@@ -626,6 +650,127 @@ impl Shifter {
             | LocKind::Name { child: None, .. }
             | LocKind::FileLineCol { .. }
             | LocKind::Alias(_) => {}
+        }
+    }
+}
+
+impl Shifter {
+    /// Moves what a deferring shift left: the ops that start at or after the re-parsed op's
+    /// old end, which still have the old text's positions. The enclosing ops were moved
+    /// already, so they are only descended into.
+    fn finish(self, file: &mut crate::ast::SourceFile) {
+        let s = Shifter { defer: false, ..self };
+        let mut none = None;
+        for chunk in &mut file.chunks {
+            for item in &mut chunk.items {
+                if let Item::Op(op) = item {
+                    s.finish_op(op, &mut none);
+                }
+            }
+        }
+    }
+
+    fn finish_op(&self, op: &mut Op, none: &mut Option<Op>) {
+        if op.range.start >= self.old_end {
+            // Untouched so far: old positions throughout.
+            self.op(op, TextRange::empty(u32::MAX), none);
+            return;
+        }
+        if op.range.end <= self.old_start {
+            // Before the re-parsed op: nothing in it moves.
+            return;
+        }
+        // The re-parsed op (no regions) or one enclosing it.
+        let regions: &mut [Region] = match &mut op.body {
+            OpBody::Generic(g) => &mut g.regions,
+            OpBody::Module(m) => std::slice::from_mut(&mut m.body),
+            OpBody::Func(f) => f.body.as_mut_slice(),
+            OpBody::RegionOp(r) => std::slice::from_mut(&mut r.body),
+            _ => &mut [],
+        };
+        for r in regions {
+            for b in &mut r.blocks {
+                // Sorted by start: the ops before `first` were moved or never move, except
+                // the last of them, which may enclose the re-parsed op.
+                let first = b.ops.partition_point(|o| o.range.start < self.old_end);
+                if let Some(i) = first.checked_sub(1)
+                    && let Some(o) = b.ops.get_mut(i)
+                {
+                    self.finish_op(o, none);
+                }
+                for o in b.ops.iter_mut().skip(first) {
+                    self.op(o, TextRange::empty(u32::MAX), none);
+                }
+            }
+        }
+    }
+}
+
+/// A parse's tree, ready or with a deferred shift (see [`Parse`]).
+pub(crate) struct Tree {
+    ready: std::sync::OnceLock<crate::ast::SourceFile>,
+    /// The tree with the positions of the ops after the last re-parsed op still to move;
+    /// set exactly when `ready` is not.
+    deferred: std::sync::Mutex<Option<(crate::ast::SourceFile, Shifter)>>,
+}
+
+impl Tree {
+    pub(crate) fn ready(file: crate::ast::SourceFile) -> Tree {
+        Tree { ready: std::sync::OnceLock::from(file), deferred: std::sync::Mutex::new(None) }
+    }
+
+    fn deferred(file: crate::ast::SourceFile, shift: Shifter) -> Tree {
+        Tree {
+            ready: std::sync::OnceLock::new(),
+            deferred: std::sync::Mutex::new(Some((file, shift))),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(crate::ast::SourceFile, Shifter)>> {
+        // A panic while the lock was held left either the tree or nothing: both readable.
+        self.deferred.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn get(&self) -> &crate::ast::SourceFile {
+        self.ready.get_or_init(|| match self.lock().take() {
+            Some((mut file, shift)) => {
+                shift.finish(&mut file);
+                file
+            }
+            // Only if finishing panicked on another thread: an empty tree, not a second panic.
+            None => crate::ast::SourceFile { chunks: Vec::new() },
+        })
+    }
+
+    pub(crate) fn with_current<R>(&self, f: impl FnOnce(&crate::ast::SourceFile) -> R) -> R {
+        if let Some(file) = self.ready.get() {
+            return f(file);
+        }
+        let guard = self.lock();
+        if let Some((file, _)) = guard.as_ref() {
+            return f(file);
+        }
+        drop(guard);
+        f(self.get())
+    }
+
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.ready.get().is_none()
+    }
+
+    /// The tree, finished, taken out (for a re-parse to patch).
+    fn take(&mut self) -> crate::ast::SourceFile {
+        if let Some(file) = self.ready.take() {
+            return file;
+        }
+        let deferred =
+            self.deferred.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        match deferred {
+            Some((mut file, shift)) => {
+                shift.finish(&mut file);
+                file
+            }
+            None => crate::ast::SourceFile { chunks: Vec::new() },
         }
     }
 }

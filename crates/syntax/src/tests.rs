@@ -128,8 +128,8 @@ fn dump_block(out: &mut String, text: &str, b: &Block, level: usize) {
 fn check(text: &str, expect: Expect) {
     let parse = parse(text);
     let mut out = String::new();
-    for (i, chunk) in parse.file.chunks.iter().enumerate() {
-        if parse.file.chunks.len() > 1 {
+    for (i, chunk) in parse.file().chunks.iter().enumerate() {
+        if parse.file().chunks.len() > 1 {
             let _ = writeln!(out, "chunk {i}");
         }
         for item in &chunk.items {

@@ -179,3 +179,93 @@ fn reparsing_an_edit_equals_parsing_the_edited_corpus_file_from_scratch() {
     }
     assert!(files.is_empty() || fast > files.len(), "only {fast} edits took the fast path");
 }
+
+/// Applies chains of edits to one parse without reading its tree in between, so each
+/// re-parse starts from a parse whose previous re-parse left positions to move; the tree is
+/// compared with a parse from scratch at the end of each chain. The tree as the re-lowering
+/// of one op reads it (`with_current_tree`) must already have the new names and shape.
+fn check_chained_edits(name: &str, text: &str, seed: u64, chains: usize) -> usize {
+    let mut rng = Rng(seed | 1);
+    let mut fast = 0;
+    for chain in 0..chains {
+        let mut text = text.to_owned();
+        let mut patched = parse(&text);
+        for step in 0..4 {
+            let Some((range, insert)) = random_edit(&mut rng, &text) else { continue };
+            let mut new_text = text.clone();
+            new_text.replace_range(range.start as usize..range.end as usize, &insert);
+            if patched.reparse_edit(&new_text, range, insert.len() as u32).is_none() {
+                patched = parse(&new_text);
+            } else {
+                fast += 1;
+                let fresh = parse(&new_text);
+                // Names and shape, without waiting for the positions.
+                let current = patched.with_current_tree(shape);
+                assert_eq!(current, shape(fresh.file()), "{name} (seed {seed}, chain {chain})");
+            }
+            text = new_text;
+            let _ = step;
+        }
+        assert!(
+            patched == parse(&text),
+            "{name} (seed {seed}, chain {chain}): chained reparses differ from a parse from scratch"
+        );
+    }
+    fast
+}
+
+#[test]
+fn chained_reparses_whose_positions_move_later_equal_parsing_from_scratch() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
+    let mut fast = 0;
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        for seed in 1..=10 {
+            fast += check_chained_edits(&path.display().to_string(), &text, seed, 10);
+        }
+    }
+    for (i, path) in corpus_files().iter().enumerate().step_by(7) {
+        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        fast += check_chained_edits(&path.display().to_string(), &text, i as u64 + 3, 3);
+    }
+    assert!(fast > 100, "only {fast} edits took the fast path");
+}
+
+/// Every op's name and result names, nested ops in brackets: what a tree says besides its
+/// positions.
+fn shape(file: &syntax::ast::SourceFile) -> String {
+    fn op(o: &syntax::ast::Op, out: &mut String) {
+        for r in &o.results {
+            out.push_str(&r.name.text);
+            out.push(' ');
+        }
+        out.push_str(&o.name.text);
+        let regions: &[syntax::ast::Region] = match &o.body {
+            syntax::ast::OpBody::Generic(g) => &g.regions,
+            syntax::ast::OpBody::Module(m) => std::slice::from_ref(&m.body),
+            syntax::ast::OpBody::Func(f) => f.body.as_slice(),
+            syntax::ast::OpBody::RegionOp(r) => std::slice::from_ref(&r.body),
+            _ => &[],
+        };
+        for b in regions.iter().flat_map(|r| &r.blocks) {
+            out.push('[');
+            for inner in &b.ops {
+                op(inner, out);
+                out.push(';');
+            }
+            out.push(']');
+        }
+    }
+    let mut out = String::new();
+    for c in &file.chunks {
+        for item in &c.items {
+            match item {
+                syntax::ast::Item::Op(o) => op(o, &mut out),
+                other => out.push_str(&format!("{other:?}")),
+            }
+            out.push('\n');
+        }
+    }
+    out
+}

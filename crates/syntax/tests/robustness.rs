@@ -279,8 +279,8 @@ fn a_fifty_megabyte_file_parses_without_errors() {
     let last = p.tokens.last().map_or(0, |t| t.range.end);
     assert_eq!(last as usize, text.len());
     // One module holding every function: nothing was dropped or split by recovery.
-    assert_eq!(p.file.chunks.len(), 1);
-    let items = &p.file.chunks[0].items;
+    assert_eq!(p.file().chunks.len(), 1);
+    let items = &p.file().chunks[0].items;
     let module = items.iter().find_map(|i| match i {
         syntax::ast::Item::Op(op) => match &op.body {
             syntax::ast::OpBody::Module(m) => Some(m),
