@@ -542,7 +542,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         chunk_cost 1
         chunk_incoming 1
         func_block 1
-        plan_chunk 2
+        plan_chunk 1
         plan_for 1
         plan_parts_chunk 1"#]]
     .assert_eq(&text);
@@ -736,7 +736,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         func_source_map 1
         group_signatures 1
         lower_file 1
-        plan_chunk 2
+        plan_chunk 1
         written_checks_block 1"#]]
     .assert_eq(&out.join("\n"));
 }

@@ -8,7 +8,7 @@
 //! block and leaves the frame as it was, so a query that reads other blocks is not re-run,
 //! and in an editor not even re-validated beyond a durability check.
 //!
-//! [`BodyView`] gives such a query the body's shape with the blocks fetched on first use, so
+//! [`BodyView`] gives such a query the body's shape with the ops fetched by group on first use, so
 //! code written against `FuncBody` (`body.ops[i]`, `body.args`) reads the same.
 
 use std::{cell::OnceCell, sync::Arc};
@@ -172,7 +172,7 @@ impl<'db> BodyView<'db> {
                 db,
                 func,
                 n,
-                blocks: (0..n.div_ceil(BODY_BLOCK)).map(|_| OnceCell::new()).collect(),
+                groups: (0..n.div_ceil(OP_GROUP)).map(|_| OnceCell::new()).collect(),
             },
         })
     }
@@ -195,7 +195,10 @@ pub struct OpsView<'db> {
     db: &'db dyn Db,
     func: FuncId,
     n: usize,
-    blocks: Vec<OnceCell<Arc<[Arc<OpData>]>>>,
+    /// Per group of [`OP_GROUP`] ops, read from its input on first use: a query that reads
+    /// a few ops depends on their groups alone, so an edit to an op next to them (in the
+    /// same [`func_block`]) does not re-run it.
+    groups: Vec<OnceCell<Arc<[Arc<OpData>]>>>,
 }
 
 impl OpsView<'_> {
@@ -209,12 +212,12 @@ impl OpsView<'_> {
         self.n == 0
     }
 
-    /// Op `i`, fetching its block the first time.
+    /// Op `i`, fetching its group the first time.
     #[must_use]
     pub fn get(&self, i: usize) -> Option<&OpData> {
-        let cell = self.blocks.get(i / BODY_BLOCK)?;
-        let block = cell.get_or_init(|| func_block(self.db, self.func, (i / BODY_BLOCK) as u32));
-        block.get(i % BODY_BLOCK).map(|o| &**o)
+        let cell = self.groups.get(i / OP_GROUP)?;
+        let group = cell.get_or_init(|| func_group(self.db, self.func, (i / OP_GROUP) as u32));
+        group.get(i % OP_GROUP).map(|o| &**o)
     }
 }
 

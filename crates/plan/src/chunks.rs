@@ -105,6 +105,21 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     // inside a chain: anchored to the multiples rather than to the previous cut, so a chain
     // that grows or splits across one cut moves that cut alone, not every one after it
     // (each moved cut changes two chunks).
+    // A cut is clean when no group of ops (`ir::OP_GROUP` body indices, what the host
+    // writes as one input) has ops on both sides: an edit changes one group, and a group
+    // split by a cut re-runs the walks of both chunks. Schedules mostly follow body order,
+    // so clean cuts are common; one is looked for a little past each anchor.
+    let group = |i: u32| i as usize / ir::OP_GROUP;
+    let mut suffix_min = vec![usize::MAX; scheduled + 1];
+    for p in (0..scheduled).rev() {
+        suffix_min[p] = suffix_min[p + 1].min(group(order[p]));
+    }
+    let mut prefix_max = vec![0usize; scheduled + 1];
+    for p in 0..scheduled {
+        prefix_max[p + 1] = prefix_max[p].max(group(order[p]));
+    }
+    let clean = |p: usize| p >= scheduled || prefix_max[p] < suffix_min[p];
+    let look_ahead = (size / 2).max(1);
     let mut bounds = vec![0u32];
     let mut p = 0usize;
     let mut anchor = size;
@@ -112,6 +127,11 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
         let mut next = anchor.max(p + 1).min(scheduled);
         while next < scheduled && inside_chain(order[next]) {
             next += 1;
+        }
+        if let Some(c) = (next..(next + look_ahead).min(scheduled + 1))
+            .find(|&c| clean(c) && (c >= scheduled || !inside_chain(order[c])))
+        {
+            next = c;
         }
         bounds.push(next as u32);
         p = next;
