@@ -90,12 +90,15 @@ pub(crate) fn severity(s: Severity) -> lsp::DiagnosticSeverity {
     }
 }
 
+/// The `source` of every diagnostic the server sends.
+pub(crate) const SOURCE: &str = "ttnn-analyzer";
+
 pub(crate) fn diagnostic(lines: &Lines<'_>, d: &ide::Diagnostic) -> lsp::Diagnostic {
     lsp::Diagnostic {
         range: lines.lsp_range(d.range),
         severity: Some(severity(d.severity)),
         code: Some(lsp::NumberOrString::String(d.code.to_owned())),
-        source: Some("ttnn-analyzer".to_owned()),
+        source: Some(SOURCE.to_owned()),
         message: d.message.clone(),
         ..lsp::Diagnostic::default()
     }

@@ -4,6 +4,8 @@
 //! `InvalidParams`; a document that is not open gets an empty answer, as clients expect
 //! when they race a `didClose`.
 
+use std::sync::Arc;
+
 use ide::{ActionDocument, Cancelled, CodeActionConfig, CodeActionKind, NewOverrideTarget};
 use lsp_types as lsp;
 use serde::de::DeserializeOwned;
@@ -370,8 +372,27 @@ fn workspace_edit(snap: &Snapshot, edits: &[ide::FileEdit]) -> Result<Option<lsp
     }))
 }
 
-/// The diagnostics of one document, with the version they were computed for.
-pub(crate) type DocDiagnostics = (lsp::Uri, Option<i32>, Vec<lsp::Diagnostic>);
+/// The diagnostics of one document, with the version they were computed for and the text
+/// their ranges are in. Kept as `ide`'s diagnostics until they are sent: publishing writes
+/// them to JSON directly (see `publish`), without an `lsp::Diagnostic` of each in between.
+pub(crate) struct DocDiagnostics {
+    pub(crate) uri: lsp::Uri,
+    pub(crate) version: Option<i32>,
+    pub(crate) text: Arc<str>,
+    pub(crate) index: Arc<LineIndex>,
+    pub(crate) diagnostics: Vec<ide::Diagnostic>,
+}
+
+impl DocDiagnostics {
+    pub(crate) fn lines(&self) -> Lines<'_> {
+        Lines { text: &self.text, index: &self.index }
+    }
+
+    pub(crate) fn to_lsp(&self) -> Vec<lsp::Diagnostic> {
+        let lines = self.lines();
+        self.diagnostics.iter().map(|d| convert::diagnostic(&lines, d)).collect()
+    }
+}
 
 /// Diagnostics of every open IR file and every overrides file, for publishing.
 pub(crate) fn all_diagnostics(
@@ -381,28 +402,27 @@ pub(crate) fn all_diagnostics(
     let od = snap.analysis.override_diagnostics(&files)?;
     let mut out = Vec::new();
     for (path, f) in snap.files.iter() {
-        let text = snap.analysis.file_text(f.file)?;
-        let index = snap.analysis.line_index(f.file)?;
-        let lines = Lines { text: &text, index: &index };
-        let mut diags: Vec<lsp::Diagnostic> = snap
-            .analysis
-            .diagnostics(f.file)?
-            .iter()
-            .chain(snap.analysis.findings(f.file)?.iter())
-            .map(|d| convert::diagnostic(&lines, d))
-            .collect();
-        diags.extend(
-            od.on_files
-                .iter()
-                .filter(|(p, _)| p == path)
-                .map(|(_, d)| convert::diagnostic(&lines, d)),
-        );
-        out.push((f.uri.clone(), Some(f.version), diags));
+        let mut diagnostics = snap.analysis.diagnostics(f.file)?;
+        diagnostics.extend(snap.analysis.findings(f.file)?);
+        diagnostics.extend(od.on_files.iter().filter(|(p, _)| p == path).map(|(_, d)| d.clone()));
+        out.push(DocDiagnostics {
+            uri: f.uri.clone(),
+            version: Some(f.version),
+            text: snap.analysis.file_text(f.file)?,
+            index: snap.analysis.line_index(f.file)?,
+            diagnostics,
+        });
     }
     for seg in &snap.segments.segments {
         let Some(uri) = snap.uri_of(&seg.path) else { continue };
         let version = snap.overrides_docs.get(&seg.path).map(|(_, v)| *v);
-        out.push((uri, version, segment_diagnostics(snap, seg, &od.on_overrides)));
+        out.push(DocDiagnostics {
+            uri,
+            version,
+            text: Arc::clone(&seg.text),
+            index: Arc::new(LineIndex::new(&seg.text)),
+            diagnostics: segment_diagnostics(snap, seg, &od.on_overrides),
+        });
     }
     Ok(out)
 }
@@ -412,9 +432,7 @@ fn segment_diagnostics(
     snap: &Snapshot,
     seg: &crate::overrides::Segment,
     diags: &[ide::Diagnostic],
-) -> Vec<lsp::Diagnostic> {
-    let index = LineIndex::new(&seg.text);
-    let lines = Lines { text: &seg.text, index: &index };
+) -> Vec<ide::Diagnostic> {
     diags
         .iter()
         .filter_map(|d| {
@@ -423,8 +441,7 @@ fn segment_diagnostics(
                 return None;
             }
             let end = d.range.end.saturating_sub(seg.start).min(seg.text.len() as u32).max(start);
-            let local = ide::Diagnostic { range: TextRange::new(start, end), ..d.clone() };
-            Some(convert::diagnostic(&lines, &local))
+            Some(ide::Diagnostic { range: TextRange::new(start, end), ..d.clone() })
         })
         .collect()
 }
@@ -437,9 +454,9 @@ fn pull_diagnostics(
     let items = if snap.files.contains_key(&path) || snap.segments.segment(&path).is_some() {
         let uri_str = p.text_document.uri.as_str();
         all_diagnostics(snap)?
-            .into_iter()
-            .find(|(uri, _, _)| uri.as_str() == uri_str || convert::uri_to_path(uri) == path)
-            .map(|(_, _, d)| d)
+            .iter()
+            .find(|d| d.uri.as_str() == uri_str || convert::uri_to_path(&d.uri) == path)
+            .map(DocDiagnostics::to_lsp)
             .unwrap_or_default()
     } else {
         Vec::new()

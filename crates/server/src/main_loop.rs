@@ -139,14 +139,15 @@ enum Publication {
 }
 
 impl Publication {
-    fn new(params: lsp::PublishDiagnosticsParams, serialize: bool) -> Publication {
-        if !serialize {
-            return Publication::Typed(params);
-        }
-        match crate::publish::notification(&params) {
-            Ok(bytes) => Publication::Serialized(bytes),
-            // Not expected (the params are plain data); the main loop serializes it instead.
-            Err(_) => Publication::Typed(params),
+    fn new(doc: &handlers::DocDiagnostics, serialize: bool) -> Publication {
+        if serialize {
+            Publication::Serialized(crate::publish::notification(doc))
+        } else {
+            Publication::Typed(lsp::PublishDiagnosticsParams {
+                uri: doc.uri.clone(),
+                diagnostics: doc.to_lsp(),
+                version: doc.version,
+            })
         }
     }
 }
@@ -485,14 +486,7 @@ impl GlobalState {
             drop(snap);
             match outcome {
                 Ok(Ok(items)) => {
-                    let items = items
-                        .into_iter()
-                        .map(|(uri, version, diagnostics)| {
-                            let params =
-                                lsp::PublishDiagnosticsParams { uri, diagnostics, version };
-                            Publication::new(params, serialize)
-                        })
-                        .collect();
+                    let items = items.iter().map(|doc| Publication::new(doc, serialize)).collect();
                     let _ = tx.send(Task::Diagnostics { generation, items });
                 }
                 // A newer change cancelled this run and scheduled the next one.

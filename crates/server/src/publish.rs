@@ -3,78 +3,56 @@
 //! A 10k-op file publishes about 3500 diagnostics (870 KB) after every keystroke. Through
 //! serde, each string is escaped a byte at a time through a table and each field goes
 //! through the generic serializer: about 15M instructions per publication, on the path
-//! from the edit to the diagnostics. The diagnostics the server makes have five fields, so
-//! they are written here directly, with a fast path for strings that need no escaping; a
-//! diagnostic with any other field set goes through serde as before. The output is the same
-//! JSON value serde would write (tested below).
+//! from the edit to the diagnostics. Building an `lsp::Diagnostic` of each first cost three
+//! allocations per diagnostic besides. So `ide`'s diagnostics are written here directly,
+//! with their positions converted on the way and a fast path for strings that need no
+//! escaping. The output is the same JSON value serde writes for the `lsp` form
+//! ([`DocDiagnostics::to_lsp`]; tested below).
 
 use std::io::Write;
 
 use lsp_types as lsp;
 
-/// The whole JSON-RPC notification for `params`.
-pub(crate) fn notification(params: &lsp::PublishDiagnosticsParams) -> serde_json::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(128 + 256 * params.diagnostics.len());
+use crate::{convert, handlers::DocDiagnostics};
+
+/// The whole JSON-RPC notification for one document's diagnostics.
+pub(crate) fn notification(doc: &DocDiagnostics) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + 256 * doc.diagnostics.len());
     out.extend_from_slice(
         br#"{"jsonrpc":"2.0","method":"textDocument/publishDiagnostics","params":{"uri":"#,
     );
-    string(&mut out, params.uri.as_str());
+    string(&mut out, doc.uri.as_str());
     out.extend_from_slice(br#","diagnostics":["#);
-    for (i, d) in params.diagnostics.iter().enumerate() {
+    let lines = doc.lines();
+    for (i, d) in doc.diagnostics.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        diagnostic(&mut out, d)?;
+        out.extend_from_slice(br#"{"range":"#);
+        range(&mut out, lines.lsp_range(d.range));
+        out.extend_from_slice(br#","severity":"#);
+        // `DiagnosticSeverity` serializes as its number, which it does not expose.
+        out.push(match convert::severity(d.severity) {
+            lsp::DiagnosticSeverity::ERROR => b'1',
+            lsp::DiagnosticSeverity::WARNING => b'2',
+            lsp::DiagnosticSeverity::INFORMATION => b'3',
+            _ => b'4',
+        });
+        out.extend_from_slice(br#","code":"#);
+        string(&mut out, d.code);
+        out.extend_from_slice(br#","source":"#);
+        string(&mut out, convert::SOURCE);
+        out.extend_from_slice(br#","message":"#);
+        string(&mut out, &d.message);
+        out.push(b'}');
     }
     out.push(b']');
-    if let Some(v) = params.version {
+    if let Some(v) = doc.version {
         out.extend_from_slice(br#","version":"#);
         number(&mut out, i64::from(v));
     }
     out.extend_from_slice(b"}}");
-    Ok(out)
-}
-
-fn diagnostic(out: &mut Vec<u8>, d: &lsp::Diagnostic) -> serde_json::Result<()> {
-    if d.code_description.is_some()
-        || d.related_information.is_some()
-        || d.tags.is_some()
-        || d.data.is_some()
-    {
-        return serde_json::to_writer(out, d);
-    }
-    out.extend_from_slice(br#"{"range":"#);
-    range(out, d.range);
-    if let Some(s) = d.severity {
-        out.extend_from_slice(br#","severity":"#);
-        // `DiagnosticSeverity` serializes as its number, which it does not expose.
-        match s {
-            lsp::DiagnosticSeverity::ERROR => out.push(b'1'),
-            lsp::DiagnosticSeverity::WARNING => out.push(b'2'),
-            lsp::DiagnosticSeverity::INFORMATION => out.push(b'3'),
-            lsp::DiagnosticSeverity::HINT => out.push(b'4'),
-            other => serde_json::to_writer(&mut *out, &other)?,
-        }
-    }
-    match &d.code {
-        Some(lsp::NumberOrString::Number(n)) => {
-            out.extend_from_slice(br#","code":"#);
-            number(out, i64::from(*n));
-        }
-        Some(lsp::NumberOrString::String(s)) => {
-            out.extend_from_slice(br#","code":"#);
-            string(out, s);
-        }
-        None => {}
-    }
-    if let Some(s) = &d.source {
-        out.extend_from_slice(br#","source":"#);
-        string(out, s);
-    }
-    out.extend_from_slice(br#","message":"#);
-    string(out, &d.message);
-    out.push(b'}');
-    Ok(())
+    out
 }
 
 fn range(out: &mut Vec<u8>, r: lsp::Range) {
@@ -163,9 +141,13 @@ mod tests {
 
     use super::*;
 
-    fn check(params: &lsp::PublishDiagnosticsParams) {
-        let ours: serde_json::Value =
-            serde_json::from_slice(&notification(params).expect("serializes")).expect("is JSON");
+    fn check(doc: &DocDiagnostics) {
+        let ours: serde_json::Value = serde_json::from_slice(&notification(doc)).expect("is JSON");
+        let params = lsp::PublishDiagnosticsParams {
+            uri: doc.uri.clone(),
+            diagnostics: doc.to_lsp(),
+            version: doc.version,
+        };
         let serde = serde_json::json!({
             "jsonrpc": "2.0",
             "method": "textDocument/publishDiagnostics",
@@ -174,14 +156,12 @@ mod tests {
         assert_eq!(ours, serde);
     }
 
-    fn diag(message: &str) -> lsp::Diagnostic {
-        lsp::Diagnostic {
-            range: lsp::Range::new(lsp::Position::new(3, 7), lsp::Position::new(3, 19)),
-            severity: Some(lsp::DiagnosticSeverity::INFORMATION),
-            code: Some(lsp::NumberOrString::String("spill".to_owned())),
-            source: Some("ttnn-analyzer".to_owned()),
+    fn diag(range: (u32, u32), severity: ide::Severity, message: &str) -> ide::Diagnostic {
+        ide::Diagnostic {
+            range: syntax::TextRange::new(range.0, range.1),
+            severity,
+            code: "spill",
             message: message.to_owned(),
-            ..lsp::Diagnostic::default()
         }
     }
 
@@ -204,31 +184,40 @@ mod tests {
     #[test]
     fn written_notifications_equal_what_serde_writes() {
         let uri = lsp::Uri::from_str("file:///tmp/a%20b/model.mlir").expect("a URI");
-        let mut related = diag("with related information");
-        related.related_information = Some(vec![lsp::DiagnosticRelatedInformation {
-            location: lsp::Location { uri: uri.clone(), range: lsp::Range::default() },
-            message: "here".to_owned(),
-        }]);
-        let mut numbered = diag("numbered, no severity, no source");
-        numbered.code = Some(lsp::NumberOrString::Number(-4));
-        numbered.severity = None;
-        numbered.source = None;
+        let text: std::sync::Arc<str> =
+            std::sync::Arc::from("%0 = \"ttnn.relu\"(%a)\n  ünïcødé ✓ %1 = x\n\nlast line");
+        let index = std::sync::Arc::new(syntax::LineIndex::new(&text));
         for version in [Some(7), None] {
-            check(&lsp::PublishDiagnosticsParams {
+            check(&DocDiagnostics {
                 uri: uri.clone(),
+                version,
+                text: text.clone(),
+                index: index.clone(),
                 diagnostics: vec![
-                    diag("output goes to L1 (height sharded, 8x8 cores): \"quoted\" \\ back"),
-                    diag("tabs\tnew\nlines\r\u{1}\u{8}\u{c}\u{1f} and ünïcødé ✓"),
-                    diag("a long message with an escape \" only after the first sixteen bytes\\"),
-                    related.clone(),
-                    numbered.clone(),
+                    diag(
+                        (0, 2),
+                        ide::Severity::Info,
+                        "output goes to L1 (height sharded, 8x8 cores): \"quoted\" \\ back",
+                    ),
+                    diag(
+                        (21, 40),
+                        ide::Severity::Warning,
+                        "tabs\tnew\nlines\r\u{1}\u{8}\u{c}\u{1f} and ünïcødé ✓",
+                    ),
+                    diag(
+                        (39, 55),
+                        ide::Severity::Error,
+                        "a long message with an escape \" only after the first sixteen bytes\\",
+                    ),
+                    diag((55, 55), ide::Severity::Hint, "at the very end"),
                 ],
-                version,
             });
-            check(&lsp::PublishDiagnosticsParams {
+            check(&DocDiagnostics {
                 uri: uri.clone(),
-                diagnostics: Vec::new(),
                 version,
+                text: text.clone(),
+                index: index.clone(),
+                diagnostics: Vec::new(),
             });
         }
     }
