@@ -8,11 +8,11 @@
 //!   inserted in front of an operand (`reshard`, information).
 //!
 //! Verdicts come from memoized queries (`layout::written_checks_block` per block of ops, the
-//! plan's findings per chunk, `chunk_findings`), so after an edit only the changed block and
-//! chunks are re-evaluated; this pass only maps them to ranges.
+//! walk of the IR as written with its live L1 per function, `written_findings`, and the
+//! plan's findings per chunk, `chunk_findings`), all position-free, so after an edit only
+//! what it changed is evaluated again; this pass only maps them to ranges.
 
 use base_db::{SourceFile, TargetInput};
-use ir::ValueRef;
 
 use crate::{Analysis, Cancellable, Diagnostic, RootDatabase, Severity};
 
@@ -23,91 +23,20 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         // Findings on a broken file would describe a program that does not exist.
         return out;
     }
-    let budget = TargetInput::get(db).target(db).usable_l1_per_core();
     for &func in ir::file_funcs(db, file).iter() {
         let (Some(body), Some(sm)) = (ir::func_body(db, func), ir::func_source_map(db, func))
         else {
             continue;
         };
-        // The IR as written, in program order: each op alone, then with the live L1 of values
-        // still to be used.
-        let mut last_use = vec![0usize; body.ops.len()];
-        for (i, o) in body.ops.iter().enumerate() {
-            for v in &o.operands {
-                if let ValueRef::Result { op, .. } = *v {
-                    last_use[op as usize] = last_use[op as usize].max(i);
-                }
-            }
-        }
-        for v in &body.returns {
-            if let ValueRef::Result { op, .. } = *v {
-                last_use[op as usize] = usize::MAX;
-            }
-        }
-        let mut live: u64 = body
-            .args
-            .iter()
-            .map(|t| t.layout().map_or(0, ttnn_types::TtnnLayout::l1_bytes_per_core))
-            .sum();
-        // The values that die after each op, as one list sorted by op (`dying_at[i]..
-        // dying_at[i + 1]` in `dying`). Found per op by scanning every earlier value, the
-        // walk below was quadratic (50M steps on a 10k-op function, on every edit); a list
-        // per op was 10k allocations per edit.
-        // Released after its last use. A result nobody uses (`lu` still 0) is never
-        // released, which the former scan did too; `verify` frees it after its own op.
-        let n = body.ops.len();
-        let released = |j: usize, lu: usize| j <= lu && lu < n;
-        let mut dying_at = vec![0usize; n + 1];
-        for (j, &lu) in last_use.iter().enumerate() {
-            if released(j, lu) {
-                dying_at[lu + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            dying_at[i + 1] += dying_at[i];
-        }
-        let mut dying = vec![0usize; dying_at[n]];
-        let mut fill = dying_at.clone();
-        for (j, &lu) in last_use.iter().enumerate() {
-            if released(j, lu) {
-                dying[fill[lu]] = j;
-                fill[lu] += 1;
-            }
-        }
-        let mut outputs = vec![0u64; body.ops.len()];
-        let mut checks: Option<(usize, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
-        for i in 0..body.ops.len() {
-            let range = sm.op_name_ranges.get(i).copied().unwrap_or_default();
-            let j = i / ir::BODY_BLOCK;
-            if checks.as_ref().is_none_or(|(k, _)| *k != j) {
-                checks = Some((j, layout::written_checks_block(db, func, j as u32)));
-            }
-            let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::BODY_BLOCK)?.as_ref());
-            if let Some(check) = check {
-                match &check.error {
-                    Some(e) => out.push(Diagnostic {
-                        range,
-                        severity: Severity::Warning,
-                        code: "op-model-rejects",
-                        message: format!("the op model rejects `{}` as written: {e}", body.ops[i].name),
-                    }),
-                    None if live.saturating_add(check.peak) > budget => out.push(Diagnostic {
-                        range,
-                        severity: Severity::Warning,
-                        code: "l1-out-of-memory",
-                        message: format!(
-                            "out of L1 as written: {} B live + {} B for the op exceed the {budget} B usable per core",
-                            live, check.peak
-                        ),
-                    }),
-                    None => {}
-                }
-                outputs[i] = check.output_l1;
-                live = live.saturating_add(check.output_l1);
-            }
-            for &j in dying.get(dying_at[i]..dying_at[i + 1]).unwrap_or(&[]) {
-                live = live.saturating_sub(outputs[j]);
-            }
+        // The IR as written, position-free and memoized: after an edit that leaves the
+        // function's data flow and the op model's verdicts as they were, not walked again.
+        for f in written_findings(db, func).iter() {
+            out.push(Diagnostic {
+                range: sm.op_name_ranges.get(f.op as usize).copied().unwrap_or_default(),
+                severity: f.severity,
+                code: f.code,
+                message: f.message.clone(),
+            });
         }
         // The optimizer's findings, for functions it rewrites.
         if rewrite::optimizable(&body).is_err() {
@@ -140,6 +69,102 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
     });
     out
+}
+
+/// Findings on the IR as written, in program order: op-model errors (`op-model-rejects`)
+/// and the points where the live L1 exceeds the budget (`l1-out-of-memory`): each op with
+/// the output L1 of the values still to be used.
+///
+/// Reads the data flow (`plan::func_topology`) and the verdicts per block of ops, not the
+/// body: an edit to one op's attributes re-checks its block, and unless the verdict or the
+/// data flow changed this is not re-run (it walks every op and formats some thousand
+/// messages on a 10k-op function).
+#[salsa::tracked(returns(clone))]
+pub(crate) fn written_findings(
+    db: &dyn plan::Db,
+    func: ir::FuncId,
+) -> std::sync::Arc<[PlanFinding]> {
+    let Some(frame) = ir::func_frame(db, func) else { return std::sync::Arc::from([]) };
+    let topo = plan::func_topology(db, func);
+    let _p = tracing::debug_span!("written_findings", func = %func.name(db)).entered();
+    let budget = TargetInput::get(db).target(db).usable_l1_per_core();
+    let n = frame.n_ops.min(topo.ops.len());
+    // Each value is released after its last use, a returned one never. A result nobody uses
+    // is never released either (`verify` frees it after its own op).
+    let last_use: Vec<usize> = topo.ops[..n]
+        .iter()
+        .map(|t| {
+            if t.returned {
+                usize::MAX
+            } else {
+                t.users.iter().map(|u| u.user as usize).max().unwrap_or(0)
+            }
+        })
+        .collect();
+    // The values that die after each op, as one list sorted by op (`dying_at[i]..
+    // dying_at[i + 1]` in `dying`): scanning every earlier value per op was quadratic, and a
+    // list per op was 10k allocations.
+    let released = |j: usize, lu: usize| j <= lu && lu < n;
+    let mut dying_at = vec![0usize; n + 1];
+    for (j, &lu) in last_use.iter().enumerate() {
+        if released(j, lu) {
+            dying_at[lu + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        dying_at[i + 1] += dying_at[i];
+    }
+    let mut dying = vec![0usize; dying_at[n]];
+    let mut fill = dying_at.clone();
+    for (j, &lu) in last_use.iter().enumerate() {
+        if released(j, lu) {
+            dying[fill[lu]] = j;
+            fill[lu] += 1;
+        }
+    }
+    let mut live: u64 = frame
+        .args
+        .iter()
+        .map(|t| t.layout().map_or(0, ttnn_types::TtnnLayout::l1_bytes_per_core))
+        .sum();
+    let mut out = Vec::new();
+    let mut outputs = vec![0u64; n];
+    let mut checks: Option<(usize, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
+    for i in 0..n {
+        let j = i / ir::BODY_BLOCK;
+        if checks.as_ref().is_none_or(|(k, _)| *k != j) {
+            checks = Some((j, layout::written_checks_block(db, func, j as u32)));
+        }
+        let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::BODY_BLOCK)?.as_ref());
+        if let Some(check) = check {
+            let message = match &check.error {
+                Some(e) => Some(("op-model-rejects", e.clone())),
+                None if live.saturating_add(check.peak) > budget => Some((
+                    "l1-out-of-memory",
+                    format!(
+                        "out of L1 as written: {} B live + {} B for the op exceed the {budget} B usable per core",
+                        live, check.peak
+                    ),
+                )),
+                None => None,
+            };
+            if let Some((code, message)) = message {
+                out.push(PlanFinding {
+                    op: i as u32,
+                    at: Anchor::OpName,
+                    severity: Severity::Warning,
+                    code,
+                    message,
+                });
+            }
+            outputs[i] = check.output_l1;
+            live = live.saturating_add(check.output_l1);
+        }
+        for &j in dying.get(dying_at[i]..dying_at[i + 1]).unwrap_or(&[]) {
+            live = live.saturating_sub(outputs[j]);
+        }
+    }
+    out.into()
 }
 
 /// Where on its op a plan finding points.

@@ -603,6 +603,53 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
 }
 
 #[test]
+fn the_ir_as_written_is_walked_again_only_when_its_data_flow_or_verdicts_change() {
+    // `written_findings` walks every op with the live L1 before it. The first edit in relu
+    // 1100's group lowers the durability of what reads the group, which salsa cannot
+    // backdate, so the walk runs; a second attribute edit there leaves the verdict as it was
+    // and stops at the block's checks; making relu 1100 read relu 1099 instead of `%a`
+    // changes the data flow, and the walk runs again.
+    let text = relus(|_| "%a".to_owned());
+    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
+    host.apply_change(Change::new().set_file(FILE, text.clone()));
+    let file = host.file(FILE).expect("file is open");
+    diagnose(&host, file);
+    let _ = host.take_executed_queries();
+    host.apply_change(note_on_relu_1100(&text));
+    diagnose(&host, file);
+    let after_first = executed_counts(&host, &["written_"]);
+    let edit = |host: &mut AnalysisHost, old: &str, new: &str| {
+        let text = host.analysis().file_text(file).expect("not cancelled");
+        let at = text.find(old).expect("the text is there") as u32;
+        host.apply_change(Change::new().edit_file(
+            FILE,
+            vec![TextEdit {
+                range: TextRange::new(at, at + old.len() as u32),
+                text: new.to_owned(),
+            }],
+        ));
+        diagnose(host, file);
+    };
+    edit(&mut host, "{note = 1 : i64}", "{note = 2 : i64}");
+    let after_second = executed_counts(&host, &["written_"]);
+    edit(&mut host, "\"ttnn.relu\"(%a) {note", "\"ttnn.relu\"(%1099) {note");
+    let after_data_flow = executed_counts(&host, &["written_"]);
+    expect![[r#"
+        first edit in the group:
+        written_checks_block 1
+        written_findings 1
+        second attribute edit:
+        written_checks_block 1
+        data-flow edit:
+        written_checks_block 1
+        written_findings 1"#]]
+    .assert_eq(&format!(
+        "first edit in the group:\n{after_first}\nsecond attribute edit:\n{after_second}\n\
+         data-flow edit:\n{after_data_flow}"
+    ));
+}
+
+#[test]
 fn an_override_in_a_long_function_formats_the_findings_of_its_chunk_alone() {
     // The optimizer's findings are kept per chunk of the plan without positions
     // (`chunk_findings`): pinning relu 1100 to DRAM changes the plan of its chunk only, so

@@ -720,7 +720,8 @@ fn conv_search(base: &Conv2dConfig) -> Vec<Conv2dConfig> {
 /// What the op model says about an op with the layouts written in the IR.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WrittenCheck {
-    /// The op model's objection, if it rejects the op as written.
+    /// The op model's objection, if it rejects the op as written, as a message naming
+    /// the op.
     pub error: Option<String>,
     /// Per-core peak (cb + tensors) when it accepts it, for live-L1 accounting.
     pub peak: u64,
@@ -743,7 +744,13 @@ pub fn written_checks_block(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Optio
     let _p = tracing::trace_span!("written_checks_block", j).entered();
     block
         .iter()
-        .map(|data| check_as_written(db, &crate::signature::signature_of(&frame, data)))
+        .map(|data| {
+            let mut check = check_as_written(db, &crate::signature::signature_of(&frame, data))?;
+            if let Some(e) = &mut check.error {
+                *e = format!("the op model rejects `{}` as written: {e}", data.name);
+            }
+            Some(check)
+        })
         .collect()
 }
 
