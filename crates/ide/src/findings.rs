@@ -131,11 +131,11 @@ pub(crate) fn written_findings(
     let mut outputs = vec![0u64; n];
     let mut checks: Option<(usize, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
     for i in 0..n {
-        let j = i / ir::BODY_BLOCK;
+        let j = i / ir::OP_GROUP;
         if checks.as_ref().is_none_or(|(k, _)| *k != j) {
             checks = Some((j, layout::written_checks_block(db, func, j as u32)));
         }
-        let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::BODY_BLOCK)?.as_ref());
+        let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::OP_GROUP)?.as_ref());
         if let Some(check) = check {
             let message = match &check.error {
                 Some(e) => Some(("op-model-rejects", e.clone())),

@@ -386,7 +386,7 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // The plan's parts come in chunks of 256 ops, and an override that keeps the 1100th op
     // in its chain (another sharding) re-solves that chain and re-derives only the fifth
     // chunk, whose cost and rewritten text are the only ones made again. Of the blocks of
-    // 256 ops, only the op's block is checked again (its chainability and fixed outputs,
+    // ops, only the op's are checked again (its group's chainability, its fixed outputs,
     // which read overrides and come out the same), so the chains are not rebuilt; the blocks
     // of base plans read no overrides (the chunk makes an overridden op's base plan itself).
     // The op's chain moves to the variant of the per-chain queries that reads overrides
@@ -409,14 +409,13 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
 
 #[test]
 fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
-    // A full DRAM layout takes the op out of its chain: the one block of 256 ops holding it
-    // re-checks chainability, the chains starting in that block of the schedule are rebuilt
-    // (and those of the block before, whose last chain looks one op into it), and the
-    // function's chains are gathered again from the blocks. The op's block of fixed-output
-    // flags is read again and comes out the same (the op could still go elsewhere), so no
-    // block of the cost bound re-runs.
+    // A full DRAM layout takes the op out of its chain: the one group of 32 ops holding it
+    // re-checks chainability, the chains starting in that block of 256 schedule positions
+    // are rebuilt, and the function's chains are gathered again from the blocks. The op's
+    // block of fixed-output flags is read again and comes out the same (the op could still
+    // go elsewhere), so no block of the cost bound re-runs.
     expect![[r#"
-        chain_block x2
+        chain_block
         chainable_block
         chains(@main)
         chunk_cost
@@ -509,10 +508,10 @@ fn splitting_a_chain_across_a_chunk_cut_moves_that_cut_alone() {
 #[test]
 fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     // 1200 independent relus; a discardable attribute added to the 1100th changes the
-    // function body, but of its blocks of 256 ops only the fifth: only that block's
+    // function body, but of its groups of 32 ops only one: only that group's
     // signatures are read again (and come out the same), only the chunk holding the op is
     // walked again (once per policy) and costed, and no chunk's parts are re-derived; the
-    // chains are not rebuilt (that block's chain facts are read again and come out the
+    // chains are not rebuilt (that group's chain facts are read again and come out the
     // same). The whole plan is gathered again for the report, which reads the body.
     let text = relus(|_| "%a".to_owned());
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
@@ -533,7 +532,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     );
     expect![[r#"
         base_plans_block 1
-        chain_block 2
+        chain_block 1
         chain_facts_block 1
         chain_part 32
         chain_problem 32
@@ -580,8 +579,8 @@ fn executed_counts(host: &AnalysisHost, prefixes: &[&str]) -> String {
 
 #[test]
 fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
-    // The findings read the op model's verdict on every op as written, a block of 256 ops at
-    // a time: an edit inside the 1100th of 1200 relus checks that block again and no other.
+    // The findings read the op model's verdict on every op as written, a group of 32 ops at
+    // a time: an edit inside the 1100th of 1200 relus checks that group again and no other.
     let text = relus(|_| "%a".to_owned());
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(FILE, text.clone()));
@@ -768,7 +767,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         .collect();
     out.push(format!("executed after the second edit:\n{}", executed_counts(&host, &[""])));
     expect![[r#"
-        group_signatures re-validated: first edit 37, second edit 5
+        group_signatures re-validated: first edit 37, second edit 0
         legality_of re-validated: first edit 1, second edit 1
         chain_problem re-validated: first edit 1168, second edit 32
         solve_chain re-validated: first edit 1168, second edit 32

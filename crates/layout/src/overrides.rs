@@ -55,11 +55,15 @@ pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
     }
     let func = op.func(db);
     let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
-    let block = overrides_block(db, func, (idx / ir::BODY_BLOCK) as u32);
-    block.get(idx % ir::BODY_BLOCK).cloned().flatten()
+    let block = overrides_block(db, func, (idx / BLOCK) as u32);
+    block.get(idx % BLOCK).cloned().flatten()
 }
 
-/// The overrides of each op of block `j` of a function (body indices `j * BODY_BLOCK` on).
+/// Ops per block of [`overrides_block`]: a group (`ir::OP_GROUP`), as the per-block memos
+/// that read it have, so that one op's override re-runs the readers of its group alone.
+const BLOCK: usize = ir::OP_GROUP;
+
+/// The overrides of each op of block `j` of a function (body indices `j * BLOCK` on).
 #[salsa::tracked(returns(clone))]
 pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> BlockOverrides {
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
@@ -67,8 +71,8 @@ pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> BlockOverrides {
     // edit inside an op does not re-run this.
     let names = ir::func_loc_names(db, func);
     let by_name = OverrideSlots::get(db).by_name(db);
-    let lo = (j as usize * ir::BODY_BLOCK).min(frame.keys.len());
-    let hi = (lo + ir::BODY_BLOCK).min(frame.keys.len());
+    let lo = (j as usize * BLOCK).min(frame.keys.len());
+    let hi = (lo + BLOCK).min(frame.keys.len());
     frame.keys[lo..hi]
         .iter()
         .map(|key| by_name.get(names.of_key(key)?).and_then(|slot| slot.value(db).clone()))
@@ -102,7 +106,7 @@ impl<'db> OverrideProbe<'db> {
         let how = match db.memo_style() {
             MemoStyle::Editor => {
                 let frame = ir::func_frame(db, func);
-                let n = frame.as_ref().map_or(0, |f| f.n_ops.div_ceil(ir::BODY_BLOCK));
+                let n = frame.as_ref().map_or(0, |f| f.n_ops.div_ceil(BLOCK));
                 Probe::Blocks(frame, (0..n).map(|_| std::cell::OnceCell::new()).collect())
             }
             MemoStyle::Tuning => Probe::Slots(
@@ -121,11 +125,10 @@ impl<'db> OverrideProbe<'db> {
                 let Some(idx) = frame.as_ref().and_then(|f| f.op_index(key)) else {
                     return false;
                 };
-                let Some(cell) = blocks.get(idx / ir::BODY_BLOCK) else { return false };
-                let block = cell.get_or_init(|| {
-                    overrides_block(self.db, self.func, (idx / ir::BODY_BLOCK) as u32)
-                });
-                block.get(idx % ir::BODY_BLOCK).is_some_and(Option::is_some)
+                let Some(cell) = blocks.get(idx / BLOCK) else { return false };
+                let block =
+                    cell.get_or_init(|| overrides_block(self.db, self.func, (idx / BLOCK) as u32));
+                block.get(idx % BLOCK).is_some_and(Option::is_some)
             }
             Probe::Slots(names, by_name) => names
                 .of_key(key)

@@ -93,18 +93,23 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     !layout::legal_op_configs(db, op).sharded.is_empty()
 }
 
-/// Ops per block of [`chainable_block`].
+/// Schedule positions per block of [`chain_block`].
 const BLOCK: usize = ir::BODY_BLOCK;
 
-/// [`op_chainable`] for the ops of one block of [`BLOCK`] body indices.
+/// Ops per block of [`chainable_block`] and [`chain_facts_block`]: a group (`ir::OP_GROUP`),
+/// what the host writes as one input, so that an edit re-checks the 32 ops written with the
+/// edited one, not 256.
+const FACT_BLOCK: usize = ir::OP_GROUP;
+
+/// [`op_chainable`] for the ops of one block of [`FACT_BLOCK`] body indices.
 ///
 /// A firewall: `chains` reads these blocks instead of every op's answer, so after an
 /// override only one block is re-checked (and backdated when its answers stay the same).
 #[salsa::tracked(returns(clone))]
 pub fn chainable_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<Vec<bool>> {
     let ops = ir::func_ops(db, func);
-    let lo = (j as usize * BLOCK).min(ops.len());
-    let hi = (lo + BLOCK).min(ops.len());
+    let lo = (j as usize * FACT_BLOCK).min(ops.len());
+    let hi = (lo + FACT_BLOCK).min(ops.len());
     Arc::new(ops[lo..hi].iter().map(|&op| op_chainable(db, op)).collect())
 }
 
@@ -126,7 +131,7 @@ pub struct ChainFacts {
 /// its body block but not these facts, so the chains are not rebuilt.
 #[salsa::tracked(returns(clone))]
 pub fn chain_facts_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[ChainFacts]> {
-    ir::func_block(db, func, j)
+    ir::func_group(db, func, j)
         .iter()
         .map(|op| {
             let d2m = op.name == "ttnn.d2m_subgraph";
@@ -156,7 +161,7 @@ impl<'a> Scan<'a> {
         topo: &'a crate::scheduling::Topology,
         sched: &'a crate::scheduling::Schedule,
     ) -> Scan<'a> {
-        let blocks = topo.ops.len().div_ceil(BLOCK);
+        let blocks = topo.ops.len().div_ceil(FACT_BLOCK);
         Scan {
             db,
             func,
@@ -168,17 +173,17 @@ impl<'a> Scan<'a> {
     }
 
     fn chainable(&self, i: u32) -> bool {
-        let j = i as usize / BLOCK;
+        let j = i as usize / FACT_BLOCK;
         let Some(cell) = self.chainable.get(j) else { return false };
         let block = cell.get_or_init(|| chainable_block(self.db, self.func, j as u32));
-        block.get(i as usize % BLOCK).copied().unwrap_or(false)
+        block.get(i as usize % FACT_BLOCK).copied().unwrap_or(false)
     }
 
     fn facts(&self, i: u32) -> &ChainFacts {
-        let j = i as usize / BLOCK;
+        let j = i as usize / FACT_BLOCK;
         let Some(cell) = self.facts.get(j) else { return &NO_FACTS };
         let block = cell.get_or_init(|| chain_facts_block(self.db, self.func, j as u32));
-        block.get(i as usize % BLOCK).unwrap_or(&NO_FACTS)
+        block.get(i as usize % FACT_BLOCK).unwrap_or(&NO_FACTS)
     }
 
     /// A chainable op that is neither a concat nor a d2m subgraph: one a plain chain takes.

@@ -226,8 +226,9 @@ impl std::ops::IndexMut<usize> for ChunkPlans {
     }
 }
 
-/// Ops per block of [`base_plans_block`].
-pub(crate) const BLOCK: usize = ir::BODY_BLOCK;
+/// Ops per block of [`base_plans_block`]: a group (`ir::OP_GROUP`), what the host writes as
+/// one input, so that an edit re-plans the 32 ops written with the edited one, not 256.
+pub(crate) const BLOCK: usize = ir::OP_GROUP;
 
 /// The plans the ops of one block of [`BLOCK`] body indices take outside any chain.
 ///
@@ -238,7 +239,7 @@ pub(crate) const BLOCK: usize = ir::BODY_BLOCK;
 #[salsa::tracked(returns(clone))]
 pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
     let ops = ir::func_ops(db, func);
-    let block = ir::func_block(db, func, j);
+    let block = ir::func_group(db, func, j);
     let pinned = layout::pinned_outputs(db, func);
     let lo = (j as usize * BLOCK).min(ops.len());
     let hi = (lo + BLOCK).min(ops.len());
@@ -544,7 +545,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             // read only the graph); an overridden op's is made here.
             match ops.get(i) {
                 Some(&op) if probe.has_overrides(op.key(db)) => {
-                    let block = ir::func_block(db, func, (i / BLOCK) as u32);
+                    let block = ir::func_group(db, func, (i / BLOCK) as u32);
                     let pinned = layout::pinned_outputs(db, func);
                     base_plan(db, op, i, &block, &pinned, Reads::Overrides)
                 }
