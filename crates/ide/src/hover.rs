@@ -172,7 +172,7 @@ fn func_hover(body: &ir::FuncBody) -> String {
     let args: Vec<String> = body
         .arg_names
         .iter()
-        .zip(&body.args)
+        .zip(body.args.iter())
         .map(|(n, t)| format!("{n}: {}", sites::ty_short(t)))
         .collect();
     let results: Vec<String> = body.results.iter().map(sites::ty_short).collect();

@@ -385,12 +385,20 @@ impl AnalysisHost {
                     let single = edits.len() == 1;
                     let mut parse = self.take_parse(file);
                     let mut op_edit = None;
-                    let mut text = before.to_string();
+                    // Each edit copies the text once, into a string of the new length (a
+                    // copy then a splice moved the tail of a large file twice).
+                    let mut text = String::new();
                     let mut index = LineIndex::clone(file.line_index(&self.db));
-                    for e in edits {
-                        let start = clamp_to_char_boundary(&text, e.range.start as usize);
-                        let end = clamp_to_char_boundary(&text, (e.range.end as usize).max(start));
-                        text.replace_range(start..end, &e.text);
+                    for (k, e) in edits.into_iter().enumerate() {
+                        let old: &str = if k == 0 { &before } else { &text };
+                        let start = clamp_to_char_boundary(old, e.range.start as usize);
+                        let end = clamp_to_char_boundary(old, (e.range.end as usize).max(start));
+                        let mut next =
+                            String::with_capacity(old.len() - (end - start) + e.text.len());
+                        next.push_str(&old[..start]);
+                        next.push_str(&e.text);
+                        next.push_str(&old[end..]);
+                        text = next;
                         let range = TextRange::new(start as u32, end as u32);
                         index.apply_edit(&text, range, &e.text);
                         if let Some(mut p) = parse.take() {

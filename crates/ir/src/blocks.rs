@@ -27,8 +27,9 @@ pub struct FuncFrame {
     pub name: String,
     pub is_private: bool,
     pub function_type: Option<String>,
-    pub arg_names: Vec<String>,
-    pub args: Vec<Ty>,
+    /// Shared with the body's (see [`FuncBody::args`]).
+    pub arg_names: Arc<[String]>,
+    pub args: Arc<[Ty]>,
     pub results: Vec<Ty>,
     pub returns: Vec<ValueRef>,
     pub has_body: bool,

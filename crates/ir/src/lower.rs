@@ -779,8 +779,8 @@ impl<'a> Lower<'a> {
             name: name.clone(),
             is_private: f.visibility.as_ref().is_some_and(|v| v.text == "private"),
             function_type,
-            arg_names: Vec::new(),
-            args: Vec::new(),
+            arg_names: Arc::default(),
+            args: Arc::default(),
             results: Vec::new(),
             ops: Vec::new(),
             returns: Vec::new(),
@@ -795,13 +795,15 @@ impl<'a> Lower<'a> {
             ..FuncSourceMap::default()
         };
         let mut loc_names = LocNames::default();
+        let mut args = Vec::with_capacity(f.args.len());
+        let mut arg_names = Vec::with_capacity(f.args.len());
         for (i, a) in f.args.iter().enumerate() {
-            let ty = self.ty(&a.ty);
-            body.args.push(ty);
+            args.push(self.ty(&a.ty));
             sm.arg_ranges.push(a.range);
-            body.arg_names
-                .push(a.name.as_ref().map_or_else(|| format!("%arg{i}"), |n| n.text.clone()));
+            arg_names.push(a.name.as_ref().map_or_else(|| format!("%arg{i}"), |n| n.text.clone()));
         }
+        body.args = args.into();
+        body.arg_names = arg_names.into();
         // Results after arguments, so a problem shared by both is reported where it is
         // first written.
         body.results = f.results.iter().map(|r| self.ty(&r.ty)).collect();

@@ -258,8 +258,10 @@ pub struct FuncBody {
     pub is_private: bool,
     /// `tt.function_type` (`forward_device`, `const_eval`, ...), if set.
     pub function_type: Option<String>,
-    pub arg_names: Vec<String>,
-    pub args: Vec<Ty>,
+    /// Shared pointers, like `ops`: re-lowering one op copies the body, and a function may
+    /// have thousands of arguments (weights).
+    pub arg_names: Arc<[String]>,
+    pub args: Arc<[Ty]>,
     pub results: Vec<Ty>,
     /// Top-level ops in program order (the terminator excluded). Shared pointers: a copy of
     /// the body, or of a block of it (`func_block`), costs a count per op, and comparing two
