@@ -75,8 +75,8 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
 /// and the points where the live L1 exceeds the budget (`l1-out-of-memory`): each op with
 /// the output L1 of the values still to be used.
 ///
-/// Reads the data flow (`plan::func_topology`) and the verdicts per block of ops, not the
-/// body: an edit to one op's attributes re-checks its block, and unless the verdict or the
+/// Reads the data flow (`plan::func_topology`) and the verdicts per block of ops
+/// (`layout::written_checks_span`), not the body: an edit to one op's attributes re-checks its block, and unless the verdict or the
 /// data flow changed this is not re-run (it walks every op and formats some thousand
 /// messages on a 10k-op function).
 #[salsa::tracked(returns(clone))]
@@ -131,11 +131,11 @@ pub(crate) fn written_findings(
     let mut outputs = vec![0u64; n];
     let mut checks: Option<(usize, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
     for i in 0..n {
-        let j = i / ir::OP_GROUP;
+        let j = i / ir::BODY_BLOCK;
         if checks.as_ref().is_none_or(|(k, _)| *k != j) {
-            checks = Some((j, layout::written_checks_block(db, func, j as u32)));
+            checks = Some((j, layout::written_checks_span(db, func, j as u32)));
         }
-        let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::OP_GROUP)?.as_ref());
+        let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::BODY_BLOCK)?.as_ref());
         if let Some(check) = check {
             let message = match &check.error {
                 Some(e) => Some(("op-model-rejects", e.clone())),

@@ -604,10 +604,11 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
 #[test]
 fn the_ir_as_written_is_walked_again_only_when_its_data_flow_or_verdicts_change() {
     // `written_findings` walks every op with the live L1 before it. The first edit in relu
-    // 1100's group lowers the durability of what reads the group, which salsa cannot
-    // backdate, so the walk runs; a second attribute edit there leaves the verdict as it was
-    // and stops at the block's checks; making relu 1100 read relu 1099 instead of `%a`
-    // changes the data flow, and the walk runs again.
+    // 1100's group lowers the durability of the group's verdicts, which salsa then cannot
+    // backdate; their span over the block (at the lowest durability from the start) re-runs
+    // instead, comes out the same and is backdated, so the walk does not run, nor after a
+    // second attribute edit there. Making relu 1100 read relu 1099 instead of `%a` changes
+    // the data flow, and the walk runs again.
     let text = relus(|_| "%a".to_owned());
     let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
     host.apply_change(Change::new().set_file(FILE, text.clone()));
@@ -636,7 +637,7 @@ fn the_ir_as_written_is_walked_again_only_when_its_data_flow_or_verdicts_change(
     expect![[r#"
         first edit in the group:
         written_checks_block 1
-        written_findings 1
+        written_checks_span 1
         second attribute edit:
         written_checks_block 1
         data-flow edit:

@@ -754,6 +754,23 @@ pub fn written_checks_block(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Optio
         .collect()
 }
 
+/// The verdicts of the groups of block `j` of a function's body (`ir::BODY_BLOCK` ops),
+/// gathered: what a reader of every op's verdict reads.
+///
+/// A firewall at the lowest durability from the start: the first edit in a group lowers the
+/// durability of that group's verdicts, and a value whose durability drops cannot be
+/// backdated, so every reader of the group re-ran even when the verdicts stayed the same
+/// (the walk of the IR as written formats some thousand messages on a 10k-op function).
+/// This re-runs instead, and is backdated. Re-validating it is one edge per group.
+#[salsa::tracked(returns(clone))]
+pub fn written_checks_span(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Option<WrittenCheck>]> {
+    base_db::LowDurabilityAnchor::get(db).unit(db);
+    let per_block = (ir::BODY_BLOCK / ir::OP_GROUP) as u32;
+    (j * per_block..(j + 1) * per_block)
+        .flat_map(|g| written_checks_block(db, func, g).iter().cloned().collect::<Vec<_>>())
+        .collect()
+}
+
 fn check_as_written(db: &dyn Db, sig: &OpSignature) -> Option<WrittenCheck> {
     if !sig.kind.is_known() {
         return None;

@@ -101,6 +101,11 @@ pub struct OpFlow {
 /// [`OpFlow`] of each op of block `j` of a function's body.
 #[salsa::tracked(returns(clone))]
 pub fn flow_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpFlow]> {
+    // At the lowest durability from the start, like the topology: the first edit in a group
+    // lowers the durability of the group's block, and a memo whose durability drops cannot
+    // be backdated, so the topology (an O(n) rebuild) re-ran on every first edit in a group
+    // though the data flow was the same. Re-validating these is one edge each.
+    base_db::LowDurabilityAnchor::get(db).unit(db);
     ir::func_block(db, func, j)
         .iter()
         .map(|o| OpFlow {
