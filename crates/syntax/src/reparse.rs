@@ -407,10 +407,12 @@ impl Shifter {
                     self.ident(v);
                 }
                 self.ident(&mut f.sym_name);
-                for a in &mut f.args {
+                // A function holding the edit has its signature before it: skipped without
+                // a walk (a model's function can have thousands of typed arguments).
+                for a in f.args.iter_mut().filter(|a| !self.before(a.range)) {
                     self.func_arg(a);
                 }
-                for r in &mut f.results {
+                for r in f.results.iter_mut().filter(|r| !self.before(r.range)) {
                     self.range(&mut r.range);
                     self.ty(&mut r.ty);
                     self.opt_dict(r.attrs.as_mut());
