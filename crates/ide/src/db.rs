@@ -158,8 +158,7 @@ const FUNC_QUERIES: &[&str] = &[
     "chunk_layout",
 ];
 /// Queries keyed by one `ChainId`.
-const CHAIN_QUERIES: &[&str] =
-    &["chain_problem", "solve_chain", "overridden_chain_problem", "overridden_solve_chain"];
+const CHAIN_QUERIES: &[&str] = &["solve_chain", "overridden_solve_chain"];
 
 impl RootDatabase {
     /// Turns the execution log on (the default) or off, and empties it when off.

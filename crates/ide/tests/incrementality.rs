@@ -257,7 +257,6 @@ fn check_optimize(change: Change, expect: Expect) {
         .filter(|q| {
             let q = q.strip_prefix("overridden_").unwrap_or(q);
             q.starts_with("solve_chain")
-                || q.starts_with("chain_problem")
                 || q.starts_with("chain_part")
                 || q.starts_with("legal_op")
                 || q.starts_with("chains")
@@ -272,15 +271,14 @@ fn check_optimize(change: Change, expect: Expect) {
 
 #[test]
 fn an_override_on_one_op_resolves_only_its_chain() {
-    // The overridden op's chain now reads overrides (`overridden_chain_problem` and the
-    // rest); the other chain reads none and is not re-derived.
+    // The overridden op's chain now reads overrides (`overridden_solve_chain` and
+    // `overridden_chain_part`); the other chain reads none and is not re-derived.
     check_optimize(
         Change::new()
             .set_overrides("m.overrides", "override-output-layout=neg1=l1:height_sharded\n"),
         expect![[r#"
             merge_base_chunk
             overridden_chain_part
-            overridden_chain_problem(@main:[%4 %5])
             overridden_solve_chain(@main:[%4 %5])
             plan_chunk
             plan_cost
@@ -535,7 +533,6 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         chain_block 1
         chain_facts_block 1
         chain_part 32
-        chain_problem 32
         chainable_block 1
         chains 1
         chunk_cost 1
@@ -733,10 +730,10 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     // second edit in the same op on, salsa walks the dependencies of those of its group and
     // of the ones that read the whole function, and passes the others on their durability
     // alone. The log counts both kinds of check: every chunk reads `chain_part` for all its
-    // chains, so that count stays; `chain_problem` and `solve_chain` are read only by
-    // `chain_part`, so theirs count the chains whose dependencies were walked: the 32 of
-    // relu 1100's group; the group signatures are read by per-chain and per-block memos,
-    // so all of them are checked after the first edit and a few after the second.
+    // chains, so that count stays; `solve_chain` is read only by `chain_part`, so its count
+    // is the chains whose dependencies were walked: the 32 of relu 1100's group; the group
+    // signatures are read by per-chain and per-block memos, so all of them are checked after
+    // the first edit and none of the others after the second.
     let text = relus(|_| "%a".to_owned());
     let mut host = with_file(
         AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
@@ -758,7 +755,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     ));
     diagnose(&host);
     let second = host.take_validated_counts();
-    let per_op = ["group_signatures", "legality_of", "chain_problem", "solve_chain", "chain_part"];
+    let per_op = ["group_signatures", "legality_of", "solve_chain", "chain_part"];
     let mut out: Vec<String> = per_op
         .iter()
         .map(|q| {
@@ -770,7 +767,6 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     expect![[r#"
         group_signatures re-validated: first edit 37, second edit 0
         legality_of re-validated: first edit 1, second edit 1
-        chain_problem re-validated: first edit 1168, second edit 32
         solve_chain re-validated: first edit 1168, second edit 32
         chain_part re-validated: first edit 1168, second edit 1200
         executed after the second edit:

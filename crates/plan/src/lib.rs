@@ -4,7 +4,7 @@
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
 //! op_signature (group_signatures), legal_op_configs ─► chainable_block(f, j)   (op_chainable per op, inline)
 //! schedule + chainable_block + chain_facts_block ─► chain_block(f, j) ─► chains(f)
-//! chain ─► chain_problem(chain) ─► solve_chain(chain)        reads ONE chain's problem
+//! chain ─► solve_chain(chain)             ONE chain's problem, built and solved
 //!   └► chain_part(chain)                  what the plan reads of a chain (with its cost and
 //!                                         fallback, computed inside it)
 //! chains ─► chunk_layout(f) ─► chunk_ops(f, k), chunk_chains(f, k)
@@ -14,8 +14,8 @@
 //! plan_slice* ─► plan_for(f, p)                              the whole plan, for reports
 //! ```
 //!
-//! `solve_chain` reads only `chain_problem(chain)`, which is built from the chain's own ops,
-//! so an edit re-solves exactly the chains whose problem changed. Everything after the
+//! `solve_chain` builds its problem from the chain's own ops only, so an edit re-solves
+//! exactly the chains whose ops changed (an unchanged problem is a solve-cache lookup). Everything after the
 //! chains works one chunk of the schedule at a time (see `chunks` and `merge`).
 //!
 //! Cheap per-op and per-chain steps (`op_chainable`, `fallback_layout`, `chain_cost`,
@@ -49,7 +49,7 @@ pub use crate::{
         OpPlan, PartsChunk, Plan, SpillLocation, overridden_chain_part, plan, plan_for,
         plan_parts_chunk,
     },
-    problem::{ChainCost, Reads, overridden_chain_problem, overridden_solve_chain},
+    problem::{ChainCost, Reads, SolvedChain, overridden_solve_chain},
     scheduling::{OpFlow, Schedule, TopoOp, Topology, Use, flow_block, func_topology, schedule},
     solve_cache::SolveCache,
 };

@@ -351,8 +351,8 @@ pub struct MemberPlan {
 /// (in chain order), its state and spill, its cost in L1 and out of it, and where its ops go
 /// if it is declined.
 ///
-/// One memo per chain rather than four (`solve_chain`, `chain_problem`, `chain_cost`,
-/// `chain_fallback`): after an override, every chunk's plan re-validates each of its chains,
+/// One memo per chain for what the plan reads rather than three (`solve_chain`,
+/// `chain_cost`, `chain_fallback`): after an override, every chunk's plan re-validates each of its chains,
 /// and on a tuning host a chain with no overridden op validates here by durability alone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChainPart {
