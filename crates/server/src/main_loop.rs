@@ -594,7 +594,7 @@ impl GlobalState {
         }
     }
 
-    fn did_change(&mut self, p: lsp::DidChangeTextDocumentParams) {
+    fn did_change(&mut self, mut p: lsp::DidChangeTextDocumentParams) {
         let path = convert::uri_to_path(&p.text_document.uri);
         let Some(doc) = self.docs.get_mut(&path) else {
             tracing::warn!(path = %path, "change to a document that is not open");
@@ -613,6 +613,19 @@ impl GlobalState {
         } else {
             self.host.file(&path).and_then(|f| self.host.analysis().line_index(f).ok())
         };
+        // One ranged change in an IR file, as an editor sends per keystroke: its range is
+        // converted against the current text, which the host then patches; no copy of the
+        // text here (a 10k-op file is about a megabyte).
+        if !is_overrides
+            && let Some(index) = &index
+            && let [lsp::TextDocumentContentChangeEvent { range: Some(range), text, .. }] =
+                p.content_changes.as_mut_slice()
+        {
+            let r = Lines { text: &current, index }.range(*range);
+            let text = std::mem::take(text);
+            self.apply(Change::new().edit_file(path, vec![TextEdit { range: r, text }]));
+            return;
+        }
         let mut text = current.to_string();
         let mut edits = Vec::new();
         let mut full = false;
