@@ -231,8 +231,9 @@ pub struct AnalysisHost {
     /// overrides text mentions can change, so a sync need not read every op's slot.
     overridden: rustc_hash::FxHashSet<String>,
     /// A helper thread reading the parses an incremental re-parse left with positions to
-    /// move (see `syntax::Parse`), so that the move runs beside the analysis of the edit
-    /// instead of before it. Joined before the next change patches a parse again.
+    /// move (see `syntax::Parse`), started when the analysis is idle
+    /// ([`AnalysisHost::free_unused`]) so that the move is off the edit's path. Joined before
+    /// the next change patches a parse again.
     finishing: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -499,15 +500,15 @@ impl AnalysisHost {
             self.create_slots_for_ops(&changed);
         }
         self.rotate_retained();
-        self.finish_parses_aside(&changed);
         changed
     }
 
-    /// Starts the helper that moves the positions the re-parses of `changed` files deferred.
-    fn finish_parses_aside(&mut self, changed: &[String]) {
-        let parses: Vec<Arc<syntax::Parse>> = changed
-            .iter()
-            .filter_map(|p| self.files.get(p))
+    /// Starts the helper that moves the positions re-parses deferred (see `syntax::Parse`).
+    fn finish_parses_aside(&mut self) {
+        self.join_finishing();
+        let parses: Vec<Arc<syntax::Parse>> = self
+            .files
+            .values()
             .map(|f| Arc::clone(f.parse(&self.db)))
             .filter(|p| p.has_deferred_positions())
             .collect();
@@ -676,15 +677,24 @@ impl AnalysisHost {
         }
         // Changes came faster than quiet moments: free what waits now rather than pile it up.
         if !self.unused.is_empty() {
-            self.free_unused();
+            self.free_values();
         }
         self.unused = old;
     }
 
     /// Frees, on a helper thread, the large values of older revisions that the host kept so
-    /// that `apply_change` need not free them (see [`Retained`]). Call it when the analysis
-    /// is idle; `apply_change` also calls it when the values of two revisions wait.
+    /// that `apply_change` need not free them (see [`Retained`]), and moves the positions
+    /// an incremental re-parse left for later (see `syntax::Parse`), there too. Call it when
+    /// the analysis is idle (an editor's diagnostics are out): done beside the analysis of an
+    /// edit, this work competed with it for the processor. `apply_change` also frees when the
+    /// values of two revisions wait.
     pub fn free_unused(&mut self) {
+        self.finish_parses_aside();
+        self.free_values();
+    }
+
+    /// Frees the retained values no revision needs any more, on a helper thread.
+    fn free_values(&mut self) {
         if self.unused.is_empty() {
             return;
         }
