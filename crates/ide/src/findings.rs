@@ -16,7 +16,11 @@ use base_db::{SourceFile, TargetInput};
 
 use crate::{Analysis, Cancellable, Diagnostic, RootDatabase, Severity};
 
-pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
+pub(crate) fn findings(
+    db: &RootDatabase,
+    file: SourceFile,
+    keep: &mut Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let lowered = ir::lower_file(db, file);
     if lowered.diagnostics.iter().any(|d| d.severity == Severity::Error) {
@@ -46,7 +50,12 @@ pub(crate) fn findings(db: &RootDatabase, file: SourceFile) -> Vec<Diagnostic> {
         // format their messages again; here they only get their ranges.
         let policy = layout::effective_options(db).policy;
         for k in 0..plan::chunk_count(db, func) {
-            for f in chunk_findings(db, func, policy, k).iter() {
+            let found = chunk_findings(db, func, policy, k);
+            // What an edit re-derives here (a chunk's walk and its findings) is freed off
+            // the next edit's path (see `Retained`) rather than when salsa replaces it.
+            keep.push(std::sync::Arc::new(found.clone()));
+            keep.push(plan::plan_chunk(db, func, policy, k));
+            for f in found.iter() {
                 let i = f.op as usize;
                 let range = match f.at {
                     Anchor::OpName => sm.op_name_ranges.get(i).copied(),
@@ -246,6 +255,11 @@ impl Analysis {
     /// Op-model errors on the IR as written and the optimizer's findings (failed chains,
     /// spills, reshards). Empty for files with errors.
     pub fn findings(&self, file: SourceFile) -> Cancellable<Vec<Diagnostic>> {
-        self.with_db(|db| findings(db, file))
+        let (out, keep) = self.with_db(|db| {
+            let mut keep = Vec::new();
+            (findings(db, file, &mut keep), keep)
+        })?;
+        self.retain_all(keep);
+        Ok(out)
     }
 }

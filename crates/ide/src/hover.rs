@@ -30,7 +30,11 @@ pub struct HoverResult {
 impl Analysis {
     /// The hover at a byte offset of an IR file.
     pub fn hover(&self, file: SourceFile, offset: u32) -> Cancellable<Option<HoverResult>> {
-        self.with_db(|db| hover(db, file, offset))
+        let (result, index) = self.with_db(|db| (hover(db, file, offset), file_index(db, file)))?;
+        // The index is made again after each edit; the one it replaces is freed off the
+        // next edit's path (see `Retained`).
+        self.retain(index);
+        Ok(result)
     }
 }
 

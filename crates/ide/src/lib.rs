@@ -763,10 +763,19 @@ impl Analysis {
     /// Keeps `value` for the host to free (see [`Retained`]); the editor asks for diagnostics
     /// after every change, so that is where the file's lowering is kept.
     fn retain(&self, value: Arc<dyn Any + Send + Sync>) {
-        if let Ok(mut r) = self.retained.lock()
-            && !r.current.iter().any(|v| Arc::ptr_eq(v, &value))
-        {
-            r.current.push(value);
+        self.retain_all(vec![value]);
+    }
+
+    /// [`Analysis::retain`] for several values.
+    fn retain_all(&self, values: Vec<Arc<dyn Any + Send + Sync>>) {
+        let Ok(mut r) = self.retained.lock() else { return };
+        // By address: a value kept already (asked for twice in a revision) is kept once.
+        let mut seen: rustc_hash::FxHashSet<*const ()> =
+            r.current.iter().map(|v| Arc::as_ptr(v).cast::<()>()).collect();
+        for v in values {
+            if seen.insert(Arc::as_ptr(&v).cast::<()>()) {
+                r.current.push(v);
+            }
         }
     }
 
