@@ -257,7 +257,6 @@ fn check_optimize(change: Change, expect: Expect) {
         .filter(|q| {
             let q = q.strip_prefix("overridden_").unwrap_or(q);
             q.starts_with("solve_chain")
-                || q.starts_with("chain_part")
                 || q.starts_with("legal_op")
                 || q.starts_with("chains")
                 || q.starts_with("merge")
@@ -271,14 +270,13 @@ fn check_optimize(change: Change, expect: Expect) {
 
 #[test]
 fn an_override_on_one_op_resolves_only_its_chain() {
-    // The overridden op's chain now reads overrides (`overridden_solve_chain` and
-    // `overridden_chain_part`); the other chain reads none and is not re-derived.
+    // The overridden op's chain now reads overrides (`overridden_solve_chain`); the other
+    // chain reads none and is not re-derived.
     check_optimize(
         Change::new()
             .set_overrides("m.overrides", "override-output-layout=neg1=l1:height_sharded\n"),
         expect![[r#"
             merge_base_chunk
-            overridden_chain_part
             overridden_solve_chain(@main:[%4 %5])
             plan_chunk
             plan_cost
@@ -363,7 +361,6 @@ fn long_function_after(overrides: &str) -> String {
                 || q.starts_with("base_plans_block")
                 || q.starts_with("group_signatures")
                 || q.starts_with("fixed_block")
-                || q.starts_with("chain_part")
                 || q.starts_with("chunk_incoming")
         })
         .collect();
@@ -388,14 +385,13 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // which read overrides and come out the same), so the chains are not rebuilt; the blocks
     // of base plans read no overrides (the chunk makes an overridden op's base plan itself).
     // The op's chain moves to the variant of the per-chain queries that reads overrides
-    // (`overridden_chain_part`, `overridden_solve_chain`); the other chains of the block read
-    // no overrides and are not re-derived.
+    // (`overridden_solve_chain`); the other chains of the block read no overrides and are
+    // not re-derived.
     expect![[r#"
         chainable_block
         chunk_cost
         final_ir_for
         fixed_block
-        overridden_chain_part
         overridden_solve_chain(@main:[%1100])
         plan_chunk
         plan_cost
@@ -526,13 +522,20 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     optimize(&host);
     let text = executed_counts(
         &host,
-        &["func_block", "chain", "op_signature", "plan_", "chunk_", "base_plans_block"],
+        &[
+            "func_block",
+            "chain",
+            "solve_chain",
+            "op_signature",
+            "plan_",
+            "chunk_",
+            "base_plans_block",
+        ],
     );
     expect![[r#"
         base_plans_block 1
         chain_block 1
         chain_facts_block 1
-        chain_part 32
         chainable_block 1
         chains 1
         chunk_cost 1
@@ -540,7 +543,8 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         func_block 1
         plan_chunk 1
         plan_for 1
-        plan_parts_chunk 1"#]]
+        plan_parts_chunk 1
+        solve_chain 32"#]]
     .assert_eq(&text);
 }
 
@@ -729,11 +733,11 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     // a `MEDIUM` change, so every per-op and per-chain memo is checked again; from the
     // second edit in the same op on, salsa walks the dependencies of those of its group and
     // of the ones that read the whole function, and passes the others on their durability
-    // alone. The log counts both kinds of check: every chunk reads `chain_part` for all its
-    // chains, so that count stays; `solve_chain` is read only by `chain_part`, so its count
-    // is the chains whose dependencies were walked: the 32 of relu 1100's group; the group
-    // signatures are read by per-chain and per-block memos, so all of them are checked after
-    // the first edit and none of the others after the second.
+    // alone. The log counts both kinds of check: every chunk reads `solve_chain` for all its
+    // chains, so after the second edit it counts all 1200 chains, of which only the 32 of
+    // relu 1100's group have their dependencies walked; after the first edit the walk
+    // checked each once. The group signatures are read by per-chain and per-block memos, so
+    // all of them are checked after the first edit and none after the second.
     let text = relus(|_| "%a".to_owned());
     let mut host = with_file(
         AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
@@ -755,7 +759,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     ));
     diagnose(&host);
     let second = host.take_validated_counts();
-    let per_op = ["group_signatures", "legality_of", "solve_chain", "chain_part"];
+    let per_op = ["group_signatures", "legality_of", "solve_chain"];
     let mut out: Vec<String> = per_op
         .iter()
         .map(|q| {
@@ -767,8 +771,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     expect![[r#"
         group_signatures re-validated: first edit 37, second edit 0
         legality_of re-validated: first edit 1, second edit 1
-        solve_chain re-validated: first edit 1168, second edit 32
-        chain_part re-validated: first edit 1168, second edit 1200
+        solve_chain re-validated: first edit 1168, second edit 1200
         executed after the second edit:
         base_plans_block 1
         chain_facts_block 1

@@ -381,7 +381,7 @@ pub type ChainFallback = Vec<(Option<TtnnLayout>, OpConfig)>;
 /// Where each op of a chain goes when the chain is declined: its fallback layout and the
 /// config for it; `None` when some op's only legal layouts are sharded (the op model
 /// rejects it in DRAM), so the chain has nowhere better to go. Computed within the chain's
-/// part (`chain_part`) (its only reader), not memoized apart.
+/// part (in `solve_chain`, its only reader), not memoized apart.
 pub(crate) fn chain_fallback(
     db: &dyn Db,
     chain: ChainId,

@@ -4,11 +4,11 @@
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
 //! op_signature (group_signatures), legal_op_configs ─► chainable_block(f, j)   (op_chainable per op, inline)
 //! schedule + chainable_block + chain_facts_block ─► chain_block(f, j) ─► chains(f)
-//! chain ─► solve_chain(chain)             ONE chain's problem, built and solved
-//!   └► chain_part(chain)                  what the plan reads of a chain (with its cost and
-//!                                         fallback, computed inside it)
+//! chain ─► solve_chain(chain)             ONE chain's problem, built and solved, and what
+//!                                         the plan reads of the chain (its part: picked
+//!                                         configs, cost, fallback), computed inside it
 //! chains ─► chunk_layout(f) ─► chunk_ops(f, k), chunk_chains(f, k)
-//! chain_part* + base_plans_block* ─► plan_parts_chunk(f, k) ─► merge_base_chunk(f, k)
+//! solve_chain* + base_plans_block* ─► plan_parts_chunk(f, k) ─► merge_base_chunk(f, k)
 //! plan_carry(f, p, k-1) ─► plan_chunk(f, p, k) ─► plan_slice(f, p, k), plan_carry(f, p, k)
 //! plan_slice + chunk_incoming ─► chunk_cost(f, p, k) ─► plan_cost(f, p)
 //! plan_slice* ─► plan_for(f, p)                              the whole plan, for reports
@@ -46,8 +46,7 @@ pub use crate::{
     merge::{Carry, MergeKind, Reservation},
     planning::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
-        OpPlan, PartsChunk, Plan, SpillLocation, overridden_chain_part, plan, plan_for,
-        plan_parts_chunk,
+        OpPlan, PartsChunk, Plan, SpillLocation, plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, Reads, SolvedChain, overridden_solve_chain},
     scheduling::{OpFlow, Schedule, TopoOp, Topology, Use, flow_block, func_topology, schedule},

@@ -364,39 +364,27 @@ pub struct ChainPart {
     pub outcome: ChainOutcome,
 }
 
-/// [`ChainPart`] of one chain, from the variant of its per-chain queries it needs
+/// [`ChainPart`] of one chain, from the variant of its per-chain query it needs
 /// ([`crate::problem::chain_reads`] of its ops `members`, with the function's op `keys`,
-/// topology and override lookups).
+/// topology and override lookups): made with its solution, in `solve_chain`.
 fn chain_part(
     db: &dyn Db,
     chain: ChainId,
     members: &[u32],
     (keys, topo, probe): (&[String], &crate::Topology, &layout::OverrideProbe<'_>),
 ) -> Arc<ChainPart> {
-    match crate::problem::chain_reads(members, keys, topo, probe) {
-        Reads::Base => memo::chain_part(db, chain),
-        Reads::Overrides => overridden_chain_part(db, chain),
-    }
+    let reads = crate::problem::chain_reads(members, keys, topo, probe);
+    Arc::clone(&crate::problem::solved(db, chain, reads).part)
 }
 
-/// The part of a chain without overrides, in a module of its own so that it keeps the name
-/// execution logs show.
-mod memo {
-    use super::{Arc, ChainId, ChainPart, Db, Reads};
-
-    #[salsa::tracked(returns(clone))]
-    pub(super) fn chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
-        super::part_of(db, chain, Reads::Base)
-    }
-}
-
-/// [`ChainPart`] of a chain whose ops or their producers have overrides.
-#[salsa::tracked(returns(clone))]
-pub fn overridden_chain_part(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
-    part_of(db, chain, Reads::Overrides)
-}
-
-fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
+/// A chain's part from its problem and solution (`None` for a concat chain, which has
+/// none; see [`crate::problem::SolvedChain`]).
+pub(crate) fn part_of(
+    db: &dyn Db,
+    chain: ChainId,
+    reads: Reads,
+    solved: Option<(&solver::ChainProblem, &solver::ChainSolution)>,
+) -> ChainPart {
     let n = chain.ops(db).len();
     let template = |state, failure, spill, spill_reason, core_usage| ChainPlan {
         id: chain,
@@ -408,8 +396,9 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
         spill_reason,
         core_usage,
     };
-    if chain.concat(db) {
-        return Arc::new(ChainPart {
+    // A concat chain is resolved by chain merging only, and has nothing solved.
+    let Some((problem, sol)) = solved.filter(|_| !chain.concat(db)) else {
+        return ChainPart {
             plan: template(
                 ChainState::Built,
                 None,
@@ -419,15 +408,14 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
             ),
             members: vec![MemberPlan::default(); n],
             outcome: ChainOutcome::default(),
-        });
-    }
-    let sol = crate::problem::solve_chain(db, chain, reads);
+        };
+    };
     let selected = match &sol.result {
         Err(f) => {
             let reason =
                 format!("its chain failed, so the whole chain falls back to DRAM: {}", f.reason);
             let member = MemberPlan { reason: reason.into(), ..MemberPlan::default() };
-            return Arc::new(ChainPart {
+            return ChainPart {
                 plan: template(
                     ChainState::Failed,
                     Some(f.reason.clone()),
@@ -437,11 +425,10 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
                 ),
                 members: vec![member; n],
                 outcome: ChainOutcome::default(),
-            });
+            };
         }
         Ok(selected) => selected,
     };
-    let problem = crate::problem::chain_problem(db, chain, reads);
     let mut members: Vec<MemberPlan> = Vec::with_capacity(n);
     for (pos, &k) in selected.iter().enumerate() {
         let Some(cand) = problem.ops.get(pos).and_then(|o| o.candidates.get(k)) else {
@@ -518,14 +505,14 @@ fn part_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
     } else {
         (SpillLocation::None, String::new())
     };
-    Arc::new(ChainPart {
+    ChainPart {
         plan: template(ChainState::Completed, None, spill, spill_reason, sol.core_usage.clone()),
         members,
         outcome: ChainOutcome {
-            cost: crate::problem::chain_cost(db, chain, reads),
+            cost: crate::problem::chain_cost(db, chain, reads, (problem, sol)),
             fallback: crate::chunks::chain_fallback(db, chain, reads),
         },
-    })
+    }
 }
 
 #[salsa::tracked(returns(clone))]

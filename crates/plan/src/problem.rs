@@ -111,29 +111,24 @@ pub(crate) fn source_layout(
     }
 }
 
-/// A chain's solver input and ShardSolver's solution for it: the value of `solve_chain`.
+/// What `solve_chain` gives for one chain: ShardSolver's solution, and what the plan takes
+/// of the chain with it ([`crate::planning::ChainPart`]: the picked configs, state, spill,
+/// cost in L1 and out of it, fallback).
 ///
-/// One memo per chain for both, not one each: salsa walks the dependencies of every
-/// per-chain memo once after the first edit in a group of ops (3.3k chains on the 10k-op
-/// mixed graph), and a memo of the problem alone was a third of that walk. The solution
-/// comes from the solve cache, so re-solving an unchanged problem is a lookup.
+/// One memo per chain for the problem, the solution and the part, not one each: salsa walks
+/// the dependencies of every per-chain memo once after the first edit in a group of ops
+/// (3.3k chains on the 10k-op mixed graph), and three memos per chain tripled that walk.
+/// The problem is built inside from the chain's own ops (and their producers' layouts), and
+/// an unchanged problem is a lookup in the solve cache; the value holds no problem, so an
+/// edit that changes the problem but not the outcome stops here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SolvedChain {
-    pub problem: Arc<ChainProblem>,
-    pub solution: Arc<ChainSolution>,
+    /// `None` for a concat chain, which chain merging resolves.
+    pub solution: Option<Arc<ChainSolution>>,
+    pub part: Arc<crate::planning::ChainPart>,
 }
 
-/// The solver input for one chain, from the variant of its queries `reads` names.
-pub(crate) fn chain_problem(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
-    Arc::clone(&solved(db, chain, reads).problem)
-}
-
-/// ShardSolver's solution for one (non-concat) chain, from the variant `reads` names.
-pub(crate) fn solve_chain(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainSolution> {
-    Arc::clone(&solved(db, chain, reads).solution)
-}
-
-fn solved(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<SolvedChain> {
+pub(crate) fn solved(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<SolvedChain> {
     match reads {
         Reads::Base => memo::solve_chain(db, chain),
         Reads::Overrides => overridden_solve_chain(db, chain),
@@ -157,19 +152,26 @@ pub fn overridden_solve_chain(db: &dyn Db, chain: ChainId) -> Arc<SolvedChain> {
     solve_in(db, chain, Reads::Overrides)
 }
 
-/// Builds the chain's problem, from its own ops only, and solves it (through the cache).
+/// Builds the chain's problem, from its own ops only, solves it (through the cache) and
+/// makes the chain's part.
 fn solve_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<SolvedChain> {
+    if chain.concat(db) {
+        // Resolved by chain merging only: nothing to solve.
+        let part = crate::planning::part_of(db, chain, reads, None);
+        return Arc::new(SolvedChain { solution: None, part: Arc::new(part) });
+    }
     let problem = problem_of(db, chain, reads);
     let target = TargetInput::get(db).target(db);
     let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
     let solution = db.solve_cache().solve(&problem, db.op_model(), target);
-    Arc::new(SolvedChain { problem, solution })
+    let part = crate::planning::part_of(db, chain, reads, Some((&problem, &solution)));
+    Arc::new(SolvedChain { solution: Some(solution), part: Arc::new(part) })
 }
 
 fn problem_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
     let func = chain.func(db);
     let ops = chain.ops(db);
-    let _p = tracing::debug_span!("chain_problem", func = %func.name(db), head = %ops.first().map_or("", |o| o.key(db))).entered();
+    let _p = tracing::debug_span!("problem_of", func = %func.name(db), head = %ops.first().map_or("", |o| o.key(db))).entered();
     let mut problem = ChainProblem {
         ops: Vec::with_capacity(ops.len()),
         edges: Vec::new(),
@@ -264,11 +266,14 @@ impl ChainCost {
 /// The cost of a solved chain in L1 and out of it; `None` for a chain that did not solve.
 ///
 /// Reads only the chain's problem and solution and its ops' fallback layouts. Computed
-/// within the chain's part (`chain_part`) (its only reader), not memoized apart: a memo
+/// within the chain's part (in `solve_chain`, its only reader), not memoized apart: a memo
 /// per chain was 3k more for salsa to re-validate after every edit of a 10k-op function.
-pub(crate) fn chain_cost(db: &dyn Db, chain: ChainId, reads: Reads) -> Option<ChainCost> {
-    let problem = chain_problem(db, chain, reads);
-    let solution = solve_chain(db, chain, reads);
+pub(crate) fn chain_cost(
+    db: &dyn Db,
+    chain: ChainId,
+    reads: Reads,
+    (problem, solution): (&ChainProblem, &ChainSolution),
+) -> Option<ChainCost> {
     let selected = solution.result.as_ref().ok()?;
     let _p = tracing::debug_span!("chain_cost", ops = problem.ops.len()).entered();
     let model = cost::CostModel::for_target(TargetInput::get(db).target(db));
