@@ -29,6 +29,13 @@ use crate::{
     overrides::{self, OverrideSources, Segments},
 };
 
+/// How long after diagnostics are published, with nothing else happening, the host's quiet
+/// work starts (freeing older revisions' values, finishing deferred parse positions). Right
+/// away, those threads competed with writing the publication (most of a megabyte on a
+/// 10k-op file) and with the client reading it; a change before then skips it, and a
+/// request that needs the parse's positions finishes them itself.
+const QUIET_DELAY: Duration = Duration::from_millis(10);
+
 /// Knobs for embedding the server (tests); `run_stdio` uses the defaults.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -175,6 +182,9 @@ struct GlobalState {
     shutdown_requested: bool,
     /// When the first change since the last diagnostics run happened.
     dirty_since: Option<Instant>,
+    /// When to free older revisions' values and finish deferred parse work, once nothing
+    /// else happened since diagnostics were published (see [`QUIET_DELAY`]).
+    quiet_at: Option<Instant>,
     /// Bumped on every change; diagnostics computed for an older generation than the last
     /// published are dropped.
     generation: u64,
@@ -244,6 +254,7 @@ pub(crate) fn run(
         in_flight: FxHashMap::default(),
         shutdown_requested: false,
         dirty_since: None,
+        quiet_at: None,
         generation: 0,
         published_generation: 0,
         next_request_id: 0,
@@ -258,12 +269,13 @@ pub(crate) fn run(
 impl GlobalState {
     fn run(&mut self, inbox: &Receiver<Message>) -> anyhow::Result<bool> {
         loop {
-            let wait = match self.dirty_since {
-                Some(t) => {
-                    (t + self.options.diagnostics_delay).saturating_duration_since(Instant::now())
-                }
-                None => Duration::from_secs(3600),
-            };
+            let now = Instant::now();
+            let wait =
+                [self.dirty_since.map(|t| t + self.options.diagnostics_delay), self.quiet_at]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(now));
             select! {
                 recv(inbox) -> msg => match msg {
                     Ok(msg) => {
@@ -288,6 +300,10 @@ impl GlobalState {
             {
                 self.dirty_since = None;
                 self.spawn_diagnostics();
+            }
+            if inbox.is_empty() && self.quiet_at.is_some_and(|t| Instant::now() >= t) {
+                self.quiet_at = None;
+                self.host.free_unused();
             }
         }
     }
@@ -455,10 +471,11 @@ impl GlobalState {
                         }
                     }
                 }
-                // Nothing newer to analyse: a quiet moment to free older revisions' parses
-                // (on a helper thread), which would otherwise slow the next change down.
+                // Nothing newer to analyse: soon a quiet moment to free older revisions'
+                // values and finish the parse's deferred positions (on helper threads), which
+                // would otherwise slow the next change down.
                 if generation == self.generation {
-                    self.host.free_unused();
+                    self.quiet_at = Some(Instant::now() + QUIET_DELAY);
                 }
             }
         }
@@ -540,6 +557,8 @@ impl GlobalState {
 
     fn apply(&mut self, change: Change) {
         self.host.apply_change(change);
+        // The quiet moment is after this change's diagnostics now.
+        self.quiet_at = None;
         self.mark_dirty();
     }
 
