@@ -29,13 +29,6 @@ use crate::{
     overrides::{self, OverrideSources, Segments},
 };
 
-/// How long after diagnostics are published, with nothing else happening, the host's quiet
-/// work starts (freeing older revisions' values, finishing deferred parse positions). Right
-/// away, those threads competed with writing the publication (most of a megabyte on a
-/// 10k-op file) and with the client reading it; a change before then skips it, and a
-/// request that needs the parse's positions finishes them itself.
-const QUIET_DELAY: Duration = Duration::from_millis(10);
-
 /// Knobs for embedding the server (tests); `run_stdio` uses the defaults.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -182,9 +175,11 @@ struct GlobalState {
     shutdown_requested: bool,
     /// When the first change since the last diagnostics run happened.
     dirty_since: Option<Instant>,
-    /// When to free older revisions' values and finish deferred parse work, once nothing
-    /// else happened since diagnostics were published (see [`QUIET_DELAY`]).
-    quiet_at: Option<Instant>,
+    /// A unit each time the stdio writer has written a serialized message (never in memory).
+    written: Receiver<()>,
+    /// Diagnostics of the latest change are being written: once they are out, the host's
+    /// quiet work starts (see [`GlobalState::handle_task`]).
+    quiet_pending: bool,
     /// Bumped on every change; diagnostics computed for an older generation than the last
     /// published are dropped.
     generation: u64,
@@ -195,7 +190,7 @@ struct GlobalState {
 pub(crate) fn run(
     connection: Connection,
     options: ServerOptions,
-    frames: Option<Sender<Vec<u8>>>,
+    frames: Option<crate::stdio::Frames>,
 ) -> anyhow::Result<bool> {
     let (id, params) = connection
         .initialize_start()
@@ -241,7 +236,8 @@ pub(crate) fn run(
     );
     let mut state = GlobalState {
         sender: connection.sender.clone(),
-        frames,
+        written: frames.as_ref().map_or_else(crossbeam_channel::never, |f| f.written.clone()),
+        frames: frames.map(|f| f.send),
         host,
         config,
         caps,
@@ -254,7 +250,7 @@ pub(crate) fn run(
         in_flight: FxHashMap::default(),
         shutdown_requested: false,
         dirty_since: None,
-        quiet_at: None,
+        quiet_pending: false,
         generation: 0,
         published_generation: 0,
         next_request_id: 0,
@@ -269,13 +265,12 @@ pub(crate) fn run(
 impl GlobalState {
     fn run(&mut self, inbox: &Receiver<Message>) -> anyhow::Result<bool> {
         loop {
-            let now = Instant::now();
-            let wait =
-                [self.dirty_since.map(|t| t + self.options.diagnostics_delay), self.quiet_at]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    .map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(now));
+            let wait = match self.dirty_since {
+                Some(t) => {
+                    (t + self.options.diagnostics_delay).saturating_duration_since(Instant::now())
+                }
+                None => Duration::from_secs(3600),
+            };
             select! {
                 recv(inbox) -> msg => match msg {
                     Ok(msg) => {
@@ -293,6 +288,12 @@ impl GlobalState {
                         self.handle_task(task);
                     }
                 },
+                recv(self.written) -> _ => {
+                    if self.quiet_pending {
+                        self.quiet_pending = false;
+                        self.host.free_unused();
+                    }
+                },
                 default(wait) => {}
             }
             if inbox.is_empty()
@@ -300,10 +301,6 @@ impl GlobalState {
             {
                 self.dirty_since = None;
                 self.spawn_diagnostics();
-            }
-            if inbox.is_empty() && self.quiet_at.is_some_and(|t| Instant::now() >= t) {
-                self.quiet_at = None;
-                self.host.free_unused();
             }
         }
     }
@@ -471,11 +468,17 @@ impl GlobalState {
                         }
                     }
                 }
-                // Nothing newer to analyse: soon a quiet moment to free older revisions'
-                // values and finish the parse's deferred positions (on helper threads), which
-                // would otherwise slow the next change down.
+                // Nothing newer to analyse: a quiet moment to free older revisions' values
+                // and finish the parse's deferred positions (on helper threads), which would
+                // otherwise slow the next change down. Over stdio it waits until the
+                // publication is written: started with it, those threads competed with
+                // writing most of a megabyte and with the client reading it.
                 if generation == self.generation {
-                    self.quiet_at = Some(Instant::now() + QUIET_DELAY);
+                    if self.frames.is_some() {
+                        self.quiet_pending = true;
+                    } else {
+                        self.host.free_unused();
+                    }
                 }
             }
         }
@@ -558,7 +561,7 @@ impl GlobalState {
     fn apply(&mut self, change: Change) {
         self.host.apply_change(change);
         // The quiet moment is after this change's diagnostics now.
-        self.quiet_at = None;
+        self.quiet_pending = false;
         self.mark_dirty();
     }
 

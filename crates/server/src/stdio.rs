@@ -32,16 +32,24 @@ impl IoThreads {
     }
 }
 
-/// Whole messages already serialized as JSON-RPC bodies, for the writer to frame and write.
-pub(crate) type Frames = Sender<Vec<u8>>;
+/// Whole messages already serialized as JSON-RPC bodies, for the writer to frame and write,
+/// and word back each time one is out.
+pub(crate) struct Frames {
+    pub(crate) send: Sender<Vec<u8>>,
+    /// A unit per frame written: the main loop starts its quiet work once the publication
+    /// (most of a megabyte on a large file) is out, not while it is being written.
+    pub(crate) written: Receiver<()>,
+}
 
 pub(crate) fn connect() -> (Connection, Frames, IoThreads) {
     let (to_server, from_client) = bounded::<Message>(0);
     let (to_client, from_server): (Sender<Message>, Receiver<Message>) = unbounded();
-    let (frames, raw): (Frames, Receiver<Vec<u8>>) = unbounded();
+    let (send, raw): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = unbounded();
+    let (written_tx, written) = unbounded::<()>();
+    let frames = Frames { send, written };
     let writer = thread::Builder::new()
         .name("lsp-writer".to_owned())
-        .spawn(move || write_loop(&from_server, &raw))
+        .spawn(move || write_loop(&from_server, &raw, &written_tx))
         .unwrap_or_else(|e| panic!("cannot spawn the writer thread: {e}"));
     let reader = thread::Builder::new()
         .name("lsp-reader".to_owned())
@@ -78,7 +86,7 @@ pub(crate) fn connect() -> (Connection, Frames, IoThreads) {
 /// Writes messages and serialized bodies as they come, until the message channel closes.
 /// The two channels are not ordered with respect to each other, which LSP does not ask
 /// for: a notification may overtake a response.
-fn write_loop(messages: &Receiver<Message>, raw: &Receiver<Vec<u8>>) {
+fn write_loop(messages: &Receiver<Message>, raw: &Receiver<Vec<u8>>, written: &Sender<()>) {
     let mut raw_open = true;
     loop {
         let written = if raw_open {
@@ -88,7 +96,9 @@ fn write_loop(messages: &Receiver<Message>, raw: &Receiver<Vec<u8>>) {
                     Err(_) => return,
                 },
                 recv(raw) -> body => match body {
-                    Ok(body) => write_body(&body),
+                    Ok(body) => write_body(&body).map(|()| {
+                        let _ = written.send(());
+                    }),
                     Err(_) => {
                         raw_open = false;
                         Ok(())
