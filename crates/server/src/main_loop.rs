@@ -288,8 +288,12 @@ impl GlobalState {
                         self.handle_task(task);
                     }
                 },
-                recv(self.written) -> _ => {
-                    if self.quiet_pending {
+                recv(self.written) -> done => {
+                    if done.is_err() {
+                        // The writer is gone (the session is ending): stop listening, or
+                        // this arm would fire on every turn.
+                        self.written = crossbeam_channel::never();
+                    } else if self.quiet_pending {
                         self.quiet_pending = false;
                         self.host.free_unused();
                     }
