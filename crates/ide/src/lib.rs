@@ -683,7 +683,7 @@ impl AnalysisHost {
     }
 
     /// Frees, on a helper thread, the large values of older revisions that the host kept so
-    /// that `apply_change` need not free them (see [`Retained`]), and moves the positions
+    /// that `apply_change` need not free them (see `Retained`), and moves the positions
     /// an incremental re-parse left for later (see `syntax::Parse`), there too. Call it when
     /// the analysis is idle (an editor's diagnostics are out): done beside the analysis of an
     /// edit, this work competed with it for the processor. `apply_change` also frees when the

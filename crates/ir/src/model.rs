@@ -217,7 +217,7 @@ pub enum OpForm {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OpData {
     /// The op's identity inside its function: its result names, or for ops without results
-    /// the op name and an ordinal (see [`op_key`](crate::op_key)).
+    /// the op name and an ordinal (see `op_key` in lowering).
     pub key: String,
     pub name: String,
     pub form: OpForm,

@@ -66,7 +66,7 @@ pub trait Db: ir::Db {
 pub enum MemoStyle {
     /// Overrides read a block of ops at a time ([`overrides_block`], a firewall against the
     /// slot map growing and loc names changing); legality without overrides keyed by the
-    /// signature's content ([`legality_of`], which reads no file).
+    /// signature's content (`legality_of`, which reads no file).
     #[default]
     Editor,
     /// Overrides read directly from the slots (the slot map and names never change, and a

@@ -184,7 +184,7 @@ pub fn op_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
 }
 
 /// The legality of an op as if it had no overrides: in the [`MemoStyle::Editor`] style,
-/// [`legality_of`] its signature; in the tuning style, one memo per op.
+/// `legality_of` its signature; in the tuning style, one memo per op.
 #[must_use]
 pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
     match db.memo_style() {
@@ -222,7 +222,7 @@ pub struct LegalityKey {
 /// An op's signature as its legality reads it: compared and hashed without its operands'
 /// sources, which name the producing ops and so differ between any two ops, while legality
 /// reads the operands' types alone. Ops of the same kind, types and config then share one
-/// [`legality_of`] memo: a 10k-op graph repeats a few hundred of them, so the memos salsa
+/// `legality_of` memo: a 10k-op graph repeats a few hundred of them, so the memos salsa
 /// walks after a change at their durability (and the legality computed when a file opens)
 /// are that many rather than one per op.
 #[derive(Debug, Clone)]

@@ -180,7 +180,7 @@ pub struct PartsChunk {
     pub ops: Vec<OpPlan>,
     pub chains: Vec<ChainPlan>,
     /// Parallel to `chains`: each chain's cost in L1 and out of it, and where its ops go if
-    /// it is declined ([`ChainPart::cost`], [`ChainPart::fallback`]). Carried here so that
+    /// it is declined (the `cost` and `fallback` of [`ChainPart::outcome`]). Carried here so that
     /// merging reads them from the chunk instead of one memo per chain.
     pub outcomes: Vec<ChainOutcome>,
 }

@@ -24,7 +24,7 @@ use crate::{Db, chain_graph::ChainId};
 /// that legality derives from the graph alone (`HIGH`), so an op's first override, a change
 /// at `MEDIUM`, leaves those memos valid in O(1) instead of walking about 10k of them. The
 /// chunk that places a chain ([`crate::plan_parts_chunk`]) reads the slots and picks the
-/// variant ([`chain_reads`]); both variants compute the same values for a chain without
+/// variant (`chain_reads`); both variants compute the same values for a chain without
 /// overrides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reads {

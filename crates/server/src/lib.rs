@@ -1,13 +1,13 @@
 //! The ttnn-analyzer language server.
 //!
-//! Structured like rust-analyzer's: one main loop ([`main_loop`]) owns the `AnalysisHost` and
+//! Structured like rust-analyzer's: one main loop (`main_loop`) owns the `AnalysisHost` and
 //! is the only writer; requests are answered on a small thread pool from `Analysis`
 //! snapshots. A write cancels running snapshots, and a cancelled request is answered with
 //! `ContentModified` (hover and inlay hints are retried once first). Every request runs under
 //! `catch_unwind`, so a bug becomes an `InternalError` response, not a crash.
 //!
 //! This is the only crate that knows LSP or JSON; `ide` answers in plain data and
-//! [`convert`] translates. Logs go to stderr: stdout carries the protocol.
+//! `convert` translates. Logs go to stderr: stdout carries the protocol.
 
 mod config;
 mod convert;

@@ -6,7 +6,7 @@
 //!
 //! - [`parse`] never fails: it returns a [`Parse`] with a tree, the full token stream (trivia
 //!   included, so no byte of input is lost) and syntax errors with ranges and stable codes.
-//! - [`print`] writes a parse back in tt-mlir's style: aliases first, ops in the generic form,
+//! - [`print()`] writes a parse back in tt-mlir's style: aliases first, ops in the generic form,
 //!   location aliases after the module. Attribute and type spellings are reproduced token by
 //!   token, so dialect attributes MLIR keeps as opaque text keep their meaning.
 
