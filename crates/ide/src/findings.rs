@@ -85,9 +85,9 @@ pub(crate) fn findings(
 /// the output L1 of the values still to be used.
 ///
 /// Reads the data flow (`plan::func_topology`) and the verdicts per block of ops
-/// (`layout::written_checks_span`), not the body: an edit to one op's attributes re-checks its block, and unless the verdict or the
-/// data flow changed this is not re-run (it walks every op and formats some thousand
-/// messages on a 10k-op function).
+/// (`layout::written_checks_span`), not the body: an edit to one op's attributes re-checks
+/// its group, and unless the verdict or the data flow changed this is not re-run (it walks
+/// every op and formats some thousand messages on a 10k-op function).
 #[salsa::tracked(returns(clone))]
 pub(crate) fn written_findings(
     db: &dyn plan::Db,

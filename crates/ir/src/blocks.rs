@@ -8,8 +8,8 @@
 //! block and leaves the frame as it was, so a query that reads other blocks is not re-run,
 //! and in an editor not even re-validated beyond a durability check.
 //!
-//! [`BodyView`] gives such a query the body's shape with the ops fetched by group on first use, so
-//! code written against `FuncBody` (`body.ops[i]`, `body.args`) reads the same.
+//! [`BodyView`] gives such a query the body's shape with the ops fetched by group on first
+//! use, so code written against `FuncBody` (`body.ops[i]`, `body.args`) reads the same.
 
 use std::{cell::OnceCell, sync::Arc};
 

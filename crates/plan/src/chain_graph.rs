@@ -78,8 +78,8 @@ impl ChainGraph {
 /// shards, with at least one L1-sharded legal config.
 ///
 /// Not a query of its own: it reads three memoized per-op queries and decides in a few
-/// instructions, and `chainable_block` asks it for a group of 32 ops at a time. As a query it was
-/// 10k more memos for salsa to re-validate after every edit of a 10k-op function.
+/// instructions, and `chainable_block` asks it for a group of 32 ops at a time. As a query
+/// it was 10k more memos for salsa to re-validate after every edit of a 10k-op function.
 pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     let Some(sig) = layout::op_signature(db, op) else { return false };
     if !sig.kind.is_chain_shardable() {

@@ -15,8 +15,9 @@
 //! ```
 //!
 //! `solve_chain` builds its problem from the chain's own ops only, so an edit re-solves
-//! exactly the chains whose ops changed (an unchanged problem is a solve-cache lookup). Everything after the
-//! chains works one chunk of the schedule at a time (see `chunks` and `merge`).
+//! exactly the chains whose ops changed (an unchanged problem is a solve-cache lookup).
+//! Everything after the chains works one chunk of the schedule at a time (see `chunks` and
+//! `merge`).
 //!
 //! Cheap per-op and per-chain steps (`op_chainable`, `fallback_layout`, `chain_cost`,
 //! `chain_fallback`) are plain functions, not queries: after an edit salsa re-validates

@@ -351,9 +351,10 @@ pub struct MemberPlan {
 /// (in chain order), its state and spill, its cost in L1 and out of it, and where its ops go
 /// if it is declined.
 ///
-/// One memo per chain for what the plan reads rather than three (`solve_chain`,
-/// `chain_cost`, `chain_fallback`): after an override, every chunk's plan re-validates each of its chains,
-/// and on a tuning host a chain with no overridden op validates here by durability alone.
+/// Made within `solve_chain`, one memo per chain for the solution and what the plan reads
+/// rather than three (with `chain_cost` and `chain_fallback`): after an override, every
+/// chunk's plan re-validates each of its chains, and on a tuning host a chain with no
+/// overridden op validates by durability alone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChainPart {
     /// The chain's plan as ShardSolver leaves it, its `ops` left empty: the part reads no
