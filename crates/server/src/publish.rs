@@ -24,12 +24,14 @@ pub(crate) fn notification(doc: &DocDiagnostics) -> Vec<u8> {
     string(&mut out, doc.uri.as_str());
     out.extend_from_slice(br#","diagnostics":["#);
     let lines = doc.lines();
+    // Diagnostics come mostly sorted by position: each start is looked for from the last.
+    let mut hint = 0;
     for (i, d) in doc.diagnostics.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         out.extend_from_slice(br#"{"range":"#);
-        range(&mut out, lines.lsp_range(d.range));
+        range(&mut out, lines.lsp_range_from(d.range, &mut hint));
         out.extend_from_slice(br#","severity":"#);
         // `DiagnosticSeverity` serializes as its number, which it does not expose.
         out.push(match convert::severity(d.severity) {

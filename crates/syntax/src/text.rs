@@ -121,6 +121,36 @@ impl LineIndex {
     pub fn line_col(&self, text: &str, offset: u32) -> LineCol {
         let offset = offset.min(text.len() as u32);
         let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        self.col_in(text, line, offset)
+    }
+
+    /// [`LineIndex::line_col`], looking first at line `hint` and the few after it, and
+    /// leaving the answer's line in `hint`: converting offsets in increasing order (the
+    /// sorted ranges of thousands of diagnostics) then skips the binary search of each.
+    #[must_use]
+    pub fn line_col_from(&self, text: &str, offset: u32, hint: &mut usize) -> LineCol {
+        /// Lines stepped over before a binary search is cheaper.
+        const SCAN: usize = 8;
+        let offset = offset.min(text.len() as u32);
+        let starts = &self.line_starts;
+        let mut line = *hint;
+        let from_hint = starts.get(line).is_some_and(|&s| s <= offset) && {
+            let mut steps = 0;
+            while steps < SCAN && starts.get(line + 1).is_some_and(|&s| s <= offset) {
+                line += 1;
+                steps += 1;
+            }
+            !starts.get(line + 1).is_some_and(|&s| s <= offset)
+        };
+        if !from_hint {
+            line = starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        }
+        *hint = line;
+        self.col_in(text, line, offset)
+    }
+
+    /// The line and column of `offset`, on `line` (which holds it).
+    fn col_in(&self, text: &str, line: usize, offset: u32) -> LineCol {
         let start = self.line_starts[line];
         let col_utf16 = if self.non_ascii_lines[line] {
             let mut end = offset as usize;
@@ -237,6 +267,22 @@ mod tests {
             text.replace_range(a..b, inserted);
             index.apply_edit(&text, TextRange::new(a as u32, b as u32), inserted);
             assert_eq!(index, LineIndex::new(&text), "after replacing {a}..{b} with {inserted:?}");
+        }
+    }
+
+    #[test]
+    fn converting_from_a_hint_gives_what_a_search_gives() {
+        let text = "first line\nsecond é line\n\nfourth \u{1F600} x\nlast";
+        let index = LineIndex::new(text);
+        let len = text.len() as u32;
+        // In order, as sorted ranges are converted, then in an order that jumps back.
+        let mut hint = 0;
+        for offset in 0..=len + 2 {
+            assert_eq!(index.line_col_from(text, offset, &mut hint), index.line_col(text, offset));
+        }
+        for (i, start_hint) in [(len, 0), (3, 4), (0, 4), (len / 2, 99)] {
+            let mut hint = start_hint;
+            assert_eq!(index.line_col_from(text, i, &mut hint), index.line_col(text, i));
         }
     }
 
