@@ -140,7 +140,7 @@ impl LineIndex {
                 line += 1;
                 steps += 1;
             }
-            !starts.get(line + 1).is_some_and(|&s| s <= offset)
+            starts.get(line + 1).is_none_or(|&s| s > offset)
         };
         if !from_hint {
             line = starts.partition_point(|&s| s <= offset).saturating_sub(1);
