@@ -48,6 +48,7 @@ pub use crate::{
     },
     db::RootDatabase,
     diagnostics::{Diagnostic, Severity},
+    findings::{FindingRef, Findings},
     hover::HoverResult,
     inlay_hints::InlayHint,
     navigation::{NavTarget, Reference},

@@ -103,13 +103,13 @@ pub(crate) fn severity(s: Severity) -> lsp::DiagnosticSeverity {
 /// The `source` of every diagnostic the server sends.
 pub(crate) const SOURCE: &str = "ttnn-analyzer";
 
-pub(crate) fn diagnostic(lines: &Lines<'_>, d: &ide::Diagnostic) -> lsp::Diagnostic {
+pub(crate) fn diagnostic(lines: &Lines<'_>, d: ide::FindingRef<'_>) -> lsp::Diagnostic {
     lsp::Diagnostic {
         range: lines.lsp_range(d.range),
         severity: Some(severity(d.severity)),
         code: Some(lsp::NumberOrString::String(d.code.to_owned())),
         source: Some(SOURCE.to_owned()),
-        message: d.message.clone(),
+        message: d.message.to_owned(),
         ..lsp::Diagnostic::default()
     }
 }

@@ -380,7 +380,11 @@ pub(crate) struct DocDiagnostics {
     pub(crate) version: Option<i32>,
     pub(crate) text: Arc<str>,
     pub(crate) index: Arc<LineIndex>,
+    /// Syntax and semantic diagnostics, then (`findings`) the analysis findings read in
+    /// place, then (`after`) notes from the overrides files.
     pub(crate) diagnostics: Vec<ide::Diagnostic>,
+    pub(crate) findings: ide::Findings,
+    pub(crate) after: Vec<ide::Diagnostic>,
 }
 
 impl DocDiagnostics {
@@ -388,10 +392,28 @@ impl DocDiagnostics {
         Lines { text: &self.text, index: &self.index }
     }
 
+    /// Every diagnostic of the document, in order, borrowed.
+    pub(crate) fn all(&self) -> impl Iterator<Item = ide::FindingRef<'_>> {
+        self.diagnostics
+            .iter()
+            .map(borrowed)
+            .chain(self.findings.iter())
+            .chain(self.after.iter().map(borrowed))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.diagnostics.len() + self.findings.len() + self.after.len()
+    }
+
     pub(crate) fn to_lsp(&self) -> Vec<lsp::Diagnostic> {
         let lines = self.lines();
-        self.diagnostics.iter().map(|d| convert::diagnostic(&lines, d)).collect()
+        self.all().map(|d| convert::diagnostic(&lines, d)).collect()
     }
+}
+
+/// A diagnostic as the borrowed form findings have.
+fn borrowed(d: &ide::Diagnostic) -> ide::FindingRef<'_> {
+    ide::FindingRef { range: d.range, severity: d.severity, code: d.code, message: &d.message }
 }
 
 /// Diagnostics of every open IR file and every overrides file, for publishing.
@@ -402,15 +424,14 @@ pub(crate) fn all_diagnostics(
     let od = snap.analysis.override_diagnostics(&files)?;
     let mut out = Vec::new();
     for (path, f) in snap.files.iter() {
-        let mut diagnostics = snap.analysis.diagnostics(f.file)?;
-        diagnostics.extend(snap.analysis.findings(f.file)?);
-        diagnostics.extend(od.on_files.iter().filter(|(p, _)| p == path).map(|(_, d)| d.clone()));
         out.push(DocDiagnostics {
             uri: f.uri.clone(),
             version: Some(f.version),
             text: snap.analysis.file_text(f.file)?,
             index: snap.analysis.line_index(f.file)?,
-            diagnostics,
+            diagnostics: snap.analysis.diagnostics(f.file)?,
+            findings: snap.analysis.findings_in_place(f.file)?,
+            after: od.on_files.iter().filter(|(p, _)| p == path).map(|(_, d)| d.clone()).collect(),
         });
     }
     for seg in &snap.segments.segments {
@@ -422,6 +443,8 @@ pub(crate) fn all_diagnostics(
             text: Arc::clone(&seg.text),
             index: Arc::new(LineIndex::new(&seg.text)),
             diagnostics: segment_diagnostics(snap, seg, &od.on_overrides),
+            findings: ide::Findings::default(),
+            after: Vec::new(),
         });
     }
     Ok(out)

@@ -17,7 +17,7 @@ use crate::{convert, handlers::DocDiagnostics};
 
 /// The whole JSON-RPC notification for one document's diagnostics.
 pub(crate) fn notification(doc: &DocDiagnostics) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128 + 256 * doc.diagnostics.len());
+    let mut out = Vec::with_capacity(128 + 256 * doc.len());
     out.extend_from_slice(
         br#"{"jsonrpc":"2.0","method":"textDocument/publishDiagnostics","params":{"uri":"#,
     );
@@ -26,7 +26,7 @@ pub(crate) fn notification(doc: &DocDiagnostics) -> Vec<u8> {
     let lines = doc.lines();
     // Diagnostics come mostly sorted by position: each start is looked for from the last.
     let mut hint = 0;
-    for (i, d) in doc.diagnostics.iter().enumerate() {
+    for (i, d) in doc.all().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -45,7 +45,7 @@ pub(crate) fn notification(doc: &DocDiagnostics) -> Vec<u8> {
         out.extend_from_slice(br#","source":"#);
         string(&mut out, convert::SOURCE);
         out.extend_from_slice(br#","message":"#);
-        string(&mut out, &d.message);
+        string(&mut out, d.message);
         out.push(b'}');
     }
     out.push(b']');
@@ -213,6 +213,8 @@ mod tests {
                     ),
                     diag((55, 55), ide::Severity::Hint, "at the very end"),
                 ],
+                findings: ide::Findings::default(),
+                after: vec![diag((2, 9), ide::Severity::Info, "a note after the findings")],
             });
             check(&DocDiagnostics {
                 uri: uri.clone(),
@@ -220,6 +222,8 @@ mod tests {
                 text: text.clone(),
                 index: index.clone(),
                 diagnostics: Vec::new(),
+                findings: ide::Findings::default(),
+                after: Vec::new(),
             });
         }
     }
