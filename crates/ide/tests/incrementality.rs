@@ -322,6 +322,18 @@ fn with_file(mut host: AnalysisHost, text: String) -> AnalysisHost {
     host
 }
 
+/// An editor host with the 1200 relus of `relus` reading `%a` open: the host, the file and
+/// its text.
+fn relu_editor() -> (AnalysisHost, base_db::SourceFile, String) {
+    let text = relus(|_| "%a".to_owned());
+    let host = with_file(
+        AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
+        text.clone(),
+    );
+    let file = host.file(FILE).expect("file is open");
+    (host, file, text)
+}
+
 /// The df-sharding-merge cost and final IR of `FILE`, as a tuning loop asks for them.
 fn optimize_file(host: &AnalysisHost) {
     let file = host.file(FILE).expect("file is open");
@@ -507,10 +519,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     // walked again (once per policy) and costed, and no chunk's parts are re-derived; the
     // chains are not rebuilt (that group's chain facts are read again and come out the
     // same). The whole plan is gathered again for the report, which reads the body.
-    let text = relus(|_| "%a".to_owned());
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
-    host.apply_change(Change::new().set_file(FILE, text.clone()));
-    let file = host.file(FILE).expect("file is open");
+    let (mut host, file, text) = relu_editor();
     let optimize = |host: &AnalysisHost| {
         let analysis = host.analysis();
         let _ = analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled");
@@ -582,10 +591,7 @@ fn executed_counts(host: &AnalysisHost, prefixes: &[&str]) -> String {
 fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
     // The findings read the op model's verdict on every op as written, a group of 32 ops at
     // a time: an edit inside the 1100th of 1200 relus checks that group again and no other.
-    let text = relus(|_| "%a".to_owned());
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
-    host.apply_change(Change::new().set_file(FILE, text.clone()));
-    let file = host.file(FILE).expect("file is open");
+    let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
     let _ = host.take_executed_queries();
@@ -610,10 +616,7 @@ fn the_ir_as_written_is_walked_again_only_when_its_data_flow_or_verdicts_change(
     // instead, comes out the same and is backdated, so the walk does not run, nor after a
     // second attribute edit there. Making relu 1100 read relu 1099 instead of `%a` changes
     // the data flow, and the walk runs again.
-    let text = relus(|_| "%a".to_owned());
-    let mut host = AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults());
-    host.apply_change(Change::new().set_file(FILE, text.clone()));
-    let file = host.file(FILE).expect("file is open");
+    let (mut host, file, text) = relu_editor();
     diagnose(&host, file);
     let _ = host.take_executed_queries();
     host.apply_change(note_on_relu_1100(&text));
@@ -738,12 +741,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     // relu 1100's group have their dependencies walked; after the first edit the walk
     // checked each once. The group signatures are read by per-chain and per-block memos, so
     // all of them are checked after the first edit and none after the second.
-    let text = relus(|_| "%a".to_owned());
-    let mut host = with_file(
-        AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()),
-        text.clone(),
-    );
-    let file = host.file(FILE).expect("file is open");
+    let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
     host.set_validation_log(true);

@@ -766,9 +766,11 @@ pub fn written_checks_block(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Optio
 pub fn written_checks_span(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Option<WrittenCheck>]> {
     base_db::LowDurabilityAnchor::get(db).unit(db);
     let per_block = (ir::BODY_BLOCK / ir::OP_GROUP) as u32;
-    (j * per_block..(j + 1) * per_block)
-        .flat_map(|g| written_checks_block(db, func, g).iter().cloned().collect::<Vec<_>>())
-        .collect()
+    let mut out = Vec::with_capacity(ir::BODY_BLOCK);
+    for g in j * per_block..(j + 1) * per_block {
+        out.extend(written_checks_block(db, func, g).iter().cloned());
+    }
+    out.into()
 }
 
 fn check_as_written(db: &dyn Db, sig: &OpSignature) -> Option<WrittenCheck> {

@@ -283,6 +283,17 @@ fn op_regions(op: &Op) -> &[Region] {
     }
 }
 
+/// [`op_regions`], to change.
+fn op_regions_mut(op: &mut Op) -> &mut [Region] {
+    match &mut op.body {
+        OpBody::Generic(g) => &mut g.regions,
+        OpBody::Module(m) => std::slice::from_mut(&mut m.body),
+        OpBody::Func(f) => f.body.as_mut_slice(),
+        OpBody::RegionOp(r) => std::slice::from_mut(&mut r.body),
+        _ => &mut [],
+    }
+}
+
 fn shift(offset: u32, delta: i64) -> Option<u32> {
     u32::try_from(i64::from(offset) + delta).ok()
 }
@@ -683,14 +694,7 @@ impl Shifter {
             return;
         }
         // The re-parsed op (no regions) or one enclosing it.
-        let regions: &mut [Region] = match &mut op.body {
-            OpBody::Generic(g) => &mut g.regions,
-            OpBody::Module(m) => std::slice::from_mut(&mut m.body),
-            OpBody::Func(f) => f.body.as_mut_slice(),
-            OpBody::RegionOp(r) => std::slice::from_mut(&mut r.body),
-            _ => &mut [],
-        };
-        for r in regions {
+        for r in op_regions_mut(op) {
             for b in &mut r.blocks {
                 // Sorted by start: the ops before `first` were moved or never move, except
                 // the last of them, which may enclose the re-parsed op.

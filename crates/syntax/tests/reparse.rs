@@ -152,16 +152,29 @@ fn corpus_files() -> Vec<PathBuf> {
     acc
 }
 
+/// The bundled samples, by path, with their text.
+fn sample_files() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            Some((path.display().to_string(), std::fs::read_to_string(&path).ok()?))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 #[test]
 fn reparsing_an_edit_equals_parsing_the_edited_sample_from_scratch() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
     let mut fast = 0;
     let mut total = 0;
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+    for (name, text) in sample_files() {
         for seed in 1..=20 {
-            fast += check_random_edits(&path.display().to_string(), &text, seed, 50);
+            fast += check_random_edits(&name, &text, seed, 50);
             total += 50;
         }
     }
@@ -216,13 +229,10 @@ fn check_chained_edits(name: &str, text: &str, seed: u64, chains: usize) -> usiz
 
 #[test]
 fn chained_reparses_whose_positions_move_later_equal_parsing_from_scratch() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
     let mut fast = 0;
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+    for (name, text) in sample_files() {
         for seed in 1..=10 {
-            fast += check_chained_edits(&path.display().to_string(), &text, seed, 10);
+            fast += check_chained_edits(&name, &text, seed, 10);
         }
     }
     for (i, path) in corpus_files().iter().enumerate().step_by(7) {
