@@ -394,10 +394,8 @@ mod tests {
             range,
         );
         out.sort();
-        let order: Vec<String> = out
-            .iter()
-            .map(|f| format!("{:?} {} {}", f.range, f.code, f.message))
-            .collect();
+        let order: Vec<String> =
+            out.iter().map(|f| format!("{:?} {} {}", f.range, f.code, f.message)).collect();
         expect_test::expect![[r#"
             [
                 "5..30 reshard b",

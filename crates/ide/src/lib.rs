@@ -236,6 +236,9 @@ pub struct AnalysisHost {
     /// ([`AnalysisHost::free_unused`]) so that the move is off the edit's path. Joined before
     /// the next change patches a parse again.
     finishing: Option<std::thread::JoinHandle<()>>,
+    /// The groups of ops edits brought to the file's durability, and those edited while
+    /// still at the configuration's, which [`AnalysisHost::settle`] lowers.
+    heat: ir::GroupHeat,
 }
 
 impl AnalysisHost {
@@ -278,6 +281,7 @@ impl AnalysisHost {
             removed: FxHashMap::default(),
             overridden: rustc_hash::FxHashSet::default(),
             finishing: None,
+            heat: ir::GroupHeat::default(),
         }
     }
 
@@ -587,7 +591,8 @@ impl AnalysisHost {
         };
         let worker = TargetInput::get(&self.db).target(&self.db).worker_grid();
         let pinned_of = |body: &ir::FuncBody| layout::pinned_of(body, worker);
-        let lowered = ir::sync_file_inputs(&mut self.db, file, durability, &pinned_of);
+        let lowered =
+            ir::sync_file_inputs(&mut self.db, file, durability, &mut self.heat, &pinned_of);
         // Freed off this path like the lowering the diagnostics read (see `Retained`).
         let lowered: Arc<dyn Any + Send + Sync> = lowered;
         if let Ok(mut r) = self.retained.lock()
@@ -692,6 +697,25 @@ impl AnalysisHost {
     pub fn free_unused(&mut self) {
         self.finish_parses_aside();
         self.free_values();
+    }
+
+    /// Lowers the durability of the groups of ops edited since the last call, which their
+    /// first edit left at the configuration's (see `ir`'s `inputs` module); true when it did.
+    ///
+    /// Editing a group at the lower durability from then on re-validates only what reads it,
+    /// but lowering it is itself a change that salsa re-validates everything at that
+    /// durability for, and after which it runs every query that read the group (and their
+    /// readers) again, equal values or not. Call it when the analysis is idle and then ask
+    /// again for what the next keystroke will want (an editor's diagnostics), so that this
+    /// work is done before the user types on in the group: the language server does both in
+    /// the quiet moment after a publication. Without a call, every edit in a group
+    /// re-validates all memos as its first did.
+    pub fn settle(&mut self) -> bool {
+        if !self.heat.has_pending() {
+            return false;
+        }
+        let hot = self.mode.file_durability();
+        ir::heat_groups(&mut self.db, &mut self.heat, hot)
     }
 
     /// Frees the retained values no revision needs any more, on a helper thread.

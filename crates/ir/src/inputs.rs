@@ -7,13 +7,17 @@
 //! was `LOW` and salsa walked the dependencies of every one of them (about 27k memos) after
 //! each keystroke, wherever it was. Written by the host, a group of ops nobody has edited
 //! keeps the durability it was created with (`cold`: `MEDIUM` in an editor) and what reads
-//! only such groups is re-validated in O(1); the group an edit changes is written at `hot`
-//! (`LOW`), so the next keystroke in it re-validates only what reads it.
+//! only such groups is re-validated in O(1); a group an edit changed is lowered to `hot`
+//! (`LOW`), so later keystrokes in it re-validate only what reads it.
 //!
-//! The first edit in a group lowers its durability, which salsa reports as a change at the
-//! old one: that edit re-validates what every edit did before. And salsa does not backdate
-//! a value whose durability dropped, so the queries that read the group run again once
-//! even where their value stays: hence small groups (the signatures are memoized per group,
+//! Lowering a group's durability is a change at the old one, so salsa re-validates every
+//! memo of that durability; and salsa does not backdate a value whose durability dropped,
+//! so the queries that read the group run again once even where their value stays, and so
+//! do their readers (a cascade up to the whole function's chains and a chunk's parts).
+//! So the first edit in a group writes it at `cold` still, and only re-validates: the
+//! group is queued ([`GroupHeat`]) and the host lowers its durability with
+//! [`heat_groups`] when it is idle (an editor's diagnostics are out), where the cascade
+//! costs no keystroke. Groups are small (the signatures are memoized per group,
 //! `layout::group_signatures` over `func_group`), with the blocks of 256 ops that per-block
 //! queries read assembled from them (`func_block`).
 //!
@@ -82,8 +86,58 @@ pub fn init_inputs(db: &dyn Db, durability: Durability) {
 pub struct InputDurability {
     /// New functions and groups, and everything a structural edit changes.
     pub cold: Durability,
-    /// A group an edit inside its ops changed.
+    /// A group an edit inside its ops changed, once [`heat_groups`] has lowered it.
     pub hot: Durability,
+}
+
+/// Which groups an edit has brought to `hot` durability, and which an edit changed while they
+/// were `cold`, waiting for [`heat_groups`]. The host keeps one.
+#[derive(Debug, Default)]
+pub struct GroupHeat {
+    hot: FxHashSet<OpGroup>,
+    pending: Vec<OpGroup>,
+}
+
+impl GroupHeat {
+    /// The durability to write a group an edit inside its ops changed with: `hot` once
+    /// [`heat_groups`] has lowered it, `cold` (and queued) before.
+    fn edited(&mut self, group: OpGroup, durability: InputDurability) -> Durability {
+        if durability.hot == durability.cold || self.hot.contains(&group) {
+            return durability.hot;
+        }
+        if !self.pending.contains(&group) {
+            self.pending.push(group);
+        }
+        durability.cold
+    }
+
+    /// A group written at `cold` for another reason (a structural edit, its function gone).
+    fn cooled(&mut self, group: OpGroup) {
+        self.hot.remove(&group);
+        self.pending.retain(|&g| g != group);
+    }
+
+    /// Whether [`heat_groups`] has anything to do.
+    #[must_use]
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+}
+
+/// Lowers the groups queued in `heat` to `hot` durability (their ops as they are). A write:
+/// what reads them is re-validated, and run again, on the next read. Returns whether any
+/// group was lowered.
+pub fn heat_groups(db: &mut dyn Db, heat: &mut GroupHeat, hot: Durability) -> bool {
+    let pending = std::mem::take(&mut heat.pending);
+    let mut any = false;
+    for group in pending {
+        if heat.hot.insert(group) {
+            let ops = Arc::clone(group.ops(db));
+            group.set_ops(db).with_durability(hot).to(ops);
+            any = true;
+        }
+    }
+    any
 }
 
 /// Computes the pinned ops of a body (the host's, which knows the target).
@@ -95,6 +149,7 @@ pub fn sync_file_inputs(
     db: &mut dyn Db,
     file: SourceFile,
     durability: InputDurability,
+    heat: &mut GroupHeat,
     pinned_of: PinnedOf<'_>,
 ) -> Arc<LoweredFile> {
     let _p = tracing::debug_span!("sync_file_inputs").entered();
@@ -108,7 +163,7 @@ pub fn sync_file_inputs(
         seen.insert(id);
         let pinned = pinned_of(&f.body);
         match by_func.get(&id) {
-            Some(&input) => update(db, input, f, pinned, durability),
+            Some(&input) => update(db, input, f, pinned, durability, heat),
             None => {
                 let cold = durability.cold;
                 let groups: Arc<[OpGroup]> = f
@@ -136,9 +191,10 @@ pub fn sync_file_inputs(
                 input.set_loc_names(db).with_durability(durability.cold).to(Arc::default());
             }
             let groups = Arc::clone(input.groups(db));
-            for b in groups.iter() {
+            for &b in groups.iter() {
                 if !b.ops(db).is_empty() {
                     b.set_ops(db).with_durability(durability.cold).to(Arc::from([]));
+                    heat.cooled(b);
                 }
             }
         }
@@ -158,6 +214,7 @@ fn update(
     f: &LoweredFunc,
     pinned: BTreeSet<String>,
     durability: InputDurability,
+    heat: &mut GroupHeat,
 ) {
     let body = &f.body;
     let structural = !input.frame(db).as_deref().is_some_and(|f| f.is_frame_of(body));
@@ -168,7 +225,6 @@ fn update(
             input.set_frame(db).with_durability(durability.cold).to(Some(Arc::new(frame)));
         }
     }
-    let hot = if structural { durability.cold } else { durability.hot };
     let old = Arc::clone(input.groups(db));
     let mut list: Vec<OpGroup> = old.to_vec();
     let len = body.ops.len().div_ceil(OP_GROUP).max(old.len());
@@ -181,7 +237,13 @@ fn update(
             // and copying them to compare would touch every op's count.
             Some(&b) => {
                 if !same_ops(b.ops(db), ops) {
-                    b.set_ops(db).with_durability(hot).to(Arc::from(ops));
+                    let at = if structural {
+                        heat.cooled(b);
+                        durability.cold
+                    } else {
+                        heat.edited(b, durability)
+                    };
+                    b.set_ops(db).with_durability(at).to(Arc::from(ops));
                 }
             }
             None => list.push(OpGroup::builder(Arc::from(ops)).durability(durability.cold).new(db)),

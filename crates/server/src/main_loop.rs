@@ -295,7 +295,7 @@ impl GlobalState {
                         self.written = crossbeam_channel::never();
                     } else if self.quiet_pending {
                         self.quiet_pending = false;
-                        self.host.free_unused();
+                        self.quiet_work();
                     }
                 },
                 default(wait) => {}
@@ -481,10 +481,33 @@ impl GlobalState {
                     if self.frames.is_some() {
                         self.quiet_pending = true;
                     } else {
-                        self.host.free_unused();
+                        self.quiet_work();
                     }
                 }
             }
+        }
+    }
+
+    /// What the host does when the analysis is idle: free older revisions' values and finish
+    /// the parse's deferred positions (on helper threads), and lower the durability of the
+    /// groups of ops edited since (`AnalysisHost::settle`), then re-validate what the next
+    /// diagnostics read on a worker, so that the queries that change re-runs (it re-runs
+    /// what reads those groups) are not on the next keystroke's path. A change that comes
+    /// first cancels that job like any other.
+    fn quiet_work(&mut self) {
+        self.host.free_unused();
+        if self.host.settle() {
+            let snap = self.snapshot();
+            let job = move || {
+                // The values are dropped: what matters is the memos it leaves valid.
+                let outcome = catch_unwind(AssertUnwindSafe(|| handlers::all_diagnostics(&snap)));
+                if let Err(payload) = outcome
+                    && payload.downcast_ref::<Cancelled>().is_none()
+                {
+                    tracing::error!("re-validating after lowering durabilities panicked");
+                }
+            };
+            let _ = self.jobs.send(Box::new(job));
         }
     }
 
