@@ -225,7 +225,7 @@ impl Ctx<'_> {
 fn exercise(text: &str) -> Result<(), String> {
     let parse = syntax::parse(text);
     let mut at = 0u32;
-    for t in &parse.tokens {
+    for t in parse.tokens() {
         if t.range.start != at || t.range.end < t.range.start {
             return Err(format!("token {:?} does not start where the previous ended ({at})", t));
         }

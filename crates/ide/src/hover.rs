@@ -43,7 +43,7 @@ fn hover(db: &RootDatabase, file: SourceFile, offset: u32) -> Option<HoverResult
     let text = file.text(db).clone();
     let parse = ir::parse_file(db, file);
     let index = file_index(db, file);
-    let tok = *token_at(&parse.tokens, offset)?;
+    let tok = *token_at(parse.tokens(), offset)?;
     let at = |markdown: String| Some(HoverResult { range: tok.range, markdown });
     if index.is_op_name(tok.range) {
         let site = sites::op_by_name_range(db, file, tok.range)?;
@@ -59,9 +59,9 @@ fn hover(db: &RootDatabase, file: SourceFile, offset: u32) -> Option<HoverResult
                 return at(op_hover(db, &text, &site));
             }
             // `%3#1` uses result 1 of `%3`.
-            let i = parse.tokens.partition_point(|t| t.range.end <= tok.range.start);
+            let i = parse.tokens().partition_point(|t| t.range.end <= tok.range.start);
             let result_idx = parse
-                .tokens
+                .tokens()
                 .get(i + 1)
                 .filter(|t| t.kind == TokenKind::HashId && t.range.start == tok.range.end)
                 .and_then(|t| t.range.slice(&text)[1..].parse::<u32>().ok())

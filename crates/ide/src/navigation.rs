@@ -53,7 +53,7 @@ impl Analysis {
 fn name_at(db: &RootDatabase, file: SourceFile, offset: u32) -> Option<Name> {
     let parse = ir::parse_file(db, file);
     let index = file_index(db, file);
-    let tok = token_at(&parse.tokens, offset)?;
+    let tok = token_at(parse.tokens(), offset)?;
     index.classify(file.text(db), tok)
 }
 
@@ -94,7 +94,7 @@ fn references(
     let parse = ir::parse_file(db, file);
     let def = definition(&index, &name).map(|(_, focus)| focus);
     index
-        .occurrences(file.text(db), &parse.tokens, &name)
+        .occurrences(file.text(db), parse.tokens(), &name)
         .into_iter()
         .map(|range| Reference {
             file_path: file.path(db).clone(),

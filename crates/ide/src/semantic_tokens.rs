@@ -83,7 +83,7 @@ fn semantic_tokens(db: &RootDatabase, file: SourceFile) -> Vec<(TextRange, Token
     }
     let mut chunk = 0usize;
     let mut out = Vec::new();
-    for tok in &parse.tokens {
+    for tok in parse.tokens() {
         while index.chunk_ranges.get(chunk).is_some_and(|r| r.end <= tok.range.start)
             && chunk + 1 < index.chunk_ranges.len()
         {

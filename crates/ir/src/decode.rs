@@ -8,7 +8,7 @@
 //! drops unknown keys too and old files still carry them.
 
 use rustc_hash::FxHashMap;
-use syntax::{Parse, Token, TokenKind, ast, split_dims, unescape_string};
+use syntax::{Token, TokenKind, ast, split_dims, unescape_string};
 use ttnn_types::{
     BufferType, Conv2dConfig, Conv2dSliceConfig, Conv2dSliceType, CoreCoord, CoreRange,
     CoreRangeSet, DataType, DeviceComputeKernelConfig, ElementType, Grid, LayoutData, MathFidelity,
@@ -17,10 +17,10 @@ use ttnn_types::{
 
 use crate::model::{ChipDesc, Decoded, DeviceDesc, MemoryConfig, ShardSpec, SystemDesc};
 
-/// What decoders need: the text, the parse (for token bodies) and the chunk's aliases.
+/// What decoders need: the text, the tokens (for bodies) and the chunk's aliases.
 pub(crate) struct DecodeCtx<'a> {
     pub(crate) text: &'a str,
-    pub(crate) parse: &'a Parse,
+    pub(crate) tokens: &'a [Token],
     pub(crate) attr_aliases: &'a FxHashMap<&'a str, &'a ast::Attr>,
 }
 
@@ -35,8 +35,8 @@ pub(crate) struct Cur<'a> {
     end: usize,
 }
 
-fn significant(parse: &Parse, body: &ast::Body) -> Vec<Token> {
-    parse.body_tokens(body).iter().copied().filter(|t| !t.kind.is_trivia()).collect()
+fn significant(tokens: &[Token], body: &ast::Body) -> Vec<Token> {
+    syntax::body_tokens(tokens, body).iter().copied().filter(|t| !t.kind.is_trivia()).collect()
 }
 
 impl<'a> Cur<'a> {
@@ -232,7 +232,7 @@ impl DecodeCtx<'_> {
     ) -> DResult<Option<Decoded>> {
         // The angle form `#ttnn<mesh_shape 1x1>` is not decoded.
         let Some(mnemonic) = mnemonic else { return Ok(None) };
-        let toks = body.map(|b| significant(self.parse, b)).unwrap_or_default();
+        let toks = body.map(|b| significant(self.tokens, b)).unwrap_or_default();
         let cur = Cur::new(self.text, &toks);
         let decoded = match (dialect, mnemonic) {
             ("ttnn", "ttnn_layout") => Decoded::Layout(self.layout(cur)?),
@@ -275,7 +275,7 @@ impl DecodeCtx<'_> {
 
     /// Decodes the body of `ttcore.device @name = <...>`.
     pub(crate) fn device_body(&self, body: &ast::Body) -> DResult<DeviceDesc> {
-        let toks = significant(self.parse, body);
+        let toks = significant(self.tokens, body);
         self.device(Cur::new(self.text, &toks))
     }
 
@@ -320,7 +320,7 @@ impl DecodeCtx<'_> {
                     match &attr.kind {
                         ast::AttrKind::Dialect { body: Some(body), .. }
                         | ast::AttrKind::Stripped(body) => {
-                            let toks = significant(self.parse, body);
+                            let toks = significant(self.tokens, body);
                             f(self, Cur::new(self.text, &toks))
                         }
                         _ => Err(format!("`#{name}` is not {expected}")),

@@ -32,7 +32,7 @@ pub fn lower_file(text: &str, parse: &Parse) -> LoweredFile {
         });
     }
     for (chunk_idx, chunk) in parse.file().chunks.iter().enumerate() {
-        lower_chunk(text, parse, chunk_idx as u32, chunk, &mut out);
+        lower_chunk(text, parse.tokens(), chunk_idx as u32, chunk, &mut out);
     }
     out.diagnostics.sort_by_key(|d| (d.range.start, d.range.end));
     out
@@ -57,13 +57,13 @@ pub fn relower_edit(
     // The tree as the re-parse left it: the op, what encloses it, names and aliases are
     // current, which is all this reads (positions of the ops after it may be the old text's
     // until the tree is first read, elsewhere).
-    parse.with_current_tree(|tree| relower_in(old, text, parse, tree, edit))
+    parse.with_current(|tree, tokens| relower_in(old, text, tokens, tree, edit))
 }
 
 fn relower_in(
     old: &LoweredFile,
     text: &str,
-    parse: &Parse,
+    tokens: &[syntax::Token],
     tree: &ast::SourceFile,
     edit: syntax::OpEdit,
 ) -> Option<LoweredFile> {
@@ -114,14 +114,14 @@ fn relower_in(
     }
     let mut alias_diags = Vec::new();
     let aliases = Aliases::collect(chunk, &mut alias_diags);
-    let mut cx = Lower::new(text, parse, &aliases, sm.chunk);
+    let mut cx = Lower::new(text, tokens, &aliases, sm.chunk);
     // Same names as before (the key says so), so the same definitions and duplicate
     // reports as the old lowering has. Only the names the op's text mentions (a superset
     // of the values it uses) go into the table: hashing every name of a 10k-op function
     // was half of re-lowering one op.
-    let first = parse.tokens.partition_point(|t| t.range.start < o.range.start);
+    let first = tokens.partition_point(|t| t.range.start < o.range.start);
     // A handful of names: a scan compares lengths first, cheaper than hashing every name.
-    let mentioned: Vec<&str> = parse.tokens[first..]
+    let mentioned: Vec<&str> = tokens[first..]
         .iter()
         .take_while(|t| t.range.start < o.range.end)
         .filter(|t| t.kind == syntax::TokenKind::ValueId)
@@ -238,14 +238,14 @@ fn loc_by_key(ops: &[Arc<OpData>], names: &[Option<String>]) -> Vec<(String, Str
 
 fn lower_chunk(
     text: &str,
-    parse: &Parse,
+    tokens: &[syntax::Token],
     chunk_idx: u32,
     chunk: &ast::Chunk,
     out: &mut LoweredFile,
 ) {
     let mut diags = Vec::new();
     let aliases = Aliases::collect(chunk, &mut diags);
-    let mut cx = Lower::new(text, parse, &aliases, chunk_idx);
+    let mut cx = Lower::new(text, tokens, &aliases, chunk_idx);
     cx.diags = diags;
     // Decode every alias definition once, so a malformed one is reported at its definition
     // even if nothing uses it.
@@ -381,7 +381,9 @@ fn error(range: TextRange, code: &'static str, message: String) -> Diagnostic {
 
 struct Lower<'a> {
     text: &'a str,
-    parse: &'a Parse,
+    /// The file's tokens, or those with current positions when re-lowering one op (see
+    /// `Parse::with_current`).
+    tokens: &'a [syntax::Token],
     decode: DecodeCtx<'a>,
     type_aliases: &'a FxHashMap<&'a str, &'a ast::Type>,
     loc_aliases: &'a FxHashMap<&'a str, &'a ast::Location>,
@@ -409,11 +411,16 @@ struct Def {
 }
 
 impl<'a> Lower<'a> {
-    fn new(text: &'a str, parse: &'a Parse, aliases: &'a Aliases<'a>, chunk: u32) -> Lower<'a> {
+    fn new(
+        text: &'a str,
+        tokens: &'a [syntax::Token],
+        aliases: &'a Aliases<'a>,
+        chunk: u32,
+    ) -> Lower<'a> {
         Lower {
             text,
-            parse,
-            decode: DecodeCtx { text, parse, attr_aliases: &aliases.attr },
+            tokens,
+            decode: DecodeCtx { text, tokens, attr_aliases: &aliases.attr },
             type_aliases: &aliases.ty,
             loc_aliases: &aliases.loc,
             diags: Vec::new(),
@@ -429,7 +436,7 @@ impl<'a> Lower<'a> {
     }
 
     fn norm(&self, range: TextRange) -> String {
-        self.parse.normalized_text(self.text, range)
+        syntax::normalized_text(self.text, self.tokens, range)
     }
 
     fn walk_op(&mut self, op: &'a ast::Op) {
@@ -584,9 +591,7 @@ impl<'a> Lower<'a> {
             ast::TypeKind::Dialect { dialect, name, body: Some(body) }
                 if dialect == "ttcore" && name == "tile" =>
             {
-                let toks: Vec<syntax::Token> = self
-                    .parse
-                    .body_tokens(body)
+                let toks: Vec<syntax::Token> = syntax::body_tokens(self.tokens, body)
                     .iter()
                     .copied()
                     .filter(|t| !t.kind.is_trivia())

@@ -43,15 +43,15 @@ impl SyntaxError {
 
 /// The result of parsing a file: the tree, every token, and the errors found.
 ///
-/// The tree is read through [`Parse::file`]. After an incremental re-parse
-/// ([`Parse::reparse_edit`]) the positions of the ops after the edited one are moved when the
-/// tree is first read, not by the re-parse: on a 10k-op file moving them is a walk over
-/// megabytes of nodes, most of a keystroke's parse work, and what an edit's analysis needs
-/// first (the re-lowered op, see [`Parse::with_current_tree`]) does not read them. A host
-/// reads the tree on another thread meanwhile, so the move is off the keystroke's path.
+/// The tree and the tokens are read through [`Parse::file`] and [`Parse::tokens`]. After an
+/// incremental re-parse ([`Parse::reparse_edit`]) the positions of the ops and tokens after
+/// the edited op are moved when the parse is first read, not by the re-parse: on a 10k-op
+/// file moving them is a walk over megabytes of nodes and some 150k tokens, most of a
+/// keystroke's parse work, and what an edit's analysis needs first (the re-lowered op, see
+/// [`Parse::with_current`]) does not read them. A host reads the parse on another thread
+/// meanwhile, so the move is off the keystroke's path.
 pub struct Parse {
     tree: reparse::Tree,
-    pub tokens: Vec<Token>,
     pub errors: Vec<SyntaxError>,
 }
 
@@ -59,24 +59,38 @@ impl Parse {
     /// A parse from its parts.
     #[must_use]
     pub fn new(file: ast::SourceFile, tokens: Vec<Token>, errors: Vec<SyntaxError>) -> Parse {
-        Parse { tree: reparse::Tree::ready(file), tokens, errors }
+        Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens }), errors }
     }
 
     /// The tree. The first read after an incremental re-parse moves the positions the
     /// re-parse left for later (other readers wait for it meanwhile).
     #[must_use]
     pub fn file(&self) -> &ast::SourceFile {
-        self.tree.get()
+        &self.tree.get().file
     }
 
-    /// Runs `f` on the tree as it is, without waiting for positions an incremental re-parse
-    /// left to move: in it, everything up to and including the re-parsed op, every name and
-    /// the shape of the tree are current, and so are top-level items other than ops
-    /// (aliases); ops after the re-parsed one may still have the old text's positions.
-    /// For re-lowering that one op (which reads names and aliases only), on the keystroke's
-    /// path. `f` must not read the tree through `self` ([`Parse::file`] waits for `f`).
-    pub fn with_current_tree<R>(&self, f: impl FnOnce(&ast::SourceFile) -> R) -> R {
+    /// Every token, in order, covering the text. Moves positions like [`Parse::file`].
+    #[must_use]
+    pub fn tokens(&self) -> &[Token] {
+        &self.tree.get().tokens
+    }
+
+    /// Runs `f` on the tree and tokens as they are, without waiting for positions an
+    /// incremental re-parse left to move: in the tree, everything up to and including the
+    /// re-parsed op, every name and the shape of the tree are current, and so are top-level
+    /// items other than ops (aliases); ops after the re-parsed one may still have the old
+    /// text's positions. The tokens are those whose positions are current: every one up to
+    /// the re-parsed op and a little past it, and through the last alias of its chunk. For
+    /// re-lowering that one op (which reads names, aliases and the op's own tokens only), on
+    /// the keystroke's path. `f` must not read the parse through `self` ([`Parse::file`]
+    /// waits for `f`).
+    pub fn with_current<R>(&self, f: impl FnOnce(&ast::SourceFile, &[Token]) -> R) -> R {
         self.tree.with_current(f)
+    }
+
+    /// [`Parse::with_current`] for the tree alone.
+    pub fn with_current_tree<R>(&self, f: impl FnOnce(&ast::SourceFile) -> R) -> R {
+        self.tree.with_current(|file, _| f(file))
     }
 
     /// True while positions moved by the last incremental re-parse wait for a first read.
@@ -88,13 +102,15 @@ impl Parse {
 
 impl Clone for Parse {
     fn clone(&self) -> Parse {
-        Parse::new(self.file().clone(), self.tokens.clone(), self.errors.clone())
+        Parse::new(self.file().clone(), self.tokens().to_vec(), self.errors.clone())
     }
 }
 
 impl PartialEq for Parse {
     fn eq(&self, other: &Parse) -> bool {
-        self.tokens == other.tokens && self.errors == other.errors && self.file() == other.file()
+        self.tokens() == other.tokens()
+            && self.errors == other.errors
+            && self.file() == other.file()
     }
 }
 
@@ -104,7 +120,7 @@ impl std::fmt::Debug for Parse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Parse")
             .field("file", self.file())
-            .field("tokens", &self.tokens)
+            .field("tokens", &self.tokens())
             .field("errors", &self.errors)
             .finish()
     }
@@ -131,19 +147,33 @@ impl Parse {
     /// The significant tokens of a `<...>` body, without the outer angle brackets.
     #[must_use]
     pub fn body_tokens(&self, body: &ast::Body) -> &[Token] {
-        let open = body.open as usize + 1;
-        let close = (body.close as usize).max(open);
-        self.tokens.get(open..close).unwrap_or(&[])
+        body_tokens(self.tokens(), body)
     }
 
     /// The text of `range` with each run of whitespace and comments replaced by one space:
     /// the exact token sequence, normalized.
     #[must_use]
     pub fn normalized_text(&self, text: &str, range: TextRange) -> String {
-        let mut out = String::new();
-        printer::write_range(&mut out, text, &self.tokens, range);
-        out
+        normalized_text(text, self.tokens(), range)
     }
+}
+
+/// [`Parse::body_tokens`] from a file's tokens (or the current ones, see
+/// [`Parse::with_current`]).
+#[must_use]
+pub fn body_tokens<'t>(tokens: &'t [Token], body: &ast::Body) -> &'t [Token] {
+    let open = body.open as usize + 1;
+    let close = (body.close as usize).max(open);
+    tokens.get(open..close).unwrap_or(&[])
+}
+
+/// [`Parse::normalized_text`] from a file's tokens (or the current ones, see
+/// [`Parse::with_current`]).
+#[must_use]
+pub fn normalized_text(text: &str, tokens: &[Token], range: TextRange) -> String {
+    let mut out = String::new();
+    printer::write_range(&mut out, text, tokens, range);
+    out
 }
 
 #[cfg(test)]

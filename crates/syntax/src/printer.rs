@@ -60,7 +60,7 @@ impl PrintHook for NoHook {
 pub fn print_with(text: &str, parse: &Parse, hook: &mut dyn PrintHook) -> String {
     let mut p = Printer {
         text,
-        tokens: &parse.tokens,
+        tokens: parse.tokens(),
         out: String::with_capacity(text.len()),
         hook,
         chunk: 0,
@@ -80,7 +80,7 @@ pub fn print_with(text: &str, parse: &Parse, hook: &mut dyn PrintHook) -> String
 #[must_use]
 pub fn range_text(text: &str, parse: &Parse, range: TextRange) -> String {
     let mut out = String::new();
-    write_range(&mut out, text, &parse.tokens, range);
+    write_range(&mut out, text, parse.tokens(), range);
     out
 }
 

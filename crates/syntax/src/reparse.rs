@@ -53,172 +53,241 @@ impl Parse {
         edit: TextRange,
         new_len: u32,
     ) -> Option<OpEdit> {
-        let target = find_target(self, edit)?;
-        let old = target.range;
-        let delta = i64::from(new_len) - i64::from(edit.len());
-        let Ok(new_end) = u32::try_from(i64::from(old.end) + delta) else { return None };
-        if new_text.len() > u32::MAX as usize || new_end as usize > new_text.len() {
-            return None;
-        }
-        // The op's old tokens: `t0..=t1`, with whitespace holding a line break on both sides.
-        let Ok(t0) = self.tokens.binary_search_by_key(&old.start, |t| t.range.start) else {
-            return None;
-        };
-        let Ok(t1) = self.tokens.binary_search_by_key(&old.end, |t| t.range.end) else {
-            return None;
-        };
-        let breaks_line = |i: usize, text: &str| {
-            self.tokens.get(i).is_none_or(|t| {
-                t.kind == TokenKind::Whitespace && t.range.slice(text).contains('\n')
-            })
-        };
-        // Before the op nothing moved, so the old token reads the same in the new text.
-        if t0 == 0 || !breaks_line(t0 - 1, new_text) {
-            return None;
-        }
-        if let Some(after) = self.tokens.get(t1 + 1) {
-            let (Some(s), Some(e)) =
-                (shift(after.range.start, delta), shift(after.range.end, delta))
-            else {
-                return None;
-            };
-            if after.kind != TokenKind::Whitespace
-                || !TextRange::new(s, e).slice(new_text).contains('\n')
-            {
-                return None;
+        // Worked on out of the tree's cell; put back finished on every refusal.
+        let mut parts = self.tree.take();
+        match reparse_parts(&mut parts, &mut self.errors, new_text, edit, new_len) {
+            Some((op_edit, shift)) => {
+                self.tree = Tree::deferred(parts, shift);
+                Some(op_edit)
+            }
+            None => {
+                self.tree = Tree::ready(parts);
+                None
             }
         }
-        if self.errors.iter().any(|e| e.range.end >= old.start && e.range.start <= old.end) {
-            return None;
-        }
-        // Re-lex the op's new text.
-        let (mut toks, lex_errors) =
-            lexer::lex(new_text.get(old.start as usize..new_end as usize)?);
-        if !lex_errors.is_empty() {
-            return None;
-        }
-        for t in &mut toks {
-            t.range = TextRange::new(t.range.start + old.start, t.range.end + old.start);
-            let separator =
-                t.kind == TokenKind::Comment && t.range.slice(new_text).trim_end() == "// -----";
-            if matches!(
-                t.kind,
-                TokenKind::Error | TokenKind::FileMetaBegin | TokenKind::FileMetaEnd
-            ) || separator
-            {
-                return None;
-            }
-        }
-        if toks.first().is_none_or(|t| t.kind.is_trivia())
-            || toks.last().is_none_or(|t| t.kind.is_trivia())
-        {
-            return None;
-        }
-        let Ok(dt) = i64::try_from(toks.len()) else { return None };
-        let dt = dt - (t1 + 1 - t0) as i64;
-        let chunk_end = shift(target.chunk_end, delta)?;
-        // The tail moves by `delta`: as a wrapping add on u32, which is exact because every
-        // shifted offset lies in the new text (checked above) and is undone the same way.
-        let moved = |tokens: &mut [crate::Token], by: i64| {
-            let by = by as u32;
-            for t in tokens {
-                t.range.start = t.range.start.wrapping_add(by);
-                t.range.end = t.range.end.wrapping_add(by);
-            }
-        };
-        // Tokens change in place (a 10k-op file has some 300k), and change back on failure.
-        let new_count = toks.len();
-        let old_toks: Vec<crate::Token> =
-            self.tokens.splice(t0..=t1, toks.iter().copied()).collect();
-        moved(&mut self.tokens[t0 + new_count..], delta);
-        let outcome = self.parse_op_at(new_text, t0, new_count, chunk_end, &target);
-        let op = match outcome {
-            Some(op) if op.range == TextRange::new(old.start, new_end) => op,
-            _ => {
-                moved(&mut self.tokens[t0 + new_count..], -delta);
-                self.tokens.splice(t0..t0 + new_count, old_toks);
-                return None;
-            }
-        };
-        // Commit: errors after the op, and the tree: the op, what encloses it and the
-        // top-level items other than ops now; the ops after it when the tree is next read.
-        let s = Shifter {
-            old_start: old.start,
-            old_end: old.end,
-            delta,
-            tok_after: (t1 + 1) as u32,
-            dt,
-            defer: true,
-        };
-        for e in &mut self.errors {
-            s.range(&mut e.range);
-        }
-        let mut tree = self.tree.take();
-        let mut replacement = Some(op);
-        for chunk in &mut tree.chunks {
-            if chunk.range.end < old.end {
-                continue;
-            }
-            s.range(&mut chunk.range);
-            for item in &mut chunk.items {
-                s.item(item, old, &mut replacement);
-            }
-        }
-        debug_assert!(replacement.is_none(), "the edited op was found again");
-        self.tree = Tree::deferred(tree, s);
-        Some(OpEdit { old, new: TextRange::new(old.start, new_end) })
     }
 }
 
-impl Parse {
-    /// Parses the op whose tokens are `self.tokens[t0..t0 + count]`, as the full parse of
-    /// its chunk would: with the significant token before it, and a window of those after
-    /// it for lookahead. `None` if it has an error, does not end with its last token, or
-    /// the parser looked past the window (the full parse might have decided otherwise).
-    fn parse_op_at(
-        &self,
-        text: &str,
-        t0: usize,
-        count: usize,
-        chunk_end: u32,
-        target: &Target,
-    ) -> Option<crate::ast::Op> {
-        /// Significant tokens after the op the parser may look at; it looks at one or two.
-        const LOOKAHEAD: usize = 64;
-        let tokens = &self.tokens;
-        let mut sig: Vec<u32> = Vec::with_capacity(count + LOOKAHEAD + 1);
-        if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
-            && tokens[prev].range.start >= target.chunk_start
-        {
-            sig.push(prev as u32);
-        }
-        let start_pos = sig.len();
-        let mut op_sig = 0;
-        let mut truncated = false;
-        for (i, t) in tokens.iter().enumerate().skip(t0) {
-            if t.range.start >= chunk_end {
-                break;
-            }
-            if t.kind.is_trivia() {
-                continue;
-            }
-            if i >= t0 + count && sig.len() >= start_pos + op_sig + LOOKAHEAD {
-                truncated = true;
-                break;
-            }
-            if i < t0 + count {
-                op_sig += 1;
-            }
-            sig.push(i as u32);
-        }
-        let (op, stop, errors, hit_end) =
-            parser::parse_block_op(text, tokens, &sig, start_pos, chunk_end, target.depth);
-        let ok = errors.is_empty()
-            && !matches!(op.body, OpBody::Error)
-            && stop == start_pos + op_sig
-            && !(truncated && hit_end);
-        ok.then_some(op)
+/// [`Parse::reparse_edit`] on the tree and tokens taken out of the parse: on success the
+/// positions the returned shift leaves for later are still to move ([`Shifter::finish`]);
+/// on `None` nothing changed.
+fn reparse_parts(
+    parts: &mut Parts,
+    errors: &mut [crate::SyntaxError],
+    new_text: &str,
+    edit: TextRange,
+    new_len: u32,
+) -> Option<(OpEdit, Shifter)> {
+    let target = find_target(&parts.file, edit)?;
+    let old = target.range;
+    let delta = i64::from(new_len) - i64::from(edit.len());
+    let Ok(new_end) = u32::try_from(i64::from(old.end) + delta) else { return None };
+    if new_text.len() > u32::MAX as usize || new_end as usize > new_text.len() {
+        return None;
     }
+    let tokens = &mut parts.tokens;
+    // The op's old tokens: `t0..=t1`, with whitespace holding a line break on both sides.
+    let Ok(t0) = tokens.binary_search_by_key(&old.start, |t| t.range.start) else {
+        return None;
+    };
+    let Ok(t1) = tokens.binary_search_by_key(&old.end, |t| t.range.end) else {
+        return None;
+    };
+    let breaks_line = |tokens: &[crate::Token], i: usize, text: &str| {
+        tokens
+            .get(i)
+            .is_none_or(|t| t.kind == TokenKind::Whitespace && t.range.slice(text).contains('\n'))
+    };
+    // Before the op nothing moved, so the old token reads the same in the new text.
+    if t0 == 0 || !breaks_line(tokens, t0 - 1, new_text) {
+        return None;
+    }
+    if let Some(after) = tokens.get(t1 + 1) {
+        let (Some(s), Some(e)) = (shift(after.range.start, delta), shift(after.range.end, delta))
+        else {
+            return None;
+        };
+        if after.kind != TokenKind::Whitespace
+            || !TextRange::new(s, e).slice(new_text).contains('\n')
+        {
+            return None;
+        }
+    }
+    if errors.iter().any(|e| e.range.end >= old.start && e.range.start <= old.end) {
+        return None;
+    }
+    // Re-lex the op's new text.
+    let (mut toks, lex_errors) = lexer::lex(new_text.get(old.start as usize..new_end as usize)?);
+    if !lex_errors.is_empty() {
+        return None;
+    }
+    for t in &mut toks {
+        t.range = TextRange::new(t.range.start + old.start, t.range.end + old.start);
+        let separator =
+            t.kind == TokenKind::Comment && t.range.slice(new_text).trim_end() == "// -----";
+        if matches!(t.kind, TokenKind::Error | TokenKind::FileMetaBegin | TokenKind::FileMetaEnd)
+            || separator
+        {
+            return None;
+        }
+    }
+    if toks.first().is_none_or(|t| t.kind.is_trivia())
+        || toks.last().is_none_or(|t| t.kind.is_trivia())
+    {
+        return None;
+    }
+    let Ok(dt) = i64::try_from(toks.len()) else { return None };
+    let dt = dt - (t1 + 1 - t0) as i64;
+    let chunk_end = shift(target.chunk_end, delta)?;
+    // Tokens change in place (a 10k-op file has some 300k), and change back on failure.
+    // Those after the op move by `delta` as far as the parse of the op reads them (its
+    // lookahead) now, and the rest when the parse is next read whole, like the tree's ops
+    // after it: moving every one was a tenth of a keystroke's work.
+    let new_count = toks.len();
+    let old_toks: Vec<crate::Token> = tokens.splice(t0..=t1, toks.iter().copied()).collect();
+    let after = t0 + new_count;
+    let (outcome, moved_to) =
+        parse_op_at(tokens, new_text, t0, new_count, chunk_end, &target, delta);
+    let op = match outcome {
+        Some(op) if op.range == TextRange::new(old.start, new_end) => op,
+        _ => {
+            move_tokens(&mut tokens[after..moved_to], -delta);
+            tokens.splice(t0..after, old_toks);
+            return None;
+        }
+    };
+    // Re-lowering the op reads the aliases of its chunk through the tokens moved so far
+    // (`Parse::with_current`): an alias written after the op (printed IR writes them first)
+    // has its tokens moved now, and so does everything before it.
+    let chunk_range = TextRange::new(target.chunk_start, target.chunk_end);
+    let last_alias_end = parts
+        .file
+        .chunks
+        .iter()
+        .filter(|c| c.range == chunk_range)
+        .flat_map(|c| c.items.iter())
+        .filter_map(|item| match item {
+            Item::AttrAlias(a) => Some(a.range.end),
+            Item::TypeAlias(a) => Some(a.range.end),
+            Item::LocAlias(a) => Some(a.range.end),
+            _ => None,
+        })
+        .filter(|&end| end > old.end)
+        .max();
+    let tok_from = match last_alias_end {
+        Some(_) => {
+            move_tokens(&mut tokens[moved_to..], delta);
+            tokens.len()
+        }
+        None => moved_to,
+    };
+    // Commit: errors after the op, and the tree: the op, what encloses it and the
+    // top-level items other than ops now; the ops after it when the tree is next read.
+    let s = Shifter {
+        old_start: old.start,
+        old_end: old.end,
+        delta,
+        tok_after: (t1 + 1) as u32,
+        dt,
+        defer: true,
+        tok_from,
+    };
+    for e in errors.iter_mut() {
+        s.range(&mut e.range);
+    }
+    let mut replacement = Some(op);
+    for chunk in &mut parts.file.chunks {
+        if chunk.range.end < old.end {
+            continue;
+        }
+        s.range(&mut chunk.range);
+        for item in &mut chunk.items {
+            s.item(item, old, &mut replacement);
+        }
+    }
+    debug_assert!(replacement.is_none(), "the edited op was found again");
+    Some((OpEdit { old, new: TextRange::new(old.start, new_end) }, s))
+}
+
+/// Moves tokens by `by` (`delta` or its undo): as a wrapping add on u32, which is exact
+/// because every moved offset lies in the text it is moved into (checked before).
+fn move_tokens(tokens: &mut [crate::Token], by: i64) {
+    let by = by as u32;
+    for t in tokens {
+        t.range.start = t.range.start.wrapping_add(by);
+        t.range.end = t.range.end.wrapping_add(by);
+    }
+}
+
+/// Parses the op whose tokens are `tokens[t0..t0 + count]`, as the full parse of its chunk
+/// would: with the significant token before it, and a window of those after it for
+/// lookahead. `None` if it has an error, does not end with its last token, or the parser
+/// looked past the window (the full parse might have decided otherwise).
+///
+/// The tokens after the op still have the old text's positions: each one the window reads
+/// is moved by `delta` first. Also returns the end of the tokens moved.
+fn parse_op_at(
+    tokens: &mut [crate::Token],
+    text: &str,
+    t0: usize,
+    count: usize,
+    chunk_end: u32,
+    target: &Target,
+    delta: i64,
+) -> (Option<crate::ast::Op>, usize) {
+    /// Significant tokens after the op the parser may look at; it looks at one or two.
+    const LOOKAHEAD: usize = 64;
+    // Moves the tokens after the op up to the first the scan below stops at (at or past
+    // the chunk's end, or the significant token one past the window).
+    let mut moved_to = t0 + count;
+    let mut sig_after = 0;
+    while let Some(t) = tokens.get_mut(moved_to) {
+        move_tokens(std::slice::from_mut(t), delta);
+        moved_to += 1;
+        if t.range.start >= chunk_end {
+            break;
+        }
+        if !t.kind.is_trivia() {
+            sig_after += 1;
+            if sig_after > LOOKAHEAD {
+                break;
+            }
+        }
+    }
+    // Whole, as the full parse has them: the parser reads only those `sig` names.
+    let tokens = &*tokens;
+    let mut sig: Vec<u32> = Vec::with_capacity(count + LOOKAHEAD + 1);
+    if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
+        && tokens[prev].range.start >= target.chunk_start
+    {
+        sig.push(prev as u32);
+    }
+    let start_pos = sig.len();
+    let mut op_sig = 0;
+    let mut truncated = false;
+    for (i, t) in tokens.iter().enumerate().skip(t0) {
+        if t.range.start >= chunk_end {
+            break;
+        }
+        if t.kind.is_trivia() {
+            continue;
+        }
+        if i >= t0 + count && sig.len() >= start_pos + op_sig + LOOKAHEAD {
+            truncated = true;
+            break;
+        }
+        if i < t0 + count {
+            op_sig += 1;
+        }
+        sig.push(i as u32);
+    }
+    let (op, stop, errors, hit_end) =
+        parser::parse_block_op(text, tokens, &sig, start_pos, chunk_end, target.depth);
+    let ok = errors.is_empty()
+        && !matches!(op.body, OpBody::Error)
+        && stop == start_pos + op_sig
+        && !(truncated && hit_end);
+    (ok.then_some(op), moved_to)
 }
 
 /// Where the op to re-parse is.
@@ -234,12 +303,9 @@ fn strictly_inside(edit: TextRange, r: TextRange) -> bool {
     r.start < edit.start && edit.end < r.end
 }
 
-fn find_target(parse: &Parse, edit: TextRange) -> Option<Target> {
-    let chunk = parse
-        .file()
-        .chunks
-        .iter()
-        .find(|c| c.range.start <= edit.start && edit.end <= c.range.end)?;
+fn find_target(file: &crate::ast::SourceFile, edit: TextRange) -> Option<Target> {
+    let chunk =
+        file.chunks.iter().find(|c| c.range.start <= edit.start && edit.end <= c.range.end)?;
     let mut op = chunk.items.iter().find_map(|item| match item {
         Item::Op(op) if strictly_inside(edit, op.range) => Some(op),
         _ => None,
@@ -311,6 +377,9 @@ pub(crate) struct Shifter {
     /// Leave the ops that start after the re-parsed op (at or after `old_end`) alone, for
     /// [`Shifter::finish`].
     defer: bool,
+    /// The first token whose position [`Shifter::finish`] moves (the ones before it were
+    /// moved by the re-parse).
+    tok_from: usize,
 }
 
 impl Shifter {
@@ -671,10 +740,13 @@ impl Shifter {
     /// Moves what a deferring shift left: the ops that start at or after the re-parsed op's
     /// old end, which still have the old text's positions. The enclosing ops were moved
     /// already, so they are only descended into.
-    fn finish(self, file: &mut crate::ast::SourceFile) {
+    fn finish(self, parts: &mut Parts) {
+        if let Some(tail) = parts.tokens.get_mut(self.tok_from..) {
+            move_tokens(tail, self.delta);
+        }
         let s = Shifter { defer: false, ..self };
         let mut none = None;
-        for chunk in &mut file.chunks {
+        for chunk in &mut parts.file.chunks {
             for item in &mut chunk.items {
                 if let Item::Op(op) = item {
                     s.finish_op(op, &mut none);
@@ -712,71 +784,92 @@ impl Shifter {
     }
 }
 
-/// A parse's tree, ready or with a deferred shift (see [`Parse`]).
+/// A parse's tree and tokens.
+pub(crate) struct Parts {
+    pub(crate) file: crate::ast::SourceFile,
+    pub(crate) tokens: Vec<crate::Token>,
+}
+
+/// A parse's tree and tokens, whose positions after an incremental re-parse may wait to be
+/// moved until they are first read.
 pub(crate) struct Tree {
-    ready: std::sync::OnceLock<crate::ast::SourceFile>,
-    /// The tree with the positions of the ops after the last re-parsed op still to move;
-    /// set exactly when `ready` is not.
-    deferred: std::sync::Mutex<Option<(crate::ast::SourceFile, Shifter)>>,
+    ready: std::sync::OnceLock<Parts>,
+    /// The parts with the positions of the ops and tokens after the last re-parsed op still
+    /// to move; set exactly when `ready` is not.
+    deferred: std::sync::Mutex<Option<(Parts, Shifter)>>,
 }
 
 impl Tree {
-    pub(crate) fn ready(file: crate::ast::SourceFile) -> Tree {
-        Tree { ready: std::sync::OnceLock::from(file), deferred: std::sync::Mutex::new(None) }
+    pub(crate) fn ready(parts: Parts) -> Tree {
+        Tree { ready: std::sync::OnceLock::from(parts), deferred: std::sync::Mutex::new(None) }
     }
 
-    fn deferred(file: crate::ast::SourceFile, shift: Shifter) -> Tree {
+    fn deferred(parts: Parts, shift: Shifter) -> Tree {
         Tree {
             ready: std::sync::OnceLock::new(),
-            deferred: std::sync::Mutex::new(Some((file, shift))),
+            deferred: std::sync::Mutex::new(Some((parts, shift))),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(crate::ast::SourceFile, Shifter)>> {
-        // A panic while the lock was held left either the tree or nothing: both readable.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Parts, Shifter)>> {
+        // A panic while the lock was held left either the parts or nothing: both readable.
         self.deferred.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn get(&self) -> &crate::ast::SourceFile {
+    pub(crate) fn get(&self) -> &Parts {
         self.ready.get_or_init(|| match self.lock().take() {
-            Some((mut file, shift)) => {
-                shift.finish(&mut file);
-                file
+            Some((mut parts, shift)) => {
+                shift.finish(&mut parts);
+                parts
             }
-            // Only if finishing panicked on another thread: an empty tree, not a second panic.
-            None => crate::ast::SourceFile { chunks: Vec::new() },
+            // Only if finishing panicked on another thread: an empty parse, not a second
+            // panic.
+            None => Parts::empty(),
         })
     }
 
-    pub(crate) fn with_current<R>(&self, f: impl FnOnce(&crate::ast::SourceFile) -> R) -> R {
-        if let Some(file) = self.ready.get() {
-            return f(file);
+    /// Runs `f` on the tree as it is and the tokens whose positions are current (all of
+    /// them, or those up to the first one a re-parse left to move).
+    pub(crate) fn with_current<R>(
+        &self,
+        f: impl FnOnce(&crate::ast::SourceFile, &[crate::Token]) -> R,
+    ) -> R {
+        if let Some(parts) = self.ready.get() {
+            return f(&parts.file, &parts.tokens);
         }
         let guard = self.lock();
-        if let Some((file, _)) = guard.as_ref() {
-            return f(file);
+        if let Some((parts, shift)) = guard.as_ref() {
+            let current = parts.tokens.get(..shift.tok_from).unwrap_or(&parts.tokens);
+            return f(&parts.file, current);
         }
         drop(guard);
-        f(self.get())
+        let parts = self.get();
+        f(&parts.file, &parts.tokens)
     }
 
     pub(crate) fn is_deferred(&self) -> bool {
         self.ready.get().is_none()
     }
 
-    /// The tree, finished, taken out (for a re-parse to patch).
-    fn take(&mut self) -> crate::ast::SourceFile {
-        if let Some(file) = self.ready.take() {
-            return file;
+    /// The parts, finished, taken out (for a re-parse to patch).
+    fn take(&mut self) -> Parts {
+        if let Some(parts) = self.ready.take() {
+            return parts;
         }
         let deferred =
             self.deferred.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         match deferred {
-            Some((mut file, shift)) => {
-                shift.finish(&mut file);
-                file
+            Some((mut parts, shift)) => {
+                shift.finish(&mut parts);
+                parts
             }
-            None => crate::ast::SourceFile { chunks: Vec::new() },
+            None => Parts::empty(),
         }
+    }
+}
+
+impl Parts {
+    fn empty() -> Parts {
+        Parts { file: crate::ast::SourceFile { chunks: Vec::new() }, tokens: Vec::new() }
     }
 }

@@ -215,6 +215,18 @@ fn check_chained_edits(name: &str, text: &str, seed: u64, chains: usize) -> usiz
                 // Names and shape, without waiting for the positions.
                 let current = patched.with_current_tree(shape);
                 assert_eq!(current, shape(fresh.file()), "{name} (seed {seed}, chain {chain})");
+                // The tokens with current positions are the fresh parse's, through the op.
+                let edited_end = range.start + insert.len() as u32;
+                let (same, through_op) = patched.with_current(|_, toks| {
+                    (
+                        fresh.tokens().get(..toks.len()) == Some(toks),
+                        toks.last().is_some_and(|t| t.range.end > edited_end),
+                    )
+                });
+                assert!(
+                    same && through_op,
+                    "{name} (seed {seed}, chain {chain}): the current tokens are not the fresh ones"
+                );
             }
             text = new_text;
             let _ = step;
@@ -225,6 +237,46 @@ fn check_chained_edits(name: &str, text: &str, seed: u64, chains: usize) -> usiz
         );
     }
     fast
+}
+
+#[test]
+fn the_current_tokens_after_a_reparse_reach_past_an_alias_written_after_the_op() {
+    // Re-lowering the op reads its chunk's aliases through the current tokens, so those of
+    // an alias after the op have moved before the rest.
+    let ty = "tensor<4xf32>";
+    let text = format!(
+        "func.func @f(%a: {ty}) -> {ty} {{\n  %0 = \"ttnn.relu\"(%a) {{x = 1}} : ({ty}) -> !late\n  \
+         return %0 : !late\n}}\n!late = {ty}\n"
+    );
+    let at = text.find("x = 1").expect("the attribute is there") as u32 + 4;
+    let mut new_text = text.clone();
+    new_text.replace_range(at as usize..at as usize + 1, "22");
+    let mut patched = parse(&text);
+    assert!(
+        patched.reparse_edit(&new_text, syntax::TextRange::new(at, at + 1), 2).is_some(),
+        "the edit takes the fast path"
+    );
+    let fresh = parse(&new_text);
+    let current = patched.with_current(|_, toks| toks.to_vec());
+    assert_eq!(current, fresh.tokens(), "every token is current, through the alias");
+    assert!(patched == fresh);
+
+    // Without it, the tokens past the parser's window after the op wait for a first read.
+    let relus: String =
+        (1..40).map(|i| format!("  %{i} = \"ttnn.relu\"(%a) : ({ty}) -> {ty}\n")).collect();
+    let text = format!(
+        "func.func @f(%a: {ty}) -> {ty} {{\n  %0 = \"ttnn.relu\"(%a) {{x = 1}} : ({ty}) -> {ty}\n\
+         {relus}  return %0 : {ty}\n}}\n"
+    );
+    let at = text.find("x = 1").expect("the attribute is there") as u32 + 4;
+    let mut new_text = text.clone();
+    new_text.replace_range(at as usize..at as usize + 1, "22");
+    let mut patched = parse(&text);
+    assert!(patched.reparse_edit(&new_text, syntax::TextRange::new(at, at + 1), 2).is_some());
+    let fresh = parse(&new_text);
+    let current = patched.with_current(|_, toks| toks.len());
+    assert!(current < fresh.tokens().len(), "some tokens wait ({current} current)");
+    assert!(patched == fresh);
 }
 
 #[test]

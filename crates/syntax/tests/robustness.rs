@@ -13,7 +13,7 @@ use syntax::{Parse, parse, print};
 fn check_invariants(text: &str) -> Parse {
     let p = parse(text);
     let mut at = 0u32;
-    for t in &p.tokens {
+    for t in p.tokens() {
         assert_eq!(t.range.start, at, "token {t:?} leaves a gap or overlaps in {text:?}");
         assert!(t.range.end > t.range.start, "empty token {t:?} in {text:?}");
         at = t.range.end;
@@ -276,7 +276,7 @@ fn a_fifty_megabyte_file_parses_without_errors() {
 
     let p = parse(&text);
     assert!(p.errors.is_empty(), "{:?}", p.errors.first());
-    let last = p.tokens.last().map_or(0, |t| t.range.end);
+    let last = p.tokens().last().map_or(0, |t| t.range.end);
     assert_eq!(last as usize, text.len());
     // One module holding every function: nothing was dropped or split by recovery.
     assert_eq!(p.file().chunks.len(), 1);
