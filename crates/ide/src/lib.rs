@@ -581,14 +581,21 @@ impl AnalysisHost {
         self.unused.push(old);
     }
 
-    /// Lowers `file` and writes its functions' frames, groups of ops, pinned ops and loc
-    /// names into their inputs (see `ir`'s `inputs` module): groups nobody edited keep the
-    /// configuration's durability, a group an edit inside its ops changed gets the file's.
-    fn sync_func_inputs(&mut self, file: SourceFile) {
-        let durability = ir::InputDurability {
+    /// The durabilities of lowered ops: the configuration's for groups nobody edited (or
+    /// edited long ago), the file's for those edited last (see `ir`'s `inputs` module).
+    fn input_durability(&self) -> ir::InputDurability {
+        ir::InputDurability {
             cold: self.mode.config_durability(),
             hot: self.mode.file_durability(),
-        };
+        }
+    }
+
+    /// Lowers `file` and writes its functions' frames, groups of ops, pinned ops and loc
+    /// names into their inputs (see `ir`'s `inputs` module): groups nobody edited keep the
+    /// configuration's durability, a group edited lately has the file's once settled
+    /// ([`AnalysisHost::settle`]).
+    fn sync_func_inputs(&mut self, file: SourceFile) {
+        let durability = self.input_durability();
         let worker = TargetInput::get(&self.db).target(&self.db).worker_grid();
         let pinned_of = |body: &ir::FuncBody| layout::pinned_of(body, worker);
         let lowered =
@@ -700,7 +707,9 @@ impl AnalysisHost {
     }
 
     /// Lowers the durability of the groups of ops edited since the last call, which their
-    /// first edit left at the configuration's (see `ir`'s `inputs` module); true when it did.
+    /// first edit left at the configuration's (see `ir`'s `inputs` module), and raises that
+    /// of the groups edited longest ago beyond the last `ir::HOT_GROUPS`; true when it
+    /// changed any.
     ///
     /// Editing a group at the lower durability from then on re-validates only what reads it,
     /// but lowering it is itself a change that salsa re-validates everything at that
@@ -714,8 +723,8 @@ impl AnalysisHost {
         if !self.heat.has_pending() {
             return false;
         }
-        let hot = self.mode.file_durability();
-        ir::heat_groups(&mut self.db, &mut self.heat, hot)
+        let durability = self.input_durability();
+        ir::heat_groups(&mut self.db, &mut self.heat, durability)
     }
 
     /// Frees the retained values no revision needs any more, on a helper thread.

@@ -564,6 +564,16 @@ fn note_on_relu_1100(text: &str) -> Change {
     )
 }
 
+/// The edit adding a discardable attribute to relu `%k` of the `relus` fixture `text`.
+fn note_on_relu(text: &str, k: usize) -> Change {
+    let op = format!("%{k} = \"ttnn.relu\"(%a)");
+    let end = (text.find(&op).expect("fixture has the relu") + op.len()) as u32;
+    Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
+    )
+}
+
 /// The diagnostics and findings of `file`, as an editor asks for them after each change.
 fn diagnose(host: &AnalysisHost, file: base_db::SourceFile) {
     let analysis = host.analysis();
@@ -811,6 +821,43 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         plan_chunk 1
         written_checks_block 1"#]]
     .assert_eq(&out.join("\n"));
+}
+
+#[test]
+fn only_the_groups_edited_last_stay_at_the_files_durability() {
+    // Every memo reading a group at the file's durability is walked after every keystroke,
+    // so the host keeps only the last `ir::HOT_GROUPS` groups edited there: editing one
+    // more raises the one edited longest ago back, and a later edit in it is a first edit
+    // again (queued for settling), while one in a group still kept is not.
+    let (mut host, file, _) = relu_editor();
+    let group = |k: usize| k * ir::OP_GROUP + 5;
+    let mut edited = Vec::new();
+    for k in 0..=ir::HOT_GROUPS {
+        let text = host.text(FILE).expect("file is open").to_string();
+        host.apply_change(note_on_relu(&text, group(k)));
+        diagnose(&host, file);
+        edited.push(host.settle());
+        diagnose(&host, file);
+    }
+    assert!(edited.iter().all(|&e| e), "each first edit in a group was queued: {edited:?}");
+    let edit_again = |host: &mut AnalysisHost, k: usize| {
+        let text = host.text(FILE).expect("file is open").to_string();
+        let at = text.find(&format!("%{} = ", group(k))).expect("the relu is there");
+        let note = at + text[at..].find("{note = 1").expect("the note is there") + 8;
+        host.apply_change(Change::new().edit_file(
+            FILE,
+            vec![TextEdit {
+                range: TextRange::new(note as u32, note as u32 + 1),
+                text: "2".into(),
+            }],
+        ));
+        diagnose(host, file);
+        let settled = host.settle();
+        diagnose(host, file);
+        settled
+    };
+    assert!(!edit_again(&mut host, 1), "group 1 is still among the last edited");
+    assert!(edit_again(&mut host, 0), "group 0 was raised back, so its edit is a first again");
 }
 
 #[test]

@@ -17,7 +17,8 @@
 //! So the first edit in a group writes it at `cold` still, and only re-validates: the
 //! group is queued ([`GroupHeat`]) and the host lowers its durability with
 //! [`heat_groups`] when it is idle (an editor's diagnostics are out), where the cascade
-//! costs no keystroke. Groups are small (the signatures are memoized per group,
+//! costs no keystroke; there too, the groups edited longest ago beyond the last
+//! [`HOT_GROUPS`] go back to `cold`. Groups are small (the signatures are memoized per group,
 //! `layout::group_signatures` over `func_group`), with the blocks of 256 ops that per-block
 //! queries read assembled from them (`func_block`).
 //!
@@ -90,11 +91,19 @@ pub struct InputDurability {
     pub hot: Durability,
 }
 
-/// Which groups an edit has brought to `hot` durability, and which an edit changed while they
-/// were `cold`, waiting for [`heat_groups`]. The host keeps one.
+/// How many groups stay at `hot` durability at most: the ones edited last. Every memo that
+/// reads a `hot` group is walked after every keystroke, so a session that has edited all
+/// over a file would otherwise make each keystroke walk more and more of them; the working
+/// set of an editor is a few places at a time.
+pub const HOT_GROUPS: usize = 16;
+
+/// Which groups an edit has brought to `hot` durability (the last [`HOT_GROUPS`] edited),
+/// and which an edit changed while they were `cold`, waiting for [`heat_groups`]. The host
+/// keeps one.
 #[derive(Debug, Default)]
 pub struct GroupHeat {
-    hot: FxHashSet<OpGroup>,
+    /// Least recently edited first.
+    hot: Vec<OpGroup>,
     pending: Vec<OpGroup>,
 }
 
@@ -102,7 +111,13 @@ impl GroupHeat {
     /// The durability to write a group an edit inside its ops changed with: `hot` once
     /// [`heat_groups`] has lowered it, `cold` (and queued) before.
     fn edited(&mut self, group: OpGroup, durability: InputDurability) -> Durability {
-        if durability.hot == durability.cold || self.hot.contains(&group) {
+        if durability.hot == durability.cold {
+            return durability.hot;
+        }
+        if let Some(k) = self.hot.iter().position(|&g| g == group) {
+            // Now the most recently edited.
+            self.hot.remove(k);
+            self.hot.push(group);
             return durability.hot;
         }
         if !self.pending.contains(&group) {
@@ -113,7 +128,7 @@ impl GroupHeat {
 
     /// A group written at `cold` for another reason (a structural edit, its function gone).
     fn cooled(&mut self, group: OpGroup) {
-        self.hot.remove(&group);
+        self.hot.retain(|&g| g != group);
         self.pending.retain(|&g| g != group);
     }
 
@@ -122,20 +137,34 @@ impl GroupHeat {
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }
+
+    /// The groups at `hot` durability, least recently edited first.
+    #[must_use]
+    pub fn hot(&self) -> &[OpGroup] {
+        &self.hot
+    }
 }
 
-/// Lowers the groups queued in `heat` to `hot` durability (their ops as they are). A write:
-/// what reads them is re-validated, and run again, on the next read. Returns whether any
-/// group was lowered.
-pub fn heat_groups(db: &mut dyn Db, heat: &mut GroupHeat, hot: Durability) -> bool {
+/// Lowers the groups queued in `heat` to `hot` durability (their ops as they are), and
+/// raises the least recently edited back to `cold` beyond [`HOT_GROUPS`]. Writes: what
+/// reads those groups is re-validated, and run again, on the next read (those raised come
+/// out the same and are backdated). Returns whether it wrote anything.
+pub fn heat_groups(db: &mut dyn Db, heat: &mut GroupHeat, durability: InputDurability) -> bool {
     let pending = std::mem::take(&mut heat.pending);
     let mut any = false;
     for group in pending {
-        if heat.hot.insert(group) {
+        if !heat.hot.contains(&group) {
+            heat.hot.push(group);
             let ops = Arc::clone(group.ops(db));
-            group.set_ops(db).with_durability(hot).to(ops);
+            group.set_ops(db).with_durability(durability.hot).to(ops);
             any = true;
         }
+    }
+    let over = heat.hot.len().saturating_sub(HOT_GROUPS);
+    for group in heat.hot.drain(..over).collect::<Vec<_>>() {
+        let ops = Arc::clone(group.ops(db));
+        group.set_ops(db).with_durability(durability.cold).to(ops);
+        any = true;
     }
     any
 }

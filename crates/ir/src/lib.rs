@@ -40,7 +40,7 @@ use syntax::Parse;
 pub use crate::{
     blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_group},
     inputs::{
-        FuncInput, FuncInputs, GroupHeat, InputDurability, OP_GROUP, OpGroup, PinnedOf,
+        FuncInput, FuncInputs, GroupHeat, HOT_GROUPS, InputDurability, OP_GROUP, OpGroup, PinnedOf,
         func_loc_names, func_pinned, heat_groups, init_inputs, sync_file_inputs,
     },
     lower::{lower_file as lower_parse, relower_edit},
