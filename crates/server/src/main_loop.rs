@@ -180,6 +180,9 @@ struct GlobalState {
     /// Diagnostics of the latest change are being written: once they are out, the host's
     /// quiet work starts (see [`GlobalState::handle_task`]).
     quiet_pending: bool,
+    /// The quiet moment came with requests in flight: settling waits for their answers
+    /// (see [`GlobalState::quiet_work`]).
+    settle_waiting: bool,
     /// Bumped on every change; diagnostics computed for an older generation than the last
     /// published are dropped.
     generation: u64,
@@ -251,6 +254,7 @@ pub(crate) fn run(
         shutdown_requested: false,
         dirty_since: None,
         quiet_pending: false,
+        settle_waiting: false,
         generation: 0,
         published_generation: 0,
         next_request_id: 0,
@@ -452,6 +456,10 @@ impl GlobalState {
                 // A request the client cancelled may still be answered; LSP allows it.
                 self.in_flight.remove(&resp.id);
                 self.respond(resp);
+                if self.settle_waiting && self.in_flight.is_empty() {
+                    self.settle_waiting = false;
+                    self.settle();
+                }
             }
             Task::Retry(req) => {
                 tracing::debug!(method = %req.method, "retrying a cancelled request");
@@ -489,13 +497,24 @@ impl GlobalState {
     }
 
     /// What the host does when the analysis is idle: free older revisions' values and finish
-    /// the parse's deferred positions (on helper threads), and lower the durability of the
-    /// groups of ops edited since (`AnalysisHost::settle`), then re-validate what the next
-    /// diagnostics read on a worker, so that the queries that change re-runs (it re-runs
-    /// what reads those groups) are not on the next keystroke's path. A change that comes
-    /// first cancels that job like any other.
+    /// the parse's deferred positions (on helper threads), and settle (see
+    /// [`GlobalState::settle`]), once no request is in flight: settling is a write, which
+    /// would cancel them although the text did not change.
     fn quiet_work(&mut self) {
         self.host.free_unused();
+        if self.in_flight.is_empty() {
+            self.settle();
+        } else {
+            self.settle_waiting = true;
+        }
+    }
+
+    /// Lowers the durability of the groups of ops edited since the last time
+    /// (`AnalysisHost::settle`), then re-validates what the next diagnostics read on a
+    /// worker, so that the queries that change re-runs (it re-runs what reads those groups)
+    /// are not on the next keystroke's path. A change that comes first cancels that job like
+    /// any other.
+    fn settle(&mut self) {
         if self.host.settle() {
             let snap = self.snapshot();
             let job = move || {
@@ -589,6 +608,7 @@ impl GlobalState {
         self.host.apply_change(change);
         // The quiet moment is after this change's diagnostics now.
         self.quiet_pending = false;
+        self.settle_waiting = false;
         self.mark_dirty();
     }
 
