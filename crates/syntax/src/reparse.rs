@@ -157,29 +157,26 @@ fn reparse_parts(
         }
     };
     // Re-lowering the op reads the aliases of its chunk through the tokens moved so far
-    // (`Parse::with_current`): an alias written after the op (printed IR writes them first)
-    // has its tokens moved now, and so does everything before it.
+    // (`Parse::with_current`): if one is written after the op (printed IR writes them
+    // first), every token moves now.
     let chunk_range = TextRange::new(target.chunk_start, target.chunk_end);
-    let last_alias_end = parts
+    let alias_after = parts
         .file
         .chunks
         .iter()
         .filter(|c| c.range == chunk_range)
         .flat_map(|c| c.items.iter())
-        .filter_map(|item| match item {
-            Item::AttrAlias(a) => Some(a.range.end),
-            Item::TypeAlias(a) => Some(a.range.end),
-            Item::LocAlias(a) => Some(a.range.end),
-            _ => None,
-        })
-        .filter(|&end| end > old.end)
-        .max();
-    let tok_from = match last_alias_end {
-        Some(_) => {
-            move_tokens(&mut tokens[moved_to..], delta);
-            tokens.len()
-        }
-        None => moved_to,
+        .any(|item| match item {
+            Item::AttrAlias(a) => a.range.end > old.end,
+            Item::TypeAlias(a) => a.range.end > old.end,
+            Item::LocAlias(a) => a.range.end > old.end,
+            _ => false,
+        });
+    let tok_from = if alias_after {
+        move_tokens(&mut tokens[moved_to..], delta);
+        tokens.len()
+    } else {
+        moved_to
     };
     // Commit: errors after the op, and the tree: the op, what encloses it and the
     // top-level items other than ops now; the ops after it when the tree is next read.
