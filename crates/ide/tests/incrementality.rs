@@ -256,7 +256,7 @@ fn check_optimize(change: Change, expect: Expect) {
         .into_iter()
         .filter(|q| {
             let q = q.strip_prefix("overridden_").unwrap_or(q);
-            q.starts_with("solve_chain")
+            q.starts_with("solve_")
                 || q.starts_with("legal_op")
                 || q.starts_with("chains")
                 || q.starts_with("merge")
@@ -755,10 +755,10 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     // the second edit in the same op on, salsa walks the dependencies of the memos of its
     // group and of the ones that read the whole function, and passes the others on their
     // durability alone. The log counts both kinds of check: every chunk reads
-    // `solve_chain` for all its chains, so after the second edit it counts all 1200
-    // chains, of which only the 32 of relu 1100's group have their dependencies walked.
-    // The group signatures are read by per-chain and per-block memos, so all of them are
-    // checked after the first edit and none after the second.
+    // `solve_single_chains` for each group of its single-op chains (here every relu is
+    // one), so after the second edit it counts all 38 groups, of which only relu 1100's
+    // has its dependencies walked. The group signatures are read by per-group memos, so all
+    // of them are checked after the first edit and none after the second.
     let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
@@ -780,7 +780,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     ));
     diagnose(&host);
     let second = host.take_validated_counts();
-    let per_op = ["group_signatures", "legality_of", "solve_chain"];
+    let per_op = ["group_signatures", "legality_of", "solve_chain", "solve_single_chains"];
     let mut out: Vec<String> = per_op
         .iter()
         .map(|q| {
@@ -793,7 +793,8 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
     expect![[r#"
         group_signatures re-validated: first edit 37, second edit 0
         legality_of re-validated: first edit 1, second edit 1
-        solve_chain re-validated: first edit 1200, second edit 1200
+        solve_chain re-validated: first edit 0, second edit 0
+        solve_single_chains re-validated: first edit 38, second edit 38
         executed after settling:
         base_plans_block 1
         chain_block 1
@@ -805,7 +806,7 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         group_signatures 1
         plan_chunk 1
         plan_parts_chunk 1
-        solve_chain 32
+        solve_single_chains 1
         written_checks_block 1
         written_checks_span 1
         executed after the second edit:

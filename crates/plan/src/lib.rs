@@ -7,8 +7,10 @@
 //! chain ─► solve_chain(chain)             ONE chain's problem, built and solved, and what
 //!                                         the plan reads of the chain (its part: picked
 //!                                         configs, cost, fallback), computed inside it
+//! single-op chains of a group ─► solve_single_chains(key)   the same, for each of them
 //! chains ─► chunk_layout(f) ─► chunk_ops(f, k), chunk_chains(f, k)
-//! solve_chain* + base_plans_block* ─► plan_parts_chunk(f, k) ─► merge_base_chunk(f, k)
+//! solve_chain* + solve_single_chains* + base_plans_block* ─► plan_parts_chunk(f, k)
+//!                                         ─► merge_base_chunk(f, k)
 //! plan_carry(f, p, k-1) ─► plan_chunk(f, p, k) ─► plan_slice(f, p, k), plan_carry(f, p, k)
 //! plan_slice + chunk_incoming ─► chunk_cost(f, p, k) ─► plan_cost(f, p)
 //! plan_slice* ─► plan_for(f, p)                              the whole plan, for reports
@@ -16,6 +18,9 @@
 //!
 //! `solve_chain` builds its problem from the chain's own ops only, so an edit re-solves
 //! exactly the chains whose ops changed (an unchanged problem is a solve-cache lookup).
+//! The single-op chains without overrides (most of them) are solved the same way, one memo
+//! per group of 32 ops (`solve_single_chains`): fewer memos for salsa to walk after an
+//! edit, and an edit re-solves the single-op chains of its group together.
 //! Everything after the chains works one chunk of the schedule at a time (see `chunks` and
 //! `merge`).
 //!
@@ -49,7 +54,9 @@ pub use crate::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
         OpPlan, PartsChunk, Plan, SpillLocation, plan, plan_for, plan_parts_chunk,
     },
-    problem::{ChainCost, Reads, SolvedChain, overridden_solve_chain},
+    problem::{
+        ChainCost, Reads, SingleChains, SolvedChain, overridden_solve_chain, solve_single_chains,
+    },
     scheduling::{OpFlow, Schedule, TopoOp, Topology, Use, flow_block, func_topology, schedule},
     solve_cache::SolveCache,
 };

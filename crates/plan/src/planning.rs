@@ -365,17 +365,56 @@ pub struct ChainPart {
     pub outcome: ChainOutcome,
 }
 
-/// [`ChainPart`] of one chain, from the variant of its per-chain query it needs
-/// ([`crate::problem::chain_reads`] of its ops `members`, with the function's op `keys`,
-/// topology and override lookups): made with its solution, in `solve_chain`.
-fn chain_part(
+/// The solved chains of a chunk (`chains`, with their ops' body indices `members`), each
+/// from the variant of its per-chain query it needs ([`crate::problem::chain_reads`] of its
+/// ops, with the function's op `keys`, topology and override lookups): a single-op chain
+/// without overrides from its group's [`crate::problem::solve_single_chains`], any other
+/// from its own `solve_chain` or `overridden_solve_chain`.
+fn solved_chains(
     db: &dyn Db,
-    chain: ChainId,
-    members: &[u32],
+    chains: &[ChainId],
+    members: &[Vec<u32>],
     (keys, topo, probe): (&[String], &crate::Topology, &layout::OverrideProbe<'_>),
-) -> Arc<ChainPart> {
-    let reads = crate::problem::chain_reads(members, keys, topo, probe);
-    Arc::clone(&crate::problem::solved(db, chain, reads).part)
+) -> Vec<Arc<crate::problem::SolvedChain>> {
+    let reads: Vec<Reads> =
+        members.iter().map(|m| crate::problem::chain_reads(m, keys, topo, probe)).collect();
+    // Single-op chains by the group of their op, in chunk order. Whether a chain has
+    // overrides does not decide its group's key, so that an override re-runs no group.
+    let mut groups: Vec<(u32, Vec<ChainId>)> = Vec::new();
+    let mut place: Vec<Option<(usize, usize)>> = vec![None; chains.len()];
+    for (c, (&chain, m)) in chains.iter().zip(members).enumerate() {
+        let Some(&op) = m.first().filter(|_| crate::problem::is_single(db, chain)) else {
+            continue;
+        };
+        let g = op / ir::OP_GROUP as u32;
+        let at = match groups.iter().position(|(h, _)| *h == g) {
+            Some(at) => at,
+            None => {
+                groups.push((g, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        place[c] = Some((at, groups[at].1.len()));
+        groups[at].1.push(chain);
+    }
+    let mut solved: Vec<Option<Arc<[Arc<crate::problem::SolvedChain>]>>> = vec![None; groups.len()];
+    chains
+        .iter()
+        .enumerate()
+        .map(|(c, &chain)| match (reads[c], place[c]) {
+            (Reads::Base, Some((at, k))) => {
+                let group = solved[at].get_or_insert_with(|| {
+                    let key = crate::problem::SingleChains::new(db, groups[at].1.clone());
+                    crate::problem::solve_single_chains(db, key)
+                });
+                match group.get(k) {
+                    Some(s) => Arc::clone(s),
+                    None => crate::problem::solved(db, chain, Reads::Base),
+                }
+            }
+            (r, _) => crate::problem::solved(db, chain, r),
+        })
+        .collect()
 }
 
 /// A chain's part from its problem and solution (`None` for a concat chain, which has
@@ -551,13 +590,20 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     // earlier on splits or joins: ops name their chain by its place among this chunk's.
     let mut chain_plans: Vec<ChainPlan> = Vec::new();
     let mut outcomes: Vec<ChainOutcome> = Vec::new();
-    for (local, &chain) in chunk_chains.ids.iter().enumerate() {
-        let members: Vec<u32> = chain
-            .ops(db)
-            .iter()
-            .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
-            .collect();
-        let part = chain_part(db, chain, &members, (&body.keys, &topo, &probe));
+    let all_members: Vec<Vec<u32>> = chunk_chains
+        .ids
+        .iter()
+        .map(|&chain| {
+            chain
+                .ops(db)
+                .iter()
+                .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
+                .collect()
+        })
+        .collect();
+    let solved = solved_chains(db, &chunk_chains.ids, &all_members, (&body.keys, &topo, &probe));
+    for (local, (members, solved)) in all_members.into_iter().zip(solved).enumerate() {
+        let part = &solved.part;
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];
