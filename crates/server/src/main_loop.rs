@@ -19,7 +19,7 @@ use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use ide::{AnalysisHost, CancelHandle, Cancelled, Change, HostConfig, HostMode, TextEdit};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types as lsp;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use syntax::LineIndex;
 
 use crate::{
@@ -183,6 +183,9 @@ struct GlobalState {
     /// The quiet moment came with requests in flight: settling waits for their answers
     /// (see [`GlobalState::quiet_work`]).
     settle_waiting: bool,
+    /// `textDocument/diagnostic` requests in flight: for a client that pulls diagnostics,
+    /// answering the last one of the latest change is the quiet moment.
+    pulls: FxHashSet<RequestId>,
     /// Bumped on every change; diagnostics computed for an older generation than the last
     /// published are dropped.
     generation: u64,
@@ -255,6 +258,7 @@ pub(crate) fn run(
         dirty_since: None,
         quiet_pending: false,
         settle_waiting: false,
+        pulls: FxHashSet::default(),
         generation: 0,
         published_generation: 0,
         next_request_id: 0,
@@ -398,6 +402,9 @@ impl GlobalState {
     fn spawn_request(&mut self, req: Request, may_retry: bool) {
         let snap = self.snapshot();
         self.in_flight.insert(req.id.clone(), snap.analysis.cancel_handle());
+        if req.method == "textDocument/diagnostic" {
+            self.pulls.insert(req.id.clone());
+        }
         let tx = self.tasks.0.clone();
         let job = move || {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -455,8 +462,13 @@ impl GlobalState {
             Task::Response(resp) => {
                 // A request the client cancelled may still be answered; LSP allows it.
                 self.in_flight.remove(&resp.id);
+                let pulled = self.pulls.remove(&resp.id) && resp.response_result.is_ok();
                 self.respond(resp);
-                if self.settle_waiting && self.in_flight.is_empty() {
+                if pulled && self.pulls.is_empty() && self.dirty_since.is_none() {
+                    // A pulling client has its diagnostics of the latest change: there is
+                    // no publication to wait for.
+                    self.quiet_work();
+                } else if self.settle_waiting && self.in_flight.is_empty() {
                     self.settle_waiting = false;
                     self.settle();
                 }

@@ -525,3 +525,37 @@ fn a_panicking_handler_answers_internal_error_and_the_server_lives_on() {
     let (_, _, clean) = c.shutdown();
     assert!(clean);
 }
+
+#[test]
+fn a_pulling_client_gets_fresh_diagnostics_after_edits_in_one_op() {
+    // For a client that pulls diagnostics, answering its pull is the quiet moment after which
+    // the server settles the groups edited (a write, then a re-validation on a worker): the
+    // pulls after each edit must still describe the text as it is.
+    let caps = json!({ "textDocument": { "diagnostic": { "dynamicRegistration": false } } });
+    let mut c = Client::start(caps, settings());
+    c.open(URI, GRAPH);
+    let pull = |c: &mut Client| {
+        let report = c.ok("textDocument/diagnostic", json!({ "textDocument": { "uri": URI } }));
+        summary(&json!({ "diagnostics": report["items"] }))
+    };
+    let opened = pull(&mut c);
+    let p = pos(GRAPH, "%0) :", 0);
+    let end = json!({ "line": p["line"], "character": p["character"].as_u64().unwrap_or(0) + 2 });
+    let edit = |c: &mut Client, version: i64, new: &str| {
+        c.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": URI, "version": version },
+                "contentChanges": [{ "range": { "start": p, "end": end }, "text": new }],
+            }),
+        );
+        pull(c)
+    };
+    let broken = edit(&mut c, 2, "%9");
+    let fixed = edit(&mut c, 3, "%0");
+    expect![[r#"
+        7:19-7:21 [undefined-value] use of undefined value `%9`
+    "#]]
+    .assert_eq(&broken);
+    assert_eq!(fixed, opened, "undoing the edit gives the diagnostics of the file as opened");
+}
