@@ -147,12 +147,15 @@ fn relower_in(
     let mut funcs: Vec<LoweredFunc> = old
         .funcs
         .iter()
-        .map(|lf| {
+        .enumerate()
+        .map(|(j, lf)| {
             if lf.source_map.range.end < edit.old.end {
                 return lf.clone();
             }
             let mut sm = (*lf.source_map).clone();
-            shift_source_map(&mut sm, &shift);
+            // In the edited function nothing before the edited op moves.
+            let first = if j == fi { i } else { 0 };
+            shift_source_map(&mut sm, first, &shift);
             LoweredFunc { source_map: Arc::new(sm), ..lf.clone() }
         })
         .collect();
@@ -208,17 +211,20 @@ fn find_func<'a>(ops: &mut dyn Iterator<Item = &'a ast::Op>, start: u32) -> Opti
     None
 }
 
-/// Moves every range of a source map with `shift`.
-fn shift_source_map(sm: &mut FuncSourceMap, shift: &impl Fn(&mut TextRange)) {
+/// Moves the ranges of a source map with `shift`: those of the function itself and of its
+/// ops from `first` on (the ops before it end before the edit: a function's ops are in text
+/// order).
+fn shift_source_map(sm: &mut FuncSourceMap, first: usize, shift: &impl Fn(&mut TextRange)) {
     shift(&mut sm.range);
     shift(&mut sm.name_range);
-    for r in sm.arg_ranges.iter_mut().chain(&mut sm.op_ranges).chain(&mut sm.op_name_ranges) {
-        shift(r);
-    }
+    sm.arg_ranges.iter_mut().for_each(shift);
+    let ops = sm.op_ranges.get_mut(first..).unwrap_or_default();
+    let names = sm.op_name_ranges.get_mut(first..).unwrap_or_default();
+    ops.iter_mut().chain(names).for_each(shift);
     sm.result_ranges
-        .all_mut()
-        .chain(sm.operand_ranges.all_mut())
-        .chain(sm.result_type_ranges.all_mut())
+        .tail_mut(first)
+        .chain(sm.operand_ranges.tail_mut(first))
+        .chain(sm.result_type_ranges.tail_mut(first))
         .for_each(shift);
     if let Some(r) = &mut sm.return_range {
         shift(r);

@@ -388,6 +388,15 @@ impl RangeLists {
     pub fn all_mut(&mut self) -> impl Iterator<Item = &mut TextRange> {
         self.ranges.iter_mut()
     }
+
+    /// Every range of lists `i` and after.
+    pub fn tail_mut(&mut self, i: usize) -> impl Iterator<Item = &mut TextRange> {
+        let start = match i.checked_sub(1) {
+            None => 0,
+            Some(before) => self.ends.get(before).map_or(self.ranges.len(), |&e| e as usize),
+        };
+        self.ranges.get_mut(start..).unwrap_or_default().iter_mut()
+    }
 }
 
 impl std::ops::Index<usize> for RangeLists {
