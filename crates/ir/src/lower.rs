@@ -127,7 +127,10 @@ fn relower_in(
         .filter(|t| t.kind == syntax::TokenKind::ValueId)
         .filter_map(|t| text.get(t.range.start as usize..t.range.end as usize))
         .collect();
-    let defs = cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name));
+    let defs = match defs_by_key(f, region, &ops, &func.body, &mentioned) {
+        Some(defs) => defs,
+        None => cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name)),
+    };
     cx.diags.clear();
     let mut op_sm = FuncSourceMap::default();
     let data = cx.op(o, key, i as u32, &defs, &func.body, &mut op_sm);
@@ -209,6 +212,52 @@ fn find_func<'a>(ops: &mut dyn Iterator<Item = &'a ast::Op>, start: u32) -> Opti
         }
     }
     None
+}
+
+/// [`Lower::func_defs_of`] for the `mentioned` names, found through the old body's sorted
+/// op keys instead of a walk over every op, where that gives the same table: no op has
+/// regions (nested definitions) or more than one group of results (a key `%a,%b`), and no
+/// block has a label. Then a name's definition is the last top-level op whose key is the
+/// name (later definitions replace earlier ones there), else the last argument of that name.
+/// `None` where the walk is needed.
+fn defs_by_key<'a>(
+    f: &'a ast::FuncOp,
+    region: &'a ast::Region,
+    ops: &[&'a ast::Op],
+    body: &FuncBody,
+    mentioned: &[&str],
+) -> Option<FxHashMap<&'a str, Def>> {
+    if region.blocks.iter().any(|b| b.label.is_some())
+        || body.ops.len() != ops.len()
+        || body.key_index.len() != ops.len()
+        || body.ops.iter().any(|o| o.has_regions || o.key.contains(','))
+    {
+        return None;
+    }
+    let mut defs = FxHashMap::default();
+    for &name in mentioned {
+        let keys = &body.key_index;
+        let lo = keys.partition_point(|(k, _)| k.as_str() < name);
+        let hi = lo + keys[lo..].iter().take_while(|(k, _)| k == name).count();
+        if let Some(&(_, i)) = keys[..hi].last().filter(|_| hi > lo) {
+            let r = match ops.get(i as usize)?.results.as_slice() {
+                [r] if r.name.text == name => r,
+                _ => return None,
+            };
+            let value = ValueRef::Result { op: i, index: 0 };
+            defs.insert(r.name.text.as_str(), Def { value, count: r.count });
+        } else if let Some((k, a)) = f
+            .args
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, a)| a.name.as_ref().is_some_and(|n| n.text == name))
+        {
+            let n = a.name.as_ref()?;
+            defs.insert(n.text.as_str(), Def { value: ValueRef::Arg(k as u32), count: 1 });
+        }
+    }
+    Some(defs)
 }
 
 /// Moves the ranges of a source map with `shift`: those of the function itself and of its

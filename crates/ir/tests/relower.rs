@@ -164,3 +164,30 @@ fn relowering_an_edited_op_equals_lowering_the_samples_and_corpus_from_scratch()
     }
     assert!(fast > 0, "no edit was re-lowered incrementally");
 }
+
+#[test]
+fn relowering_finds_the_same_definitions_when_names_are_defined_twice() {
+    // `%d` is defined twice (the later definition counts), `%b` is an argument and an op
+    // result: re-lowering the op that reads them, through the sorted op keys, must resolve
+    // them as lowering the whole function does.
+    let t = "tensor<64x64xbf16, #l>";
+    let text = format!(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n\
+         func.func @main(%a: {t}, %b: {t}) -> {t} {{\n\
+         \x20 %d = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"d1\")\n\
+         \x20 %b = \"ttnn.exp\"(%a) : ({t}) -> {t} loc(\"b1\")\n\
+         \x20 %d = \"ttnn.gelu\"(%b) : ({t}) -> {t} loc(\"d2\")\n\
+         \x20 %e = \"ttnn.add\"(%d, %b) {{note = 1 : i64}} : ({t}, {t}) -> {t} loc(\"e\")\n\
+         \x20 return %e : {t}\n}}\n"
+    );
+    let at = text.find("note = 1").expect("the note is there") as u32 + 7;
+    let range = TextRange::new(at, at + 1);
+    let mut new_text = text.clone();
+    new_text.replace_range(at as usize..at as usize + 1, "2");
+    let old_parse = parse(&text);
+    let old = ir::lower_parse(&text, &old_parse);
+    let mut patched = old_parse.clone();
+    let op = patched.reparse_edit(&new_text, range, 1).expect("the edit takes the fast path");
+    let again = ir::relower_edit(&old, &new_text, &patched, op).expect("re-lowered");
+    assert!(again == ir::lower_parse(&new_text, &parse(&new_text)));
+}
