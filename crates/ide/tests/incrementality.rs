@@ -859,6 +859,20 @@ fn only_the_groups_edited_last_stay_at_the_files_durability() {
     };
     assert!(!edit_again(&mut host, 1), "group 1 is still among the last edited");
     assert!(edit_again(&mut host, 0), "group 0 was raised back, so its edit is a first again");
+    // Durabilities change what is re-checked, never what comes out.
+    let text = host.text(FILE).expect("file is open").to_string();
+    let fresh =
+        with_file(AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()), text);
+    let fresh_file = fresh.file(FILE).expect("file is open");
+    let results = |host: &AnalysisHost, file| {
+        let analysis = host.analysis();
+        (
+            analysis.diagnostics(file).expect("not cancelled"),
+            analysis.findings(file).expect("not cancelled"),
+            analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled"),
+        )
+    };
+    assert!(results(&host, file) == results(&fresh, fresh_file));
 }
 
 #[test]
