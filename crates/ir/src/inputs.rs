@@ -137,12 +137,6 @@ impl GroupHeat {
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
     }
-
-    /// The groups at `hot` durability, least recently edited first.
-    #[must_use]
-    pub fn hot(&self) -> &[OpGroup] {
-        &self.hot
-    }
 }
 
 /// Lowers the groups queued in `heat` to `hot` durability (their ops as they are), and
@@ -161,7 +155,7 @@ pub fn heat_groups(db: &mut dyn Db, heat: &mut GroupHeat, durability: InputDurab
         }
     }
     let over = heat.hot.len().saturating_sub(HOT_GROUPS);
-    for group in heat.hot.drain(..over).collect::<Vec<_>>() {
+    for group in heat.hot.drain(..over) {
         let ops = Arc::clone(group.ops(db));
         group.set_ops(db).with_durability(durability.cold).to(ops);
         any = true;

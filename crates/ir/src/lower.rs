@@ -238,8 +238,9 @@ fn defs_by_key<'a>(
     for &name in mentioned {
         let keys = &body.key_index;
         let lo = keys.partition_point(|(k, _)| k.as_str() < name);
-        let hi = lo + keys[lo..].iter().take_while(|(k, _)| k == name).count();
-        if let Some(&(_, i)) = keys[..hi].last().filter(|_| hi > lo) {
+        let defined = keys[lo..].iter().take_while(|(k, _)| k == name).count();
+        // Sorted by key then index: the last of those is the last definition.
+        if let Some(&(_, i)) = keys[lo..lo + defined].last() {
             let r = match ops.get(i as usize)?.results.as_slice() {
                 [r] if r.name.text == name => r,
                 _ => return None,

@@ -384,11 +384,6 @@ impl RangeLists {
         }
     }
 
-    /// Every range of every list.
-    pub fn all_mut(&mut self) -> impl Iterator<Item = &mut TextRange> {
-        self.ranges.iter_mut()
-    }
-
     /// Every range of lists `i` and after.
     pub fn tail_mut(&mut self, i: usize) -> impl Iterator<Item = &mut TextRange> {
         let start = match i.checked_sub(1) {

@@ -54,9 +54,7 @@ pub use crate::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
         OpPlan, PartsChunk, Plan, SpillLocation, plan, plan_for, plan_parts_chunk,
     },
-    problem::{
-        ChainCost, Reads, SingleChains, SolvedChain, overridden_solve_chain, solve_single_chains,
-    },
+    problem::{ChainCost, Reads, SingleChains, overridden_solve_chain, solve_single_chains},
     scheduling::{OpFlow, Schedule, TopoOp, Topology, Use, flow_block, func_topology, schedule},
     solve_cache::SolveCache,
 };

@@ -375,7 +375,7 @@ fn solved_chains(
     chains: &[ChainId],
     members: &[Vec<u32>],
     (keys, topo, probe): (&[String], &crate::Topology, &layout::OverrideProbe<'_>),
-) -> Vec<Arc<crate::problem::SolvedChain>> {
+) -> Vec<Arc<ChainPart>> {
     let reads: Vec<Reads> =
         members.iter().map(|m| crate::problem::chain_reads(m, keys, topo, probe)).collect();
     // Single-op chains by the group of their op, in chunk order. Whether a chain has
@@ -397,7 +397,7 @@ fn solved_chains(
         place[c] = Some((at, groups[at].1.len()));
         groups[at].1.push(chain);
     }
-    let mut solved: Vec<Option<Arc<[Arc<crate::problem::SolvedChain>]>>> = vec![None; groups.len()];
+    let mut solved: Vec<Option<Arc<[Arc<ChainPart>]>>> = vec![None; groups.len()];
     chains
         .iter()
         .enumerate()
@@ -418,7 +418,7 @@ fn solved_chains(
 }
 
 /// A chain's part from its problem and solution (`None` for a concat chain, which has
-/// none; see [`crate::problem::SolvedChain`]).
+/// none).
 pub(crate) fn part_of(
     db: &dyn Db,
     chain: ChainId,
@@ -602,8 +602,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
         })
         .collect();
     let solved = solved_chains(db, &chunk_chains.ids, &all_members, (&body.keys, &topo, &probe));
-    for (local, (members, solved)) in all_members.into_iter().zip(solved).enumerate() {
-        let part = &solved.part;
+    for (local, (members, part)) in all_members.into_iter().zip(solved).enumerate() {
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
             let p = &mut op_plans[i as usize];

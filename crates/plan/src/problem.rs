@@ -16,7 +16,7 @@ use opmodel::TensorDesc;
 use solver::{ChainProblem, ChainSolution, Edge, ProblemOp};
 use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
-use crate::{Db, chain_graph::ChainId};
+use crate::{Db, chain_graph::ChainId, planning::ChainPart};
 
 /// Which legality the per-chain queries of a chain read.
 ///
@@ -113,24 +113,17 @@ pub(crate) fn source_layout(
     }
 }
 
-/// What `solve_chain` gives for one chain: ShardSolver's solution, and what the plan takes
-/// of the chain with it ([`crate::planning::ChainPart`]: the picked configs, state, spill,
-/// cost in L1 and out of it, fallback).
+/// What `solve_chain` gives for one chain: what the plan takes of it
+/// ([`crate::planning::ChainPart`]: the picked configs, state, spill, cost in L1 and out of
+/// it, fallback), made with its solution.
 ///
 /// One memo per chain for the problem, the solution and the part, not one each: salsa walks
 /// the dependencies of every per-chain memo once after the first edit in a group of ops
 /// (3.3k chains on the 10k-op mixed graph), and three memos per chain tripled that walk.
 /// The problem is built inside from the chain's own ops (and their producers' layouts), and
-/// an unchanged problem is a lookup in the solve cache; the value holds no problem, so an
-/// edit that changes the problem but not the outcome stops here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SolvedChain {
-    /// `None` for a concat chain, which chain merging resolves.
-    pub solution: Option<Arc<ChainSolution>>,
-    pub part: Arc<crate::planning::ChainPart>,
-}
-
-pub(crate) fn solved(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<SolvedChain> {
+/// an unchanged problem is a lookup in the solve cache (which keeps the solution); the value
+/// holds neither, so an edit that changes the problem but not the outcome stops here.
+pub(crate) fn solved(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
     match reads {
         Reads::Base => memo::solve_chain(db, chain),
         Reads::Overrides => overridden_solve_chain(db, chain),
@@ -140,10 +133,10 @@ pub(crate) fn solved(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<SolvedCha
 /// The per-chain query of a chain without overrides ([`Reads::Base`]), in a module of its
 /// own so that it keeps the name execution logs show.
 mod memo {
-    use super::{Arc, ChainId, Db, Reads, SolvedChain};
+    use super::{Arc, ChainId, ChainPart, Db, Reads};
 
     #[salsa::tracked(returns(clone))]
-    pub(super) fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<SolvedChain> {
+    pub(super) fn solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
         super::solve_in(db, chain, Reads::Base)
     }
 }
@@ -168,7 +161,7 @@ pub struct SingleChains {
 /// group re-solves its single-op chains together (lookups in the solve cache for those whose
 /// problem is unchanged).
 #[salsa::tracked(returns(clone))]
-pub fn solve_single_chains(db: &dyn Db, key: SingleChains) -> Arc<[Arc<SolvedChain>]> {
+pub fn solve_single_chains(db: &dyn Db, key: SingleChains) -> Arc<[Arc<ChainPart>]> {
     key.chains(db).iter().map(|&chain| solve_in(db, chain, Reads::Base)).collect()
 }
 
@@ -179,24 +172,22 @@ pub(crate) fn is_single(db: &dyn Db, chain: ChainId) -> bool {
 
 /// `solve_chain` for a chain whose ops or their producers have overrides.
 #[salsa::tracked(returns(clone))]
-pub fn overridden_solve_chain(db: &dyn Db, chain: ChainId) -> Arc<SolvedChain> {
+pub fn overridden_solve_chain(db: &dyn Db, chain: ChainId) -> Arc<ChainPart> {
     solve_in(db, chain, Reads::Overrides)
 }
 
 /// Builds the chain's problem, from its own ops only, solves it (through the cache) and
 /// makes the chain's part.
-fn solve_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<SolvedChain> {
+fn solve_in(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainPart> {
     if chain.concat(db) {
         // Resolved by chain merging only: nothing to solve.
-        let part = crate::planning::part_of(db, chain, reads, None);
-        return Arc::new(SolvedChain { solution: None, part: Arc::new(part) });
+        return Arc::new(crate::planning::part_of(db, chain, reads, None));
     }
     let problem = problem_of(db, chain, reads);
     let target = TargetInput::get(db).target(db);
     let _p = tracing::debug_span!("solve_chain", ops = problem.ops.len()).entered();
     let solution = db.solve_cache().solve(&problem, db.op_model(), target);
-    let part = crate::planning::part_of(db, chain, reads, Some((&problem, &solution)));
-    Arc::new(SolvedChain { solution: Some(solution), part: Arc::new(part) })
+    Arc::new(crate::planning::part_of(db, chain, reads, Some((&problem, &solution))))
 }
 
 fn problem_of(db: &dyn Db, chain: ChainId, reads: Reads) -> Arc<ChainProblem> {
