@@ -13,6 +13,7 @@ mod models;
 mod optimize_corpus;
 // `gen` is a reserved keyword in edition 2024, hence the raw identifier.
 mod r#gen;
+mod tidy;
 mod util;
 
 /// The same allocator as the `ttnn-analyzer` binary, so the benchmarks measure what users run.

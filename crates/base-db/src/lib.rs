@@ -15,11 +15,6 @@
 //! it says into one `OpOverrideSlot` per op name and into `OverrideSlots::settings`, so
 //! per-op queries depend on their own op's slot and not on the text.
 //!
-//! Each function's lowered frame, ops and pinned set are inputs as well, defined next to the
-//! lowering that makes them (`ir`'s `inputs` module): the host lowers a changed file and
-//! writes them, so that the ops an edit did not touch keep a higher durability than the
-//! file's text.
-//!
 //! Inputs are written only through `Change::apply` in the `ide` crate, which diffs before
 //! setting: a salsa setter always starts a new revision, even for an equal value.
 
@@ -115,20 +110,6 @@ pub struct OverrideSlots {
     pub settings: OverrideSettings,
 }
 
-/// An input created at `LOW` durability that never changes. A query that reads it starts
-/// out at the lowest durability instead of taking on its other inputs' durability.
-///
-/// For queries that gather what many ops' overrides decide (the chunk layout of a function)
-/// on a tuning host: their durability would drop from `MEDIUM` to `LOW` the first time they
-/// re-run after some op's slot became `LOW`, and salsa does not backdate a value whose
-/// durability dropped, so every query downstream (every chunk's plan and text) would re-run
-/// once, with an equal value. Starting at `LOW`, they re-validate on every override (a few
-/// hundred memos) but never cascade.
-#[salsa::input(singleton, debug)]
-pub struct LowDurabilityAnchor {
-    pub unit: (),
-}
-
 /// Analysis options that are not per-op overrides. One per database, created at startup.
 #[salsa::input(singleton, debug)]
 pub struct OptionsInput {
@@ -213,5 +194,4 @@ pub fn init_inputs(
     let _ = OverrideSlots::builder(Arc::default(), OverrideSettings::default())
         .durability(config)
         .new(db);
-    let _ = LowDurabilityAnchor::builder(()).durability(Durability::LOW).new(db);
 }

@@ -710,6 +710,7 @@ fn hovering_after_a_whitespace_edit_reruns_only_the_positional_queries() {
         file_index
         func_body(@helper)
         func_body(@main)
+        func_loc_names
         func_source_map(@helper)
         func_source_map(@main)
         lower_file"#]]

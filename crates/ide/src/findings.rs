@@ -7,7 +7,7 @@
 //!   information), an op whose output spills (`spill`, information), a reshard
 //!   inserted in front of an operand (`reshard`, information).
 //!
-//! Verdicts come from memoized queries (`layout::written_checks_block` per block of ops, the
+//! Verdicts come from memoized queries (`layout::written_checks_block` per group of ops, the
 //! walk of the IR as written with its live L1 per function, `written_findings`, and the
 //! plan's findings per chunk, `chunk_findings`), all position-free, so after an edit only
 //! what it changed is evaluated again; this pass only maps them to ranges.
@@ -176,7 +176,7 @@ pub(crate) fn findings(
 /// the output L1 of the values still to be used.
 ///
 /// Reads the data flow (`plan::func_topology`) and the verdicts per block of ops
-/// (`layout::written_checks_span`), not the body: an edit to one op's attributes re-checks
+/// (`layout::written_checks_block`), not the body: an edit to one op's attributes re-checks
 /// its group, and unless the verdict or the data flow changed this is not re-run (it walks
 /// every op and formats some thousand messages on a 10k-op function).
 #[salsa::tracked(returns(clone))]
@@ -229,13 +229,14 @@ pub(crate) fn written_findings(
         .sum();
     let mut out = Vec::new();
     let mut outputs = vec![0u64; n];
-    let mut checks: Option<(usize, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
+    let groups = ir::func_groups(db, func);
+    let mut checks: Option<(u32, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
     for i in 0..n {
-        let j = i / ir::BODY_BLOCK;
-        if checks.as_ref().is_none_or(|(k, _)| *k != j) {
-            checks = Some((j, layout::written_checks_span(db, func, j as u32)));
+        let Some((g, at)) = groups.locate(i) else { continue };
+        if checks.as_ref().is_none_or(|(k, _)| *k != g) {
+            checks = Some((g, layout::written_checks_block(db, func, g)));
         }
-        let check = checks.as_ref().and_then(|(_, c)| c.get(i % ir::BODY_BLOCK)?.as_ref());
+        let check = checks.as_ref().and_then(|(_, c)| c.get(at)?.as_ref());
         if let Some(check) = check {
             let message = match &check.error {
                 Some(e) => Some(("op-model-rejects", e.clone())),

@@ -164,10 +164,9 @@ struct Retained {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HostMode {
     /// An editor: file texts change on every keystroke (`LOW`), overrides and options now and
-    /// then (`MEDIUM`), the target almost never (`HIGH`). The lowered ops are written in
-    /// groups of `ir::OP_GROUP` at `MEDIUM` until an edit changes one, which is then `LOW`:
-    /// the next keystrokes in that group re-validate only what reads it (see `ir`'s `inputs`
-    /// module).
+    /// then (`MEDIUM`), the target almost never (`HIGH`). Everything derived from a file is
+    /// `LOW` with it; what an edit leaves equal is backdated at the projections of the
+    /// lowering (`ir::func_group`), so what reads only unchanged groups is not re-run.
     #[default]
     Editor,
     /// A tuning loop over a graph that does not change: an op's override changes on every
@@ -236,9 +235,6 @@ pub struct AnalysisHost {
     /// ([`AnalysisHost::free_unused`]) so that the move is off the edit's path. Joined before
     /// the next change patches a parse again.
     finishing: Option<std::thread::JoinHandle<()>>,
-    /// The groups of ops edits brought to the file's durability, and those edited while
-    /// still at the configuration's, which [`AnalysisHost::settle`] lowers.
-    heat: ir::GroupHeat,
 }
 
 impl AnalysisHost {
@@ -271,7 +267,6 @@ impl AnalysisHost {
             Arc::from(""),
             config.mode.config_durability(),
         );
-        ir::init_inputs(&db, config.mode.config_durability());
         AnalysisHost {
             db,
             mode: config.mode,
@@ -281,7 +276,6 @@ impl AnalysisHost {
             removed: FxHashMap::default(),
             overridden: rustc_hash::FxHashSet::default(),
             finishing: None,
-            heat: ir::GroupHeat::default(),
         }
     }
 
@@ -480,26 +474,11 @@ impl AnalysisHost {
                 input.set_options(&mut self.db).with_durability(durability).to(options);
             }
         }
-        let mut target_changed = false;
         if let Some(target) = change.target {
             let input = TargetInput::get(&self.db);
             if *input.target(&self.db) != target {
                 input.set_target(&mut self.db).with_durability(Durability::HIGH).to(target);
-                target_changed = true;
             }
-        }
-        // The pinned ops depend on the target's grid, so a new target re-syncs every file.
-        let mut to_sync: Vec<(&String, SourceFile)> = if target_changed {
-            self.files.iter().chain(&self.removed).map(|(p, f)| (p, *f)).collect()
-        } else {
-            let file = |p| self.files.get_key_value(p).or_else(|| self.removed.get_key_value(p));
-            changed.iter().filter_map(file).map(|(p, f)| (p, *f)).collect()
-        };
-        // In path order, so inputs are created in the same order on every run.
-        to_sync.sort_by(|a, b| a.0.cmp(b.0));
-        let to_sync: Vec<SourceFile> = to_sync.into_iter().map(|(_, f)| f).collect();
-        for file in to_sync {
-            self.sync_func_inputs(file);
         }
         if self.mode == HostMode::Tuning && !changed.is_empty() {
             self.create_slots_for_ops(&changed);
@@ -579,34 +558,6 @@ impl AnalysisHost {
         }
         let old = file.set_parse(&mut self.db).with_durability(durability).to(parse);
         self.unused.push(old);
-    }
-
-    /// The durabilities of lowered ops: the configuration's for groups nobody edited (or
-    /// edited long ago), the file's for those edited last (see `ir`'s `inputs` module).
-    fn input_durability(&self) -> ir::InputDurability {
-        ir::InputDurability {
-            cold: self.mode.config_durability(),
-            hot: self.mode.file_durability(),
-        }
-    }
-
-    /// Lowers `file` and writes its functions' frames, groups of ops, pinned ops and loc
-    /// names into their inputs (see `ir`'s `inputs` module): groups nobody edited keep the
-    /// configuration's durability, a group edited lately has the file's once settled
-    /// ([`AnalysisHost::settle`]).
-    fn sync_func_inputs(&mut self, file: SourceFile) {
-        let durability = self.input_durability();
-        let worker = TargetInput::get(&self.db).target(&self.db).worker_grid();
-        let pinned_of = |body: &ir::FuncBody| layout::pinned_of(body, worker);
-        let lowered =
-            ir::sync_file_inputs(&mut self.db, file, durability, &mut self.heat, &pinned_of);
-        // Freed off this path like the lowering the diagnostics read (see `Retained`).
-        let lowered: Arc<dyn Any + Send + Sync> = lowered;
-        if let Ok(mut r) = self.retained.lock()
-            && !r.current.iter().any(|v| Arc::ptr_eq(v, &lowered))
-        {
-            r.current.push(lowered);
-        }
     }
 
     /// Writes what an overrides text says about each op name into the names' slots, setting
@@ -704,27 +655,6 @@ impl AnalysisHost {
     pub fn free_unused(&mut self) {
         self.finish_parses_aside();
         self.free_values();
-    }
-
-    /// Lowers the durability of the groups of ops edited since the last call, which their
-    /// first edit left at the configuration's (see `ir`'s `inputs` module), and raises that
-    /// of the groups edited longest ago beyond the last `ir::HOT_GROUPS`; true when it
-    /// changed any.
-    ///
-    /// Editing a group at the lower durability from then on re-validates only what reads it,
-    /// but lowering it is itself a change that salsa re-validates everything at that
-    /// durability for, and after which it runs every query that read the group (and their
-    /// readers) again, equal values or not. Call it when the analysis is idle and then ask
-    /// again for what the next keystroke will want (an editor's diagnostics), so that this
-    /// work is done before the user types on in the group: the language server does both in
-    /// the quiet moment after a publication. Without a call, every edit in a group
-    /// re-validates all memos as its first did.
-    pub fn settle(&mut self) -> bool {
-        if !self.heat.has_pending() {
-            return false;
-        }
-        let durability = self.input_durability();
-        ir::heat_groups(&mut self.db, &mut self.heat, durability)
     }
 
     /// Frees the retained values no revision needs any more, on a helper thread.

@@ -261,12 +261,10 @@ fn random_edits(host: AnalysisHost) {
             incremental == scratch,
             "step {step} (edit kind {kind}): incremental and from-scratch results differ\n--- text ---\n{now}\n--- overrides ---\n{overrides}"
         );
-        // An editor's quiet moment, at some steps and not others: groups edited since are
-        // lowered in durability (and the parse's deferred positions moved), so edits land
-        // on groups in every state.
+        // An editor's quiet moment, at some steps and not others: the parse's deferred
+        // positions are moved, so edits land on parses in both states.
         if rng.below(2) == 0 {
             host.free_unused();
-            host.settle();
         }
     }
 }

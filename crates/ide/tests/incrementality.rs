@@ -92,6 +92,7 @@ fn whitespace_and_comment_edits_stop_at_the_function_body() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            func_loc_names
             lower_file
         "#]],
     );
@@ -104,6 +105,7 @@ fn a_location_edit_reruns_no_layout_query() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            func_loc_names
             lower_file
             overrides_block
         "#]],
@@ -117,8 +119,12 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            func_frame
+            func_group
+            func_loc_names
             group_signatures
             lower_file
+            pinned_outputs
             scalar_types(@main)
         "#]],
     );
@@ -134,9 +140,13 @@ fn editing_one_result_type_reruns_only_that_op() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            func_frame
+            func_group
+            func_loc_names
             group_signatures
             legality_of
             lower_file
+            pinned_outputs
             scalar_types(@main)
         "#]],
     );
@@ -210,11 +220,16 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
         expect![[r#"
             file_funcs
             func_body(@main)
+            func_frame
+            func_group
+            func_groups
+            func_loc_names
             func_ops(@main)
             group_signatures
             legality_of
             lower_file
             overrides_block
+            pinned_outputs
             scalar_types(@main)
         "#]],
     );
@@ -506,7 +521,6 @@ fn splitting_a_chain_across_a_chunk_cut_moves_that_cut_alone() {
     executed.sort();
     expect![[r#"
         chunk_cost
-        chunk_cost
         chunk_layout(@main)"#]]
     .assert_eq(&executed.join("\n"));
 }
@@ -518,9 +532,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     // signatures are read again (and come out the same), only the chunk holding the op is
     // walked again (once per policy) and costed, and no chunk's parts are re-derived; the
     // chains are not rebuilt (that group's chain facts are read again and come out the
-    // same). The whole plan is gathered again for the report, which reads the body. (A first
-    // edit leaves the group at its durability, so all of this is backdated as usual; the
-    // host lowers it when it settles: see the test after the next.)
+    // same). The whole plan is gathered again for the report, which reads the body.
     let (mut host, file, text) = relu_editor();
     let optimize = |host: &AnalysisHost| {
         let analysis = host.analysis();
@@ -534,7 +546,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     let text = executed_counts(
         &host,
         &[
-            "func_block",
+            "func_group",
             "chain",
             "solve_chain",
             "op_signature",
@@ -546,10 +558,11 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     expect![[r#"
         base_plans_block 1
         chain_facts_block 1
+        chainable_block 1
         chunk_cost 1
         chunk_incoming 1
-        func_block 1
-        plan_chunk 1
+        func_group 30
+        plan_chunk 2
         plan_for 1"#]]
     .assert_eq(&text);
 }
@@ -558,16 +571,6 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
 fn note_on_relu_1100(text: &str) -> Change {
     let op = "%1100 = \"ttnn.relu\"(%a)";
     let end = (text.find(op).expect("fixture has %1100") + op.len()) as u32;
-    Change::new().edit_file(
-        FILE,
-        vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
-    )
-}
-
-/// The edit adding a discardable attribute to relu `%k` of the `relus` fixture `text`.
-fn note_on_relu(text: &str, k: usize) -> Change {
-    let op = format!("%{k} = \"ttnn.relu\"(%a)");
-    let end = (text.find(&op).expect("fixture has the relu") + op.len()) as u32;
     Change::new().edit_file(
         FILE,
         vec![TextEdit { range: TextRange::new(end, end), text: " {note = 1 : i64}".to_owned() }],
@@ -617,22 +620,16 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
 
 #[test]
 fn the_ir_as_written_is_walked_again_only_when_its_data_flow_or_verdicts_change() {
-    // `written_findings` walks every op with the live L1 before it. The first edit in relu
-    // 1100's group re-checks the group's verdicts, which come out the same, so nothing
-    // reading them runs. Settling lowers the group's durability, which salsa reports as a
-    // change it cannot backdate the verdicts over: their span over the block (at the lowest
-    // durability from the start) re-runs instead, comes out the same and is backdated, so
-    // the walk does not run, nor after a second attribute edit there. Making relu 1100 read
-    // relu 1099 instead of `%a` changes the data flow, and the walk runs again.
+    // `written_findings` walks every op with the live L1 before it. An attribute edit in
+    // relu 1100 re-checks its group's verdicts, which come out the same, so nothing reading
+    // them runs, nor after a second attribute edit there. Making relu 1100 read relu 1099
+    // instead of `%a` changes the data flow, and the walk runs again.
     let (mut host, file, text) = relu_editor();
     diagnose(&host, file);
     let _ = host.take_executed_queries();
     host.apply_change(note_on_relu_1100(&text));
     diagnose(&host, file);
     let after_first = executed_counts(&host, &["written_"]);
-    assert!(host.settle(), "the first edit queued its group");
-    diagnose(&host, file);
-    let after_settling = executed_counts(&host, &["written_"]);
     let edit = |host: &mut AnalysisHost, old: &str, new: &str| {
         let text = host.analysis().file_text(file).expect("not cancelled");
         let at = text.find(old).expect("the text is there") as u32;
@@ -652,18 +649,13 @@ fn the_ir_as_written_is_walked_again_only_when_its_data_flow_or_verdicts_change(
     expect![[r#"
         first edit in the group:
         written_checks_block 1
-        settling:
-        written_checks_block 1
-        written_checks_span 1
         second attribute edit:
         written_checks_block 1
         data-flow edit:
         written_checks_block 1
         written_findings 1"#]]
     .assert_eq(&format!(
-        "first edit in the group:\n{after_first}\nsettling:\n{after_settling}\n\
-         second attribute edit:\n{after_second}\n\
-         data-flow edit:\n{after_data_flow}"
+        "first edit in the group:\n{after_first}\nsecond attribute edit:\n{after_second}\ndata-flow edit:\n{after_data_flow}"
     ));
 }
 
@@ -698,22 +690,22 @@ fn an_override_in_a_long_function_formats_the_findings_of_its_chunk_alone() {
 
 #[test]
 fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
-    // 1200 relus, but op 300 adds relu 250 to relu 299: the walk of the first chunk (the
-    // first 256 scheduled ops) weighs keeping relu 250's output in L1 until op 300, a
-    // window that runs into the second chunk, and reads the base plans of ops there, one
-    // memo per op or chain read (`foreign_op_plan`, `foreign_chain`). An override on relu
-    // 400, in the second chunk but outside that window, re-derives the second chunk's base
-    // plans; the memos the first walk read are checked again and come out the same, so the
-    // first chunk is not walked again.
+    // 1200 relus, but op 420 adds relu 250 to relu 419: the walk of the first chunk (the
+    // first 256 or so scheduled ops, cut between groups) weighs keeping relu 250's output
+    // in L1 until op 420, a window that runs into the second chunk, and reads the base
+    // plans of ops there, one memo per op or chain read (`foreign_op_plan`,
+    // `foreign_chain`). An override on relu 480, in the second chunk but outside that
+    // window, re-derives the second chunk's base plans; the memos the first walk read are
+    // checked again and come out the same, so the first chunk is not walked again.
     let t = "tensor<256x256xbf16, #l>";
     let mut text = String::from(
         "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
     );
     text.push_str(&format!("func.func @main(%a: {t}) -> {t} {{\n"));
     for i in 0..1200 {
-        if i == 300 {
+        if i == 420 {
             text.push_str(&format!(
-                "  %{i} = \"ttnn.add\"(%250, %299) : ({t}, {t}) -> {t} loc(\"r{i}\")\n"
+                "  %{i} = \"ttnn.add\"(%250, %419) : ({t}, {t}) -> {t} loc(\"r{i}\")\n"
             ));
         } else {
             text.push_str(&format!("  %{i} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r{i}\")\n"));
@@ -731,47 +723,31 @@ fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
         host.take_executed_queries().iter().filter(|q| q.starts_with("foreign")).count();
     host.apply_change(
         Change::new()
-            .set_overrides("m.overrides", "override-output-layout=r400=l1:height_sharded\n"),
+            .set_overrides("m.overrides", "override-output-layout=r480=l1:height_sharded\n"),
     );
     cost(&host);
     let text = executed_counts(&host, &["plan_chunk", "foreign"]);
     expect![[r#"
-        foreign reads at first: 92
-        foreign_chain 45
-        foreign_op_plan 46
+        foreign reads at first: 204
+        foreign_chain 101
+        foreign_op_plan 102
         plan_chunk 1"#]]
     .assert_eq(&format!("foreign reads at first: {first}\n{text}"));
 }
 
 #[test]
-fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
-    // An editor writes the lowered ops in groups of 32 at `MEDIUM` durability, and the
-    // host lowers a group an edit changed to `LOW` when it settles (`ir`'s `inputs`
-    // module). The first edit inside relu 1100 is a `MEDIUM` change, so every per-op and
-    // per-chain memo is checked again, and only what changed runs. Settling is another
-    // `MEDIUM` change, after which the queries reading the group run again, since salsa
-    // does not backdate a value whose durability dropped: the group's chains, and the
-    // whole function's chains and the parts of the chunk holding them after them. From
-    // the second edit in the same op on, salsa walks the dependencies of the memos of its
-    // group and of the ones that read the whole function, and passes the others on their
-    // durability alone. The log counts both kinds of check: every chunk reads
-    // `solve_single_chains` for each group of its single-op chains (here every relu is
-    // one), so after the second edit it counts all 38 groups, of which only relu 1100's
-    // has its dependencies walked. The group signatures are read by per-group memos, so all
-    // of them are checked after the first edit and none after the second.
+fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
+    // Everything derived from the file is re-checked after an edit, and the projections of
+    // the lowering (the groups' ops) are backdated where nothing changed: an edit inside
+    // relu 1100 runs the queries of its own group and the function-wide ones that read the
+    // body, and no other group's. A second edit in the same op does the same.
     let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
-    host.set_validation_log(true);
+    let _ = host.take_executed_queries();
     host.apply_change(note_on_relu_1100(&text));
     diagnose(&host);
-    let first = host.take_validated_counts();
-    let _ = host.take_executed_queries();
-    assert!(host.settle(), "the first edit queued its group");
-    diagnose(&host);
-    let settling = executed_counts(&host, &[""]);
-    assert!(!host.settle(), "nothing is left to lower");
-    let _ = host.take_validated_counts();
+    let first = executed_counts(&host, &[""]);
     let note = text.find("%1100 = \"ttnn.relu\"(%a)").expect("fixture has %1100") as u32;
     let value = note + "%1100 = \"ttnn.relu\"(%a) {note = ".len() as u32;
     host.apply_change(Change::new().edit_file(
@@ -779,100 +755,100 @@ fn a_second_edit_in_the_same_op_revalidates_only_what_reads_its_group() {
         vec![TextEdit { range: TextRange::new(value, value + 1), text: "2".to_owned() }],
     ));
     diagnose(&host);
-    let second = host.take_validated_counts();
-    let per_op = ["group_signatures", "legality_of", "solve_chain", "solve_single_chains"];
-    let mut out: Vec<String> = per_op
-        .iter()
-        .map(|q| {
-            let n = |c: &std::collections::BTreeMap<String, u64>| c.get(*q).copied().unwrap_or(0);
-            format!("{q} re-validated: first edit {}, second edit {}", n(&first), n(&second))
-        })
-        .collect();
-    out.push(format!("executed after settling:\n{settling}"));
-    out.push(format!("executed after the second edit:\n{}", executed_counts(&host, &[""])));
+    let second = executed_counts(&host, &[""]);
     expect![[r#"
-        group_signatures re-validated: first edit 37, second edit 0
-        legality_of re-validated: first edit 1, second edit 1
-        solve_chain re-validated: first edit 0, second edit 0
-        solve_single_chains re-validated: first edit 38, second edit 38
-        executed after settling:
+        first edit:
         base_plans_block 1
-        chain_block 1
         chain_facts_block 1
         chainable_block 1
-        chains 1
-        flow_block 1
-        func_block 1
-        group_signatures 1
-        plan_chunk 1
-        plan_parts_chunk 1
-        solve_single_chains 1
-        written_checks_block 1
-        written_checks_span 1
-        executed after the second edit:
-        base_plans_block 1
-        chain_facts_block 1
         file_funcs 1
         flow_block 1
-        func_block 1
         func_body 1
+        func_frame 1
+        func_group 30
+        func_loc_names 1
         func_source_map 1
         group_signatures 1
         lower_file 1
-        plan_chunk 1
+        pinned_outputs 1
+        plan_chunk 2
+        written_checks_block 1
+        second edit:
+        base_plans_block 1
+        chain_facts_block 1
+        chainable_block 1
+        file_funcs 1
+        flow_block 1
+        func_body 1
+        func_frame 1
+        func_group 30
+        func_loc_names 1
+        func_source_map 1
+        group_signatures 1
+        lower_file 1
+        pinned_outputs 1
+        plan_chunk 2
         written_checks_block 1"#]]
-    .assert_eq(&out.join("\n"));
+    .assert_eq(&format!("first edit:\n{first}\nsecond edit:\n{second}"));
 }
 
 #[test]
-fn only_the_groups_edited_last_stay_at_the_files_durability() {
-    // Every memo reading a group at the file's durability is walked after every keystroke,
-    // so the host keeps only the last `ir::HOT_GROUPS` groups edited there: editing one
-    // more raises the one edited longest ago back, and a later edit in it is a first edit
-    // again (queued for settling), while one in a group still kept is not.
-    let (mut host, file, _) = relu_editor();
-    let group = |k: usize| k * ir::OP_GROUP + 5;
-    let mut edited = Vec::new();
-    for k in 0..=ir::HOT_GROUPS {
-        let text = host.text(FILE).expect("file is open").to_string();
-        host.apply_change(note_on_relu(&text, group(k)));
-        diagnose(&host, file);
-        edited.push(host.settle());
-        diagnose(&host, file);
-    }
-    assert!(edited.iter().all(|&e| e), "each first edit in a group was queued: {edited:?}");
-    let edit_again = |host: &mut AnalysisHost, k: usize| {
-        let text = host.text(FILE).expect("file is open").to_string();
-        let at = text.find(&format!("%{} = ", group(k))).expect("the relu is there");
-        let note = at + text[at..].find("{note = 1").expect("the note is there") + 8;
-        host.apply_change(Change::new().edit_file(
-            FILE,
-            vec![TextEdit {
-                range: TextRange::new(note as u32, note as u32 + 1),
-                text: "2".into(),
-            }],
-        ));
-        diagnose(host, file);
-        let settled = host.settle();
-        diagnose(host, file);
-        settled
-    };
-    assert!(!edit_again(&mut host, 1), "group 1 is still among the last edited");
-    assert!(edit_again(&mut host, 0), "group 0 was raised back, so its edit is a first again");
-    // Durabilities change what is re-checked, never what comes out.
-    let text = host.text(FILE).expect("file is open").to_string();
-    let fresh =
-        with_file(AnalysisHost::new(target::Target::n150(), Options::tt_mlir_defaults()), text);
-    let fresh_file = fresh.file(FILE).expect("file is open");
-    let results = |host: &AnalysisHost, file| {
-        let analysis = host.analysis();
-        (
-            analysis.diagnostics(file).expect("not cancelled"),
-            analysis.findings(file).expect("not cancelled"),
-            analysis.cost(file, ide::Policy::DfShardingMerge).expect("not cancelled"),
-        )
-    };
-    assert!(results(&host, file) == results(&fresh, fresh_file));
+fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
+    // An op with a fresh name inserted after relu 600 changes the group that holds it; the
+    // other groups keep their ops (the groups are cut by the ops' names, not by position),
+    // so their per-group queries are backdated; the function-wide ones that read the body
+    // (the frame, the data flow) run again.
+    let (mut host, file, text) = relu_editor();
+    let diagnose = |host: &AnalysisHost| diagnose(host, file);
+    diagnose(&host);
+    let _ = host.take_executed_queries();
+    let op = "%600 = \"ttnn.relu\"";
+    let line_end = text[text.find(op).expect("fixture has %600")..]
+        .find('\n')
+        .map(|k| k + text.find(op).unwrap_or(0))
+        .expect("the op ends its line") as u32;
+    let line = &text[text.find(op).unwrap_or(0)..line_end as usize];
+    let inserted = format!("\n    {}", line.replacen("%600 =", "%fresh =", 1));
+    host.apply_change(Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(line_end, line_end), text: inserted }],
+    ));
+    diagnose(&host);
+    expect![[r#"
+        base_plans_block 30
+        chain_block 5
+        chain_facts_block 2
+        chainable_block 30
+        chains 1
+        chunk_chains 5
+        chunk_count 1
+        chunk_findings 3
+        chunk_layout 1
+        chunk_ops 5
+        file_funcs 1
+        flow_block 2
+        func_body 1
+        func_frame 1
+        func_group 30
+        func_groups 1
+        func_loc_names 1
+        func_ops 1
+        func_source_map 1
+        func_topology 1
+        group_signatures 30
+        lower_file 1
+        merge_base_chunk 5
+        overrides_block 30
+        pinned_outputs 1
+        plan_carry 2
+        plan_chunk 5
+        plan_parts_chunk 5
+        plan_slice 3
+        schedule 1
+        solve_single_chains 30
+        written_checks_block 30
+        written_findings 1"#]]
+    .assert_eq(&executed_counts(&host, &[""]));
 }
 
 #[test]

@@ -11,23 +11,24 @@
 //!   │                             edits are backdated here and nothing downstream re-runs
 //!   └ func_source_map(f)          no_eq: positions, read only by the IDE layer and CLI
 //!
-//! FuncInput(f) (host-written after lowering; `cold` durability until an edit changes a block)
-//!   ├ func_frame(f)               the body without its ops (signature, keys)
-//!   │ └ func_ops(f)               Eq: op ids in program order (not re-run when the keys
-//!   │                             stay, as after an edit inside one op)
-//!   ├ func_group(f, g)            the 32 ops of a group (the signatures, per group)
-//!   ├ func_block(f, j)            Eq: ops in blocks of 256, so an edit changes one block
-//!   ├ func_pinned(f)              ops whose written layout must stay
-//!   └ func_loc_names(f)           the `loc("name")` of each op (override keys)
+//! func_body(f)
+//!   ├ func_frame(f)               Eq: the body without its ops (signature, keys)
+//!   │ ├ func_ops(f)               Eq: op ids in program order (not re-run when the keys
+//!   │ │                           stay, as after an edit inside one op)
+//!   │ └ func_groups(f)            Eq: where the body is cut into groups, by content
+//!   └ func_group(f, g)            Eq: the ops of one group (pointer-compared, backdated)
+//! lower_file(F) ─► func_loc_names(f)   the `loc("name")` of each op (override keys)
 //! ```
+//!
+//! Nothing here is written by the host: every value is a projection of the lowering, and
+//! an unchanged one is backdated, so what reads only unchanged groups is not re-run.
 //!
 //! Ids are built from names: a function is (file, chunk, symbol, duplicate index), an op is
 //! (function, result SSA names). Inserting an op with a fresh name above another leaves the
 //! other's id, and so every per-op query keyed by it, untouched.
 
-mod blocks;
 mod decode;
-mod inputs;
+mod groups;
 mod lower;
 mod model;
 
@@ -38,10 +39,9 @@ use rustc_hash::FxHashMap;
 use syntax::Parse;
 
 pub use crate::{
-    blocks::{BODY_BLOCK, BodyView, FuncFrame, OpsView, func_block, func_frame, func_group},
-    inputs::{
-        FuncInput, FuncInputs, GroupHeat, HOT_GROUPS, InputDurability, OP_GROUP, OpGroup, PinnedOf,
-        func_loc_names, func_pinned, heat_groups, init_inputs, sync_file_inputs,
+    groups::{
+        BodyView, FuncFrame, GROUP_OPS, GroupLayout, MAX_GROUP_OPS, OpsView, func_frame,
+        func_group, func_groups, func_loc_names,
     },
     lower::{lower_file as lower_parse, relower_edit},
     model::{
@@ -147,7 +147,7 @@ pub fn file_funcs(db: &dyn Db, file: SourceFile) -> Arc<[FuncId]> {
     lowered.funcs.iter().map(|f| FuncId::new(db, file, f.chunk, f.name.clone(), f.dup)).collect()
 }
 
-fn lowered_func(db: &dyn Db, func: FuncId) -> Option<LoweredFunc> {
+pub(crate) fn lowered_func(db: &dyn Db, func: FuncId) -> Option<LoweredFunc> {
     let lowered = lower_file(db, func.file(db));
     let (chunk, dup) = (func.chunk(db), func.dup(db));
     let name = func.name(db);

@@ -29,7 +29,6 @@ pub use crate::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, LegalitySig, OpLegality,
         OverrideUse, WrittenCheck, base_legality, full_override_layout, legal_op_configs,
         legal_op_layouts, op_legality, overridden_legality, query_for, written_checks_block,
-        written_checks_span,
     },
     overrides::{
         OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,
@@ -112,13 +111,13 @@ pub fn scalar_types(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<DataType>> {
 /// does not match the shape, grid and memory layout), so a conversion to it would itself be
 /// invalid.
 ///
-/// The host computes the set with [`pinned_of`] when it lowers a file and writes it into the
-/// function's input (`ir::FuncInput::pinned`), so the per-op layout queries that read it do
-/// not depend on every block of the body: an edit that leaves the set as it was re-validates
-/// none of them (see `ir`'s `inputs` module).
-#[must_use]
+/// A firewall: it reads the whole body, and an edit that leaves the set as it was is
+/// backdated here, so the per-op layout queries that read it are not re-run.
+#[salsa::tracked(returns(clone))]
 pub fn pinned_outputs(db: &dyn Db, func: FuncId) -> Arc<BTreeSet<String>> {
-    ir::func_pinned(db, func)
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let worker = base_db::TargetInput::get(db).target(db).worker_grid();
+    Arc::new(pinned_of(&body, worker))
 }
 
 /// The pinned ops of `body` on a device whose worker grid is `worker` (see

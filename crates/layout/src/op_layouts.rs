@@ -729,8 +729,8 @@ pub struct WrittenCheck {
     pub output_l1: u64,
 }
 
-/// The op model's verdict on each op of group `j` of a function's body (`ir::OP_GROUP`
-/// ops, what the host writes as one input) as written (no resident L1 counted; the caller
+/// The op model's verdict on each op of group `j` of a function's body (`ir::func_groups`)
+/// as written (no resident L1 counted; the caller
 /// adds the live L1 of the function). `None` for ops it does not evaluate: unknown kinds,
 /// ops without a single tensor result, tensors without layouts.
 ///
@@ -752,25 +752,6 @@ pub fn written_checks_block(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Optio
             Some(check)
         })
         .collect()
-}
-
-/// The verdicts of the groups of block `j` of a function's body (`ir::BODY_BLOCK` ops),
-/// gathered: what a reader of every op's verdict reads.
-///
-/// A firewall at the lowest durability from the start: the first edit in a group lowers the
-/// durability of that group's verdicts, and a value whose durability drops cannot be
-/// backdated, so every reader of the group re-ran even when the verdicts stayed the same
-/// (the walk of the IR as written formats some thousand messages on a 10k-op function).
-/// This re-runs instead, and is backdated. Re-validating it is one edge per group.
-#[salsa::tracked(returns(clone))]
-pub fn written_checks_span(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Option<WrittenCheck>]> {
-    base_db::LowDurabilityAnchor::get(db).unit(db);
-    let per_block = (ir::BODY_BLOCK / ir::OP_GROUP) as u32;
-    let mut out = Vec::with_capacity(ir::BODY_BLOCK);
-    for g in j * per_block..(j + 1) * per_block {
-        out.extend(written_checks_block(db, func, g).iter().cloned());
-    }
-    out.into()
 }
 
 fn check_as_written(db: &dyn Db, sig: &OpSignature) -> Option<WrittenCheck> {

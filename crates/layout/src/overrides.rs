@@ -55,25 +55,25 @@ pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
     }
     let func = op.func(db);
     let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
-    let block = overrides_block(db, func, (idx / BLOCK) as u32);
-    block.get(idx % BLOCK).cloned().flatten()
+    let (g, at) = ir::func_groups(db, func).locate(idx)?;
+    let block = overrides_block(db, func, g);
+    block.get(at).cloned().flatten()
 }
 
-/// Ops per block of [`overrides_block`]: a group (`ir::OP_GROUP`), as the per-block memos
-/// that read it have, so that one op's override re-runs the readers of its group alone.
-const BLOCK: usize = ir::OP_GROUP;
-
-/// The overrides of each op of block `j` of a function (body indices `j * BLOCK` on).
+/// The overrides of each op of group `g` of a function (`ir::func_groups`), so that one
+/// op's override re-runs the readers of its group alone.
 #[salsa::tracked(returns(clone))]
-pub fn overrides_block(db: &dyn Db, func: FuncId, j: u32) -> BlockOverrides {
+pub fn overrides_block(db: &dyn Db, func: FuncId, g: u32) -> BlockOverrides {
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
     // The names come from the (backdated) loc names alone, not the function body, so an
     // edit inside an op does not re-run this.
     let names = ir::func_loc_names(db, func);
     let by_name = OverrideSlots::get(db).by_name(db);
-    let lo = (j as usize * BLOCK).min(frame.keys.len());
-    let hi = (lo + BLOCK).min(frame.keys.len());
-    frame.keys[lo..hi]
+    let range = ir::func_groups(db, func).range(g);
+    frame
+        .keys
+        .get(range)
+        .unwrap_or_default()
         .iter()
         .map(|key| by_name.get(names.of_key(key)?).and_then(|slot| slot.value(db).clone()))
         .collect()
@@ -95,7 +95,11 @@ type BlockOverrides = Arc<[Option<Arc<OpOverrides>>]>;
 
 enum Probe {
     /// The editor style: through the blocks of overrides.
-    Blocks(Option<Arc<ir::FuncFrame>>, Vec<std::cell::OnceCell<BlockOverrides>>),
+    Blocks(
+        Option<Arc<ir::FuncFrame>>,
+        Arc<ir::GroupLayout>,
+        Vec<std::cell::OnceCell<BlockOverrides>>,
+    ),
     /// The tuning style: the names and the slot map.
     Slots(Arc<ir::LocNames>, Arc<rustc_hash::FxHashMap<String, base_db::OpOverrideSlot>>),
 }
@@ -106,8 +110,9 @@ impl<'db> OverrideProbe<'db> {
         let how = match db.memo_style() {
             MemoStyle::Editor => {
                 let frame = ir::func_frame(db, func);
-                let n = frame.as_ref().map_or(0, |f| f.n_ops.div_ceil(BLOCK));
-                Probe::Blocks(frame, (0..n).map(|_| std::cell::OnceCell::new()).collect())
+                let groups = ir::func_groups(db, func);
+                let n = groups.len();
+                Probe::Blocks(frame, groups, (0..n).map(|_| std::cell::OnceCell::new()).collect())
             }
             MemoStyle::Tuning => Probe::Slots(
                 ir::func_loc_names(db, func),
@@ -121,14 +126,14 @@ impl<'db> OverrideProbe<'db> {
     #[must_use]
     pub fn has_overrides(&self, key: &str) -> bool {
         match &self.how {
-            Probe::Blocks(frame, blocks) => {
+            Probe::Blocks(frame, groups, blocks) => {
                 let Some(idx) = frame.as_ref().and_then(|f| f.op_index(key)) else {
                     return false;
                 };
-                let Some(cell) = blocks.get(idx / BLOCK) else { return false };
-                let block =
-                    cell.get_or_init(|| overrides_block(self.db, self.func, (idx / BLOCK) as u32));
-                block.get(idx % BLOCK).is_some_and(Option::is_some)
+                let Some((g, at)) = groups.locate(idx) else { return false };
+                let Some(cell) = blocks.get(g as usize) else { return false };
+                let block = cell.get_or_init(|| overrides_block(self.db, self.func, g));
+                block.get(at).is_some_and(Option::is_some)
             }
             Probe::Slots(names, by_name) => names
                 .of_key(key)

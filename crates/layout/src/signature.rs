@@ -63,23 +63,21 @@ impl OpSignature {
 pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
     let func = op.func(db);
     let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
-    let sigs = group_signatures(db, func, (idx / ir::OP_GROUP) as u32);
-    sigs.get(idx % ir::OP_GROUP)?.clone()
+    let (g, at) = ir::func_groups(db, func).locate(idx)?;
+    let sigs = group_signatures(db, func, g);
+    sigs.get(at)?.clone()
 }
 
 /// The signatures of the ops of one group of a function (`ir::func_group`).
 ///
-/// One memo per 32 ops rather than per op: salsa walks the dependencies of every memo of a
-/// durability that changed, and an editor's first edit in a group (a `MEDIUM` change; see
-/// `ir`'s `inputs` module) walked 10k of these on a 10k-op function, as every chunk's
-/// memos walked an edge to each of its ops' signature after each keystroke. The price: a
-/// changed signature re-runs the readers of its whole group (the chains of 32 ops), which
-/// mostly come out equal and stop there.
+/// One memo per group rather than per op: salsa walks the dependencies of every memo whose
+/// inputs changed, and per-op memos were 10k to walk on a 10k-op function. The price: a
+/// changed signature re-runs the readers of its whole group, which mostly come out equal
+/// and stop there.
 #[salsa::tracked(returns(clone))]
 pub fn group_signatures(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Option<Arc<OpSignature>>]> {
     // The frame and the group, not the whole body: an edit to another group of the
-    // function leaves both as they were, so this is not re-run, and in an editor it keeps
-    // its durability.
+    // function leaves both as they were, so this is not re-run.
     let Some(frame) = ir::func_frame(db, func) else { return Arc::from([]) };
     let ops = ir::func_group(db, func, g);
     let _p = tracing::trace_span!("group_signatures", group = g).entered();

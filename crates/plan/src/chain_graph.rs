@@ -93,24 +93,20 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     !layout::legal_op_configs(db, op).sharded.is_empty()
 }
 
-/// Schedule positions per block of [`chain_block`].
-const BLOCK: usize = ir::BODY_BLOCK;
+/// Schedule positions per block of [`chain_block`]: several groups' worth, since a block
+/// walks the chains that start in it.
+const BLOCK: usize = 8 * ir::GROUP_OPS;
 
-/// Ops per block of [`chainable_block`] and [`chain_facts_block`]: a group (`ir::OP_GROUP`),
-/// what the host writes as one input, so that an edit re-checks the 32 ops written with the
-/// edited one, not 256.
-const FACT_BLOCK: usize = ir::OP_GROUP;
-
-/// [`op_chainable`] for the ops of one block of [`FACT_BLOCK`] body indices.
+/// [`op_chainable`] for the ops of group `g` of a function (`ir::func_groups`).
 ///
-/// A firewall: `chains` reads these blocks instead of every op's answer, so after an
-/// override only one block is re-checked (and backdated when its answers stay the same).
+/// A firewall: `chains` reads these groups instead of every op's answer, so after an
+/// override only one group is re-checked (and backdated when its answers stay the same).
+/// Reads the group's ops, not the function's op list, so an op inserted elsewhere does not
+/// re-run it.
 #[salsa::tracked(returns(clone))]
-pub fn chainable_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<Vec<bool>> {
-    let ops = ir::func_ops(db, func);
-    let lo = (j as usize * FACT_BLOCK).min(ops.len());
-    let hi = (lo + FACT_BLOCK).min(ops.len());
-    Arc::new(ops[lo..hi].iter().map(|&op| op_chainable(db, op)).collect())
+pub fn chainable_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<Vec<bool>> {
+    let ops = ir::func_group(db, func, g);
+    Arc::new(ops.iter().map(|o| op_chainable(db, OpId::new(db, func, o.key.clone()))).collect())
 }
 
 /// What chain building reads of one op besides its chainability: whether it is a
@@ -125,13 +121,13 @@ pub struct ChainFacts {
     pub operands: Vec<ir::ValueRef>,
 }
 
-/// [`ChainFacts`] of the ops of one block of body indices.
+/// [`ChainFacts`] of the ops of group `g` of a function.
 ///
 /// A firewall between the body and `chains`: an edit to an op's attributes or types changes
 /// its body block but not these facts, so the chains are not rebuilt.
 #[salsa::tracked(returns(clone))]
-pub fn chain_facts_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[ChainFacts]> {
-    ir::func_group(db, func, j)
+pub fn chain_facts_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[ChainFacts]> {
+    ir::func_group(db, func, g)
         .iter()
         .map(|op| {
             let d2m = op.name == "ttnn.d2m_subgraph";
@@ -148,6 +144,7 @@ struct Scan<'a> {
     func: FuncId,
     topo: &'a crate::scheduling::Topology,
     sched: &'a crate::scheduling::Schedule,
+    groups: Arc<ir::GroupLayout>,
     chainable: Vec<std::cell::OnceCell<Arc<Vec<bool>>>>,
     facts: Vec<std::cell::OnceCell<Arc<[ChainFacts]>>>,
 }
@@ -161,29 +158,31 @@ impl<'a> Scan<'a> {
         topo: &'a crate::scheduling::Topology,
         sched: &'a crate::scheduling::Schedule,
     ) -> Scan<'a> {
-        let blocks = topo.ops.len().div_ceil(FACT_BLOCK);
+        let groups = ir::func_groups(db, func);
+        let blocks = groups.len();
         Scan {
             db,
             func,
             topo,
             sched,
+            groups,
             chainable: (0..blocks).map(|_| std::cell::OnceCell::new()).collect(),
             facts: (0..blocks).map(|_| std::cell::OnceCell::new()).collect(),
         }
     }
 
     fn chainable(&self, i: u32) -> bool {
-        let j = i as usize / FACT_BLOCK;
-        let Some(cell) = self.chainable.get(j) else { return false };
-        let block = cell.get_or_init(|| chainable_block(self.db, self.func, j as u32));
-        block.get(i as usize % FACT_BLOCK).copied().unwrap_or(false)
+        let Some((g, at)) = self.groups.locate(i as usize) else { return false };
+        let Some(cell) = self.chainable.get(g as usize) else { return false };
+        let block = cell.get_or_init(|| chainable_block(self.db, self.func, g));
+        block.get(at).copied().unwrap_or(false)
     }
 
     fn facts(&self, i: u32) -> &ChainFacts {
-        let j = i as usize / FACT_BLOCK;
-        let Some(cell) = self.facts.get(j) else { return &NO_FACTS };
-        let block = cell.get_or_init(|| chain_facts_block(self.db, self.func, j as u32));
-        block.get(i as usize % FACT_BLOCK).unwrap_or(&NO_FACTS)
+        let Some((g, at)) = self.groups.locate(i as usize) else { return &NO_FACTS };
+        let Some(cell) = self.facts.get(g as usize) else { return &NO_FACTS };
+        let block = cell.get_or_init(|| chain_facts_block(self.db, self.func, g));
+        block.get(at).unwrap_or(&NO_FACTS)
     }
 
     /// A chainable op that is neither a concat nor a d2m subgraph: one a plain chain takes.
@@ -273,7 +272,7 @@ impl<'a> Scan<'a> {
     }
 }
 
-/// The chains whose first op lies at schedule positions `[256 j, 256 j + 256)`, with their
+/// The chains whose first op lies at schedule positions `[BLOCK j, BLOCK (j + 1))`, with their
 /// ops (body indices) and ids, as [`chains`] builds them.
 ///
 /// Chain building looks at each op, the one scheduled before it, and the ops next to a

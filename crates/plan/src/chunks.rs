@@ -88,9 +88,6 @@ impl ChunkLayout {
 /// chains; the unscheduled ops (device handles, `ttnn.empty`) form the last chunk.
 #[salsa::tracked(returns(clone))]
 pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
-    // Every chunk's queries read this one: it starts at the lowest durability so that it
-    // never drops to it later, which would re-run them all (see `LowDurabilityAnchor`).
-    base_db::LowDurabilityAnchor::get(db).unit(db);
     let sched = schedule(db, func);
     let graph = chains(db, func);
     let n = sched.position.len();
@@ -105,11 +102,12 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     // inside a chain: anchored to the multiples rather than to the previous cut, so a chain
     // that grows or splits across one cut moves that cut alone, not every one after it
     // (each moved cut changes two chunks).
-    // A cut is clean when no group of ops (`ir::OP_GROUP` body indices, what the host
-    // writes as one input) has ops on both sides: an edit changes one group, and a group
-    // split by a cut re-runs the walks of both chunks. Schedules mostly follow body order,
-    // so clean cuts are common; one is looked for a little past each anchor.
-    let group = |i: u32| i as usize / ir::OP_GROUP;
+    // A cut is clean when no group of ops (`ir::func_groups`) has ops on both sides: an
+    // edit changes one group, and a group split by a cut re-runs the walks of both chunks.
+    // Schedules mostly follow body order, so clean cuts are common; one is looked for a
+    // little past each anchor.
+    let groups = ir::func_groups(db, func);
+    let group = |i: u32| groups.group_of(i as usize) as usize;
     let mut suffix_min = vec![usize::MAX; scheduled + 1];
     for p in (0..scheduled).rev() {
         suffix_min[p] = suffix_min[p + 1].min(group(order[p]));

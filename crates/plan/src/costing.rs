@@ -88,7 +88,7 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
             ValueRef::Unknown => None,
         }
     };
-    let sigs = Signatures::for_ops(body.ops.len());
+    let sigs = Signatures::new(db, func);
     let mut out = PlanCost { per_op: vec![0; slice.ops.len()], ..PlanCost::default() };
     for (at, (&i, p)) in slice.ops.iter().zip(&slice.plans).enumerate() {
         let i = i as usize;
@@ -173,9 +173,6 @@ fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
     layout::legal_op_layouts(db, op).fixed
 }
 
-/// Ops per block of [`lower_bound_block`] and [`fixed_block`] (the body's blocks).
-const BLOCK: usize = ir::BODY_BLOCK;
-
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
 /// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
 ///
@@ -184,9 +181,9 @@ const BLOCK: usize = ir::BODY_BLOCK;
 /// rejecting every layout it allows) re-runs one block of flags, not a block of bounds.
 #[salsa::tracked(returns(copy))]
 pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
-    let n = ir::func_ops(db, func).len();
+    let n = ir::func_groups(db, func).len();
     let mut total = 0u64;
-    for j in 0..n.div_ceil(BLOCK) as u32 {
+    for j in 0..n as u32 {
         let bounds = lower_bound_block(db, func, j);
         let fixed = fixed_block(db, func, j);
         for (&(free, pinned), &f) in bounds.iter().zip(fixed.iter()) {
@@ -196,24 +193,23 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
     total
 }
 
-/// Per op of one block of [`BLOCK`] body indices: whether its output layout is fixed.
+/// Per op of group `g` of a function (`ir::func_groups`): whether its output layout is fixed.
 #[salsa::tracked(returns(clone))]
-pub fn fixed_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[bool]> {
-    let ops = ir::func_ops(db, func);
-    let lo = (j as usize * BLOCK).min(ops.len());
-    let hi = (lo + BLOCK).min(ops.len());
-    ops[lo..hi].iter().map(|&op| output_fixed(db, op)).collect()
+pub fn fixed_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[bool]> {
+    ir::func_group(db, func, g)
+        .iter()
+        .map(|o| output_fixed(db, ir::OpId::new(db, func, o.key.clone())))
+        .collect()
 }
 
-/// Per op of one block of [`BLOCK`] body indices: its lower bound with its output free to
+/// Per op of group `g` of a function: its lower bound with its output free to
 /// take any placement, and kept in the layout it is written with. Reads the ops' signatures
 /// and types only, so overrides never re-run it. (A fixed output allows one placement, so
 /// the second bound costs little.)
 #[salsa::tracked(returns(clone))]
-pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(u64, u64)]> {
-    let block = ir::func_block(db, func, j);
+pub fn lower_bound_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[(u64, u64)]> {
+    let block = ir::func_group(db, func, g);
     let model = CostModel::for_target(TargetInput::get(db).target(db));
-    let ops = ir::func_ops(db, func);
     let unit = |ty: &Ty, fixed: bool| -> Option<UnitTensor> {
         let t = ty.as_tensor()?;
         let layout = t.layout.clone();
@@ -224,11 +220,11 @@ pub fn lower_bound_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(u64, u64)]>
             fixed: if fixed { layout } else { None },
         })
     };
-    let lo = (j as usize * BLOCK).min(ops.len());
     let mut out = Vec::with_capacity(block.len());
-    for (i, data) in block.iter().enumerate().map(|(at, d)| (lo + at, d)) {
+    for data in block.iter() {
+        let op = ir::OpId::new(db, func, data.key.clone());
         let bound = |fixed_out: bool| -> u64 {
-            let Some(sig) = layout::op_signature(db, ops[i]) else { return 0 };
+            let Some(sig) = layout::op_signature(db, op) else { return 0 };
             if matches!(sig.kind, OpKind::Unknown(_)) {
                 return 0;
             }

@@ -143,7 +143,6 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
     let db = input.db;
     let k = input.k;
     let target = TargetInput::get(db).target(db);
-    let n = input.body.ops.len();
     let n_chunks = input.layout.len();
     let mut m = Merger {
         db,
@@ -155,7 +154,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         topo: input.topo,
         sched: &input.sched.order,
         pos: &input.sched.position,
-        sigs: crate::planning::Signatures::for_ops(n),
+        sigs: crate::planning::Signatures::new(db, input.func),
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
         foreign_plans: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
         foreign_chains: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),

@@ -226,33 +226,31 @@ impl std::ops::IndexMut<usize> for ChunkPlans {
     }
 }
 
-/// Ops per block of [`base_plans_block`]: a group (`ir::OP_GROUP`), what the host writes as
-/// one input, so that an edit re-plans the 32 ops written with the edited one, not 256.
-pub(crate) const BLOCK: usize = ir::OP_GROUP;
-
-/// The plans the ops of one block of [`BLOCK`] body indices take outside any chain.
+/// The plans the ops of group `g` of a function (`ir::func_groups`) take outside any chain.
 ///
 /// A firewall between the per-op layout queries and the per-chunk plan: a chunk's plan reads
 /// one memo per block its ops fall in instead of three per op, so after an override salsa
 /// re-validates a few blocks per chunk rather than every op's layout queries (on a tuning
 /// host, a block with no overridden op is validated by durability alone).
 #[salsa::tracked(returns(clone))]
-pub fn base_plans_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpPlan]> {
-    let ops = ir::func_ops(db, func);
-    let block = ir::func_group(db, func, j);
+pub fn base_plans_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[OpPlan]> {
+    let block = ir::func_group(db, func, g);
     let pinned = layout::pinned_outputs(db, func);
-    let lo = (j as usize * BLOCK).min(ops.len());
-    let hi = (lo + BLOCK).min(ops.len());
-    (lo..hi).map(|i| base_plan(db, ops[i], i, &block, &pinned, Reads::Base)).collect()
+    block
+        .iter()
+        .map(|o| {
+            let op = OpId::new(db, func, o.key.clone());
+            base_plan(db, op, o, &pinned, Reads::Base)
+        })
+        .collect()
 }
 
-/// The plan of op `op` (body index `i`, in `block`) outside any chain, from the legality
-/// `reads` asks for.
+/// The plan of op `op` (with data `data`) outside any chain, from the legality `reads` asks
+/// for.
 fn base_plan(
     db: &dyn Db,
     op: OpId,
-    i: usize,
-    block: &[Arc<ir::OpData>],
+    data: &ir::OpData,
     pinned: &std::collections::BTreeSet<String>,
     reads: Reads,
 ) -> OpPlan {
@@ -285,33 +283,31 @@ fn base_plan(
         layout,
         config,
         chain: None,
-        expected_operands: vec![None; block.get(i % BLOCK).map_or(0, |o| o.operands.len())],
+        expected_operands: vec![None; data.operands.len()],
         spill: None,
         reason: reason.into(),
         reserved: 0,
     }
 }
 
-/// Per-block memos fetched on first use, for blocks of [`BLOCK`] ops or of `size`.
+/// Per-group memos (`ir::func_groups`) fetched on first use.
 pub(crate) struct Blocks<T> {
-    size: usize,
+    groups: Arc<ir::GroupLayout>,
     blocks: Vec<std::cell::OnceCell<Arc<[T]>>>,
 }
 
 impl<T> Blocks<T> {
-    pub(crate) fn new(n_ops: usize) -> Self {
-        Blocks::of_size(n_ops, BLOCK)
+    pub(crate) fn new(db: &dyn Db, func: FuncId) -> Self {
+        let groups = ir::func_groups(db, func);
+        let blocks = (0..groups.len()).map(|_| std::cell::OnceCell::new()).collect();
+        Blocks { groups, blocks }
     }
 
-    pub(crate) fn of_size(n_ops: usize, size: usize) -> Self {
-        let blocks = (0..n_ops.div_ceil(size)).map(|_| std::cell::OnceCell::new()).collect();
-        Blocks { size, blocks }
-    }
-
-    /// Op `i`'s entry, fetching its block with `fetch(j)` the first time.
+    /// Op `i`'s entry, fetching its group with `fetch(g)` the first time.
     pub(crate) fn get(&self, i: usize, fetch: impl FnOnce(u32) -> Arc<[T]>) -> Option<&T> {
-        let block = self.blocks.get(i / self.size)?.get_or_init(|| fetch((i / self.size) as u32));
-        block.get(i % self.size)
+        let (g, at) = self.groups.locate(i)?;
+        let block = self.blocks.get(g as usize)?.get_or_init(|| fetch(g));
+        block.get(at)
     }
 }
 
@@ -320,10 +316,6 @@ impl<T> Blocks<T> {
 pub(crate) type Signatures = Blocks<Option<Arc<layout::OpSignature>>>;
 
 impl Signatures {
-    pub(crate) fn for_ops(n_ops: usize) -> Self {
-        Blocks::of_size(n_ops, ir::OP_GROUP)
-    }
-
     /// Op `i`'s signature.
     pub(crate) fn sig(
         &self,
@@ -375,6 +367,7 @@ fn solved_chains(
     chains: &[ChainId],
     members: &[Vec<u32>],
     (keys, topo, probe): (&[String], &crate::Topology, &layout::OverrideProbe<'_>),
+    layout: &ir::GroupLayout,
 ) -> Vec<Arc<ChainPart>> {
     let reads: Vec<Reads> =
         members.iter().map(|m| crate::problem::chain_reads(m, keys, topo, probe)).collect();
@@ -386,7 +379,7 @@ fn solved_chains(
         let Some(&op) = m.first().filter(|_| crate::problem::is_single(db, chain)) else {
             continue;
         };
-        let g = op / ir::OP_GROUP as u32;
+        let g = layout.group_of(op as usize);
         let at = match groups.iter().position(|(h, _)| *h == g) {
             Some(at) => at,
             None => {
@@ -560,7 +553,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let chunk_chains = crate::chunks::chunk_chains(db, func, k);
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let members_here = crate::chunks::chunk_ops(db, func, k);
-    let blocks = Blocks::new(body.ops.len());
+    let blocks = Blocks::new(db, func);
     let probe = layout::OverrideProbe::new(db, func);
     let topo = crate::scheduling::func_topology(db, func);
     let ops = ir::func_ops(db, func);
@@ -572,9 +565,11 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             // read only the graph); an overridden op's is made here.
             match ops.get(i) {
                 Some(&op) if probe.has_overrides(op.key(db)) => {
-                    let block = ir::func_group(db, func, (i / BLOCK) as u32);
                     let pinned = layout::pinned_outputs(db, func);
-                    base_plan(db, op, i, &block, &pinned, Reads::Overrides)
+                    match body.ops.get(i) {
+                        Some(data) => base_plan(db, op, data, &pinned, Reads::Overrides),
+                        None => OpPlan::empty(),
+                    }
                 }
                 _ => blocks
                     .get(i, |j| base_plans_block(db, func, j))
@@ -601,7 +596,9 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                 .collect()
         })
         .collect();
-    let solved = solved_chains(db, &chunk_chains.ids, &all_members, (&body.keys, &topo, &probe));
+    let groups = ir::func_groups(db, func);
+    let solved =
+        solved_chains(db, &chunk_chains.ids, &all_members, (&body.keys, &topo, &probe), &groups);
     for (local, (members, part)) in all_members.into_iter().zip(solved).enumerate() {
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {

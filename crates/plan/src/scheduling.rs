@@ -41,21 +41,16 @@ pub struct Topology {
 
 /// A function's [`Topology`], from its frame and the data flow of each block of ops.
 ///
-/// The blocks ([`flow_block`]) are a firewall: an edit to one op's attributes or types
-/// re-runs its block's flow, which stays equal, and this is not re-run (it allocates two
-/// lists per op of the function).
+/// The groups' flows ([`flow_block`]) are a firewall: an edit to one op's attributes or
+/// types re-runs its group's flow, which stays equal, and this is not re-run (it allocates
+/// two lists per op of the function).
 #[salsa::tracked(returns(clone))]
 pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
-    // It reads every block, so the first edit in an editor would lower its durability, and
-    // salsa re-runs whatever read a value whose durability dropped, the schedule, the
-    // chains and every chunk after them: it starts at the lowest (see
-    // `LowDurabilityAnchor`). Re-validating it is one edge per block.
-    base_db::LowDurabilityAnchor::get(db).unit(db);
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
     let _p = tracing::debug_span!("func_topology", func = %func.name(db)).entered();
-    let n = frame.n_ops;
+    let groups = ir::func_groups(db, func);
     let blocks: Vec<Arc<[OpFlow]>> =
-        (0..n.div_ceil(ir::BODY_BLOCK)).map(|j| flow_block(db, func, j as u32)).collect();
+        (0..groups.len()).map(|g| flow_block(db, func, g as u32)).collect();
     let flows = || blocks.iter().flat_map(|b| b.iter());
     let mut ops: Vec<TopoOp> = flows()
         .map(|f| TopoOp {
@@ -98,15 +93,10 @@ pub struct OpFlow {
     pub to_layout: bool,
 }
 
-/// [`OpFlow`] of each op of block `j` of a function's body.
+/// [`OpFlow`] of each op of group `g` of a function's body (`ir::func_groups`).
 #[salsa::tracked(returns(clone))]
-pub fn flow_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[OpFlow]> {
-    // At the lowest durability from the start, like the topology: the first edit in a group
-    // lowers the durability of the group's block, and a memo whose durability drops cannot
-    // be backdated, so the topology (an O(n) rebuild) re-ran on every first edit in a group
-    // though the data flow was the same. Re-validating these is one edge each.
-    base_db::LowDurabilityAnchor::get(db).unit(db);
-    ir::func_block(db, func, j)
+pub fn flow_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[OpFlow]> {
+    ir::func_group(db, func, g)
         .iter()
         .map(|o| OpFlow {
             operands: o

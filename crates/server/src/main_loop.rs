@@ -180,9 +180,6 @@ struct GlobalState {
     /// Diagnostics of the latest change are being written: once they are out, the host's
     /// quiet work starts (see [`GlobalState::handle_task`]).
     quiet_pending: bool,
-    /// The quiet moment came with requests in flight: settling waits for their answers
-    /// (see [`GlobalState::quiet_work`]).
-    settle_waiting: bool,
     /// `textDocument/diagnostic` requests in flight: for a client that pulls diagnostics,
     /// answering the last one of the latest change is the quiet moment.
     pulls: FxHashSet<RequestId>,
@@ -257,7 +254,6 @@ pub(crate) fn run(
         shutdown_requested: false,
         dirty_since: None,
         quiet_pending: false,
-        settle_waiting: false,
         pulls: FxHashSet::default(),
         generation: 0,
         published_generation: 0,
@@ -468,9 +464,6 @@ impl GlobalState {
                     // A pulling client has its diagnostics of the latest change: there is
                     // no publication to wait for.
                     self.quiet_work();
-                } else if self.settle_waiting && self.in_flight.is_empty() {
-                    self.settle_waiting = false;
-                    self.settle();
                 }
             }
             Task::Retry(req) => {
@@ -509,37 +502,9 @@ impl GlobalState {
     }
 
     /// What the host does when the analysis is idle: free older revisions' values and finish
-    /// the parse's deferred positions (on helper threads), and settle (see
-    /// [`GlobalState::settle`]), once no request is in flight: settling is a write, which
-    /// would cancel them although the text did not change.
+    /// the parse's deferred positions (on helper threads).
     fn quiet_work(&mut self) {
         self.host.free_unused();
-        if self.in_flight.is_empty() {
-            self.settle();
-        } else {
-            self.settle_waiting = true;
-        }
-    }
-
-    /// Lowers the durability of the groups of ops edited since the last time
-    /// (`AnalysisHost::settle`), then re-validates what the next diagnostics read on a
-    /// worker, so that the queries that change re-runs (it re-runs what reads those groups)
-    /// are not on the next keystroke's path. A change that comes first cancels that job like
-    /// any other.
-    fn settle(&mut self) {
-        if self.host.settle() {
-            let snap = self.snapshot();
-            let job = move || {
-                // The values are dropped: what matters is the memos it leaves valid.
-                let outcome = catch_unwind(AssertUnwindSafe(|| handlers::all_diagnostics(&snap)));
-                if let Err(payload) = outcome
-                    && payload.downcast_ref::<Cancelled>().is_none()
-                {
-                    tracing::error!("re-validating after lowering durabilities panicked");
-                }
-            };
-            let _ = self.jobs.send(Box::new(job));
-        }
     }
 
     fn publish(&self, uri: lsp::Uri, version: Option<i32>, diagnostics: Vec<lsp::Diagnostic>) {
@@ -620,7 +585,6 @@ impl GlobalState {
         self.host.apply_change(change);
         // The quiet moment is after this change's diagnostics now.
         self.quiet_pending = false;
-        self.settle_waiting = false;
         self.mark_dirty();
     }
 

@@ -1,0 +1,327 @@
+//! A function body in groups of ops, for queries that read part of a function.
+//!
+//! `func_body(f)` is one value: any edit inside the function changes it, and every query
+//! that reads it re-runs, even one that looks at a few ops far from the edit. Everything
+//! here is a projection of it, compared on re-execution so that an unchanged part is
+//! backdated and what reads it is not re-run:
+//!
+//! - the frame (`func_frame`: the signature, the returns, the op keys);
+//! - the group layout (`func_groups`): where the body is cut into groups of about
+//!   [`GROUP_OPS`] ops, the one granularity every per-group memo downstream shares;
+//! - the ops of each group (`func_group`).
+//!
+//! Group boundaries are chosen by content, not by position: a group starts at an op whose
+//! key hashes to a multiple of [`GROUP_OPS`] (so about one op in [`GROUP_OPS`] starts one).
+//! Inserting or deleting an op changes the group that holds it and leaves the others'
+//! ops, and so their memos, as they were; only an op that starts a group, inserted or
+//! deleted, moves a boundary, and then only the two groups beside it change. A group is
+//! also cut after [`MAX_GROUP_OPS`] ops without such a key, so no memo covers an unbounded
+//! part of a function.
+//!
+//! [`BodyView`] gives a query the body's shape with the ops fetched by group on first use,
+//! so code written against `FuncBody` (`body.ops[i]`, `body.args`) reads the same.
+
+use std::{cell::OnceCell, sync::Arc};
+
+use crate::{Db, FuncBody, FuncId, OpData, Ty, ValueRef, func_body};
+
+/// About how many ops a group holds: the one granularity of per-group memos (layouts,
+/// chains, verdicts, plans), and what an edit to one op re-derives around it.
+pub const GROUP_OPS: usize = 32;
+
+/// A group is cut after this many ops even when no op's key starts a new one.
+pub const MAX_GROUP_OPS: usize = 4 * GROUP_OPS;
+
+/// Everything of a function body but its ops.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FuncFrame {
+    pub name: String,
+    pub is_private: bool,
+    pub function_type: Option<String>,
+    /// Shared with the body's (see [`FuncBody::args`]).
+    pub arg_names: Arc<[String]>,
+    pub args: Arc<[Ty]>,
+    pub results: Vec<Ty>,
+    pub returns: Vec<ValueRef>,
+    pub has_body: bool,
+    /// The number of ops.
+    pub n_ops: usize,
+    /// Per op (body index): its key.
+    pub keys: Arc<[String]>,
+    /// Op keys sorted, with their indices (as [`crate::FuncBody`] has them).
+    pub key_index: Arc<[(String, u32)]>,
+}
+
+impl FuncFrame {
+    /// The index of the op with `key`.
+    #[must_use]
+    pub fn op_index(&self, key: &str) -> Option<usize> {
+        let i = self.key_index.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+        Some(self.key_index[i].1 as usize)
+    }
+}
+
+impl FuncFrame {
+    /// The frame of `body`, sharing its key lists.
+    #[must_use]
+    pub fn of(body: &FuncBody) -> FuncFrame {
+        // Shared with the body (an edit inside one op keeps them), so comparing the new frame
+        // with the old one skips them.
+        let mut key_index = Arc::clone(&body.key_index);
+        if key_index.len() != body.ops.len() {
+            let mut idx: Vec<(String, u32)> =
+                body.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
+            idx.sort();
+            key_index = idx.into();
+        }
+        let keys = if body.keys.len() == body.ops.len() {
+            Arc::clone(&body.keys)
+        } else {
+            body.ops.iter().map(|o| o.key.clone()).collect()
+        };
+        FuncFrame {
+            name: body.name.clone(),
+            is_private: body.is_private,
+            function_type: body.function_type.clone(),
+            arg_names: body.arg_names.clone(),
+            args: body.args.clone(),
+            results: body.results.clone(),
+            returns: body.returns.clone(),
+            has_body: body.has_body,
+            n_ops: body.ops.len(),
+            keys,
+            key_index,
+        }
+    }
+}
+
+impl FuncFrame {
+    /// Whether this is the frame of `body`, without building that frame (which copies every
+    /// argument type).
+    #[must_use]
+    pub fn is_frame_of(&self, body: &FuncBody) -> bool {
+        // The shared lists are compared by pointer first: an edit inside one op keeps them,
+        // and comparing 10k keys was a fifth of re-lowering one op. (`Arc`'s own equality
+        // checks pointers only for sized values, not for slices.)
+        self.n_ops == body.ops.len()
+            && body.keys.len() == body.ops.len()
+            && same(&self.keys, &body.keys)
+            && same(&self.key_index, &body.key_index)
+            && self.name == body.name
+            && self.is_private == body.is_private
+            && self.function_type == body.function_type
+            && self.has_body == body.has_body
+            && self.returns == body.returns
+            && same(&self.arg_names, &body.arg_names)
+            && same(&self.args, &body.args)
+            && self.results == body.results
+    }
+}
+
+/// Whether two shared values are equal, by pointer first.
+fn same<T: ?Sized + PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// A function's [`FuncFrame`]; `None` if the function no longer exists. Equal after any
+/// edit that adds, removes or renames no op and leaves the signature alone.
+#[salsa::tracked(returns(clone))]
+pub fn func_frame(db: &dyn Db, func: FuncId) -> Option<Arc<FuncFrame>> {
+    let body = func_body(db, func)?;
+    Some(Arc::new(FuncFrame::of(&body)))
+}
+
+/// Where a function body is cut into groups (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct GroupLayout {
+    /// The body index of each group's first op, ascending; the first is 0.
+    starts: Vec<u32>,
+    /// The number of ops.
+    n_ops: u32,
+}
+
+impl GroupLayout {
+    /// The groups of a body whose ops have these keys, in order.
+    #[must_use]
+    pub fn of_keys(keys: &[String]) -> GroupLayout {
+        let mut starts = Vec::with_capacity(keys.len() / GROUP_OPS + 1);
+        let mut last = 0usize;
+        for (i, key) in keys.iter().enumerate() {
+            if i == 0 || starts_group(key) || i - last >= MAX_GROUP_OPS {
+                starts.push(i as u32);
+                last = i;
+            }
+        }
+        GroupLayout { starts, n_ops: keys.len() as u32 }
+    }
+
+    /// The number of groups.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The body indices of group `g`'s ops (empty past the end).
+    #[must_use]
+    pub fn range(&self, g: u32) -> std::ops::Range<usize> {
+        let Some(&lo) = self.starts.get(g as usize) else { return 0..0 };
+        let hi = self.starts.get(g as usize + 1).copied().unwrap_or(self.n_ops);
+        lo as usize..hi as usize
+    }
+
+    /// The group holding op `i`, and the op's place in it.
+    #[must_use]
+    pub fn locate(&self, i: usize) -> Option<(u32, usize)> {
+        if i >= self.n_ops as usize {
+            return None;
+        }
+        let g = self.starts.partition_point(|&s| s as usize <= i).checked_sub(1)?;
+        Some((g as u32, i - self.starts[g] as usize))
+    }
+
+    /// The group holding op `i` (`u32::MAX` past the end).
+    #[must_use]
+    pub fn group_of(&self, i: usize) -> u32 {
+        self.locate(i).map_or(u32::MAX, |(g, _)| g)
+    }
+}
+
+/// Whether an op with this key starts a group: about one key in [`GROUP_OPS`] does, chosen
+/// by a hash of the key so that the choice moves with the op, not with its position.
+fn starts_group(key: &str) -> bool {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    // FxHash has no per-process seed, so the groups are the same on every run.
+    let h = BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key);
+    // The high bits: FxHash mixes its last word into them best.
+    (h >> 40) % GROUP_OPS as u64 == 0
+}
+
+/// How a function's body is cut into groups. Read from the frame's keys, so an edit that
+/// renames, adds or removes no op leaves it as it was.
+#[salsa::tracked(returns(clone))]
+pub fn func_groups(db: &dyn Db, func: FuncId) -> Arc<GroupLayout> {
+    let Some(frame) = func_frame(db, func) else { return Arc::default() };
+    let _p = tracing::debug_span!("func_groups", func = %func.name(db)).entered();
+    Arc::new(GroupLayout::of_keys(&frame.keys))
+}
+
+/// The ops of group `g` of a function's body (see [`func_groups`]); empty past the end.
+/// Compared by pointer first: after an edit, every group but the edited one holds the same
+/// shared ops, and this is backdated.
+#[salsa::tracked(returns(clone))]
+pub fn func_group(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Arc<OpData>]> {
+    let Some(body) = func_body(db, func) else { return Arc::from([]) };
+    let range = func_groups(db, func).range(g);
+    body.ops.get(range).map_or_else(|| Arc::from([]), Arc::from)
+}
+
+/// The `loc("name")`s of a function's ops (override keys); empty if the function is gone.
+#[salsa::tracked(returns(clone))]
+pub fn func_loc_names(db: &dyn Db, func: FuncId) -> Arc<crate::LocNames> {
+    crate::lowered_func(db, func).map(|f| f.loc_names).unwrap_or_default()
+}
+
+/// An op with nothing in it, for lookups past the end.
+static NO_OP: OpData = OpData {
+    key: String::new(),
+    name: String::new(),
+    form: crate::OpForm::Generic,
+    operands: Vec::new(),
+    operand_types: Vec::new(),
+    results: Vec::new(),
+    properties: Vec::new(),
+    attrs: Vec::new(),
+    callee: None,
+    has_regions: false,
+};
+
+/// A function body read through its frame and blocks (see the module docs).
+pub struct BodyView<'db> {
+    frame: Arc<FuncFrame>,
+    /// The ops, by body index; `ops[i]` fetches op `i`'s block the first time.
+    pub ops: OpsView<'db>,
+}
+
+impl std::ops::Deref for BodyView<'_> {
+    type Target = FuncFrame;
+    fn deref(&self) -> &FuncFrame {
+        &self.frame
+    }
+}
+
+impl<'db> BodyView<'db> {
+    /// The view of `func`'s body, or `None` if the function no longer exists.
+    #[must_use]
+    pub fn new(db: &'db dyn Db, func: FuncId) -> Option<BodyView<'db>> {
+        let frame = func_frame(db, func)?;
+        let n = frame.n_ops;
+        let layout = func_groups(db, func);
+        Some(BodyView {
+            frame,
+            ops: OpsView {
+                db,
+                func,
+                n,
+                groups: (0..layout.len()).map(|_| OnceCell::new()).collect(),
+                layout,
+            },
+        })
+    }
+
+    /// The type of a value.
+    #[must_use]
+    pub fn value_type(&self, v: ValueRef) -> Option<&Ty> {
+        match v {
+            ValueRef::Arg(i) => self.frame.args.get(i as usize),
+            ValueRef::Result { op, index } => {
+                self.ops.get(op as usize).and_then(|o| o.results.get(index as usize))
+            }
+            ValueRef::Unknown => None,
+        }
+    }
+}
+
+/// The ops of a [`BodyView`].
+pub struct OpsView<'db> {
+    db: &'db dyn Db,
+    func: FuncId,
+    n: usize,
+    layout: Arc<GroupLayout>,
+    /// Per group, read on first use: a query that reads a few ops depends on their groups
+    /// alone, so an edit to another group does not re-run it.
+    groups: Vec<OnceCell<Arc<[Arc<OpData>]>>>,
+}
+
+impl OpsView<'_> {
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Op `i`, fetching its group the first time.
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<&OpData> {
+        let (g, at) = self.layout.locate(i)?;
+        let cell = self.groups.get(g as usize)?;
+        let group = cell.get_or_init(|| func_group(self.db, self.func, g));
+        group.get(at).map(|o| &**o)
+    }
+}
+
+impl std::ops::Index<usize> for OpsView<'_> {
+    type Output = OpData;
+    /// Op `i`; an empty op past the end (callers index ops they found in the same body).
+    fn index(&self, i: usize) -> &OpData {
+        self.get(i).unwrap_or(&NO_OP)
+    }
+}
