@@ -45,8 +45,10 @@ fn planned_l1(
             continue;
         };
         let arriving = match v {
-            ir::ValueRef::Result { op: o, .. } => plan.op(*o as usize).and_then(|q| {
-                q.spill.as_ref().map(|s| s.layout.clone()).or_else(|| q.layout.clone())
+            ir::ValueRef::Result { .. } => body.result_of(*v).and_then(|(o, _)| {
+                plan.op(o as usize).and_then(|q| {
+                    q.spill.as_ref().map(|s| s.layout.clone()).or_else(|| q.layout.clone())
+                })
             }),
             _ => t.layout.clone(),
         };

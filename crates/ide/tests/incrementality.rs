@@ -835,7 +835,7 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         func_ops 1
         func_source_map 1
         func_topology 1
-        group_signatures 30
+        group_signatures 2
         lower_file 1
         merge_base_chunk 5
         overrides_block 30
@@ -846,7 +846,7 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         plan_slice 3
         schedule 1
         solve_single_chains 30
-        written_checks_block 30
+        written_checks_block 2
         written_findings 1"#]]
     .assert_eq(&executed_counts(&host, &[""]));
 }

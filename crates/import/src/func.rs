@@ -87,21 +87,33 @@ struct OutOp {
     pure_op: bool,
 }
 
+/// An input value by position: an argument, or (op index, result index) in the input body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Bound {
+    Arg(u32),
+    Result(u32, u32),
+}
+
 /// The body of one output function while it is being built.
 pub(crate) struct FuncOut {
     values: Vec<(OutTy, Def)>,
     ops: Vec<OutOp>,
-    slots: FxHashMap<ValueRef, Slot>,
+    /// The input body's op keys, resolving its values to the positions `slots` is keyed by
+    /// (bound by position: where a key repeats, an error, each op keeps its own results).
+    defs: ir::DefIndex,
+    slots: FxHashMap<Bound, Slot>,
     device: Val,
     pub(crate) returns: Vec<Val>,
 }
 
 impl FuncOut {
-    /// A new body; `mesh_shape` is the device mesh (`1x1`) its `ttnn.get_device` opens.
-    pub(crate) fn new(mesh_shape: &str) -> FuncOut {
+    /// A new body for the input function whose op keys `defs` indexes; `mesh_shape` is the
+    /// device mesh (`1x1`) its `ttnn.get_device` opens.
+    pub(crate) fn new(mesh_shape: &str, defs: ir::DefIndex) -> FuncOut {
         let mut f = FuncOut {
             values: Vec::new(),
             ops: Vec::new(),
+            defs,
             slots: FxHashMap::default(),
             device: Val { id: 0, ty: OutTy::Device },
             returns: Vec::new(),
@@ -135,16 +147,28 @@ impl FuncOut {
         Val { id, ty }
     }
 
-    pub(crate) fn bind(&mut self, v: ValueRef, slot: Slot) {
+    pub(crate) fn bind(&mut self, v: Bound, slot: Slot) {
         self.slots.insert(v, slot);
     }
 
+    /// Where input value `v` is.
+    fn bound(&self, v: ValueRef) -> Option<Bound> {
+        match v {
+            ValueRef::Arg(a) => Some(Bound::Arg(a)),
+            ValueRef::Result { .. } => {
+                self.defs.result_of(v).map(|(op, index)| Bound::Result(op, index))
+            }
+            ValueRef::Unknown => None,
+        }
+    }
+
     pub(crate) fn slot(&self, v: ValueRef) -> Option<&Slot> {
-        self.slots.get(&v)
+        self.slots.get(&self.bound(v)?)
     }
 
     pub(crate) fn slot_mut(&mut self, v: ValueRef) -> Option<&mut Slot> {
-        self.slots.get_mut(&v)
+        let b = self.bound(v)?;
+        self.slots.get_mut(&b)
     }
 
     /// Records an op; returns its results.

@@ -258,7 +258,7 @@ impl Cx<'_, '_> {
 
     /// The value of a splat constant feeding `v` through reshapes, typecasts and broadcasts.
     fn splat_of(&self, v: ValueRef, depth: u32) -> Option<Scalar> {
-        let ValueRef::Result { op, .. } = v else { return None };
+        let (op, _) = self.body.result_of(v)?;
         let data = self.body.ops.get(op as usize)?;
         match data.name.as_str() {
             "ttir.reshape" | "ttir.typecast" | "ttir.broadcast" if depth < 16 => {

@@ -12,7 +12,7 @@ use syntax::{TextRange, ast};
 
 use crate::{
     ImportDiagnostic, ImportResult, ImportStats,
-    func::{Form, FuncOut, OutTy, Slot, Val},
+    func::{Bound, Form, FuncOut, OutTy, Slot, Val},
     lower::{self, Cx, OpIn, Src},
     names::{LocResolver, NameTable, sanitize},
     ty::{Layouts, convert_tensor},
@@ -200,13 +200,13 @@ impl<'a> ChunkCx<'a, '_> {
         mesh: &str,
     ) {
         let body = &f.body;
-        let mut fo = FuncOut::new(mesh);
+        let mut fo = FuncOut::new(mesh, body.defs.clone());
         let mut arg_texts = Vec::new();
         let mut arg_names = Vec::new();
         for (i, ty) in body.args.iter().enumerate() {
             let oty = self.arg_type(ty);
             let val = fo.add_arg(oty.clone());
-            fo.bind(ValueRef::Arg(i as u32), Slot::Val(val));
+            fo.bind(Bound::Arg(i as u32), Slot::Val(val));
             let name = format!("%arg{i}");
             let mut s = String::new();
             if body.has_body {
@@ -237,7 +237,7 @@ impl<'a> ChunkCx<'a, '_> {
             // to lower.
             if op.name == "ttir.empty" || op.name == "tensor.empty" || op.form == OpForm::Other {
                 for (k, s) in results(Slot::Dropped).enumerate() {
-                    fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
+                    fo.bind(Bound::Result(i as u32, k as u32), s);
                 }
                 continue;
             }
@@ -255,7 +255,7 @@ impl<'a> ChunkCx<'a, '_> {
             if op.form == OpForm::Call {
                 let slots = self.call(&mut fo, &op_in, body, &ast_ops);
                 for (k, s) in slots.into_iter().enumerate() {
-                    fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
+                    fo.bind(Bound::Result(i as u32, k as u32), s);
                 }
                 continue;
             }
@@ -285,7 +285,7 @@ impl<'a> ChunkCx<'a, '_> {
                 }
             };
             for (k, s) in slots.into_iter().enumerate() {
-                fo.bind(ValueRef::Result { op: i as u32, index: k as u32 }, s);
+                fo.bind(Bound::Result(i as u32, k as u32), s);
             }
         }
         let mut returns = Vec::new();

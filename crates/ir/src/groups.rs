@@ -23,7 +23,7 @@
 
 use std::{cell::OnceCell, sync::Arc};
 
-use crate::{Db, FuncBody, FuncId, OpData, Ty, ValueRef, func_body};
+use crate::{Db, DefIndex, FuncBody, FuncId, Name, OpData, Ty, ValueRef, func_body};
 
 /// About how many ops a group holds: the one granularity of per-group memos (layouts,
 /// chains, verdicts, plans), and what an edit to one op re-derives around it.
@@ -50,6 +50,8 @@ pub struct FuncFrame {
     pub keys: Arc<[String]>,
     /// Op keys sorted, with their indices (as [`crate::FuncBody`] has them).
     pub key_index: Arc<[(String, u32)]>,
+    /// Op keys as names, with their indices (as [`crate::FuncBody`] has them).
+    pub defs: DefIndex,
 }
 
 impl FuncFrame {
@@ -58,6 +60,18 @@ impl FuncFrame {
     pub fn op_index(&self, key: &str) -> Option<usize> {
         let i = self.key_index.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
         Some(self.key_index[i].1 as usize)
+    }
+
+    /// The body index of the op whose key is `name` (the last, where keys repeat).
+    #[must_use]
+    pub fn index_of(&self, name: Name) -> Option<u32> {
+        self.defs.get(name)
+    }
+
+    /// `(op index, result index)` of a result value; `None` for arguments and unknown values.
+    #[must_use]
+    pub fn result_of(&self, v: ValueRef) -> Option<(u32, u32)> {
+        self.defs.result_of(v)
     }
 }
 
@@ -74,10 +88,12 @@ impl FuncFrame {
             idx.sort();
             key_index = idx.into();
         }
-        let keys = if body.keys.len() == body.ops.len() {
-            Arc::clone(&body.keys)
+        let (keys, defs) = if body.keys.len() == body.ops.len() {
+            (Arc::clone(&body.keys), body.defs.clone())
         } else {
-            body.ops.iter().map(|o| o.key.clone()).collect()
+            let keys: Arc<[String]> = body.ops.iter().map(|o| o.key.clone()).collect();
+            let defs = DefIndex::of_keys(keys.iter().map(String::as_str));
+            (keys, defs)
         };
         FuncFrame {
             name: body.name.clone(),
@@ -91,6 +107,7 @@ impl FuncFrame {
             n_ops: body.ops.len(),
             keys,
             key_index,
+            defs,
         }
     }
 }
@@ -278,7 +295,8 @@ impl<'db> BodyView<'db> {
     pub fn value_type(&self, v: ValueRef) -> Option<&Ty> {
         match v {
             ValueRef::Arg(i) => self.frame.args.get(i as usize),
-            ValueRef::Result { op, index } => {
+            ValueRef::Result { .. } => {
+                let (op, index) = self.frame.result_of(v)?;
                 self.ops.get(op as usize).and_then(|o| o.results.get(index as usize))
             }
             ValueRef::Unknown => None,

@@ -31,6 +31,7 @@ mod decode;
 mod groups;
 mod lower;
 mod model;
+mod name;
 
 use std::sync::{Arc, Mutex};
 
@@ -45,10 +46,11 @@ pub use crate::{
     },
     lower::{lower_file as lower_parse, relower_edit},
     model::{
-        AttrValue, ChipDesc, Decoded, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames,
-        LoweredFile, LoweredFunc, MemoryConfig, OpData, OpForm, Severity, ShardSpec, SystemDesc,
-        Ty, ValueRef,
+        AttrValue, ChipDesc, Decoded, DefIndex, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap,
+        LocNames, LoweredFile, LoweredFunc, MemoryConfig, OpData, OpForm, Severity, ShardSpec,
+        SystemDesc, Ty, ValueRef,
     },
+    name::Name,
 };
 
 #[salsa::db]

@@ -12,10 +12,11 @@ use syntax::{Parse, TextRange, ast};
 use ttnn_types::{ElementType, ScalarType, TensorType};
 
 use crate::{
+    Name,
     decode::DecodeCtx,
     model::{
-        AttrValue, Decoded, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames, LoweredFile,
-        LoweredFunc, OpData, OpForm, Severity, SystemDesc, Ty, ValueRef,
+        AttrValue, Decoded, DefIndex, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames,
+        LoweredFile, LoweredFunc, OpData, OpForm, Severity, SystemDesc, Ty, ValueRef,
     },
 };
 
@@ -245,8 +246,8 @@ fn defs_by_key<'a>(
                 [r] if r.name.text == name => r,
                 _ => return None,
             };
-            let value = ValueRef::Result { op: i, index: 0 };
-            defs.insert(r.name.text.as_str(), Def { value, count: r.count });
+            let value = ValueRef::Result { op: Name::new(name), index: 0 };
+            defs.insert(r.name.text.as_str(), Def { value, op: i, count: r.count });
         } else if let Some((k, a)) = f
             .args
             .iter()
@@ -255,7 +256,7 @@ fn defs_by_key<'a>(
             .find(|(_, a)| a.name.as_ref().is_some_and(|n| n.text == name))
         {
             let n = a.name.as_ref()?;
-            defs.insert(n.text.as_str(), Def { value: ValueRef::Arg(k as u32), count: 1 });
+            defs.insert(n.text.as_str(), Def::other(ValueRef::Arg(k as u32), 1));
         }
     }
     Some(defs)
@@ -427,8 +428,13 @@ fn op_key(o: &ast::Op, ordinals: &mut FxHashMap<String, u32>) -> String {
         *n += 1;
         format!("{}#{}", o.name.text, *n - 1)
     } else {
-        o.results.iter().map(|r| r.name.text.as_str()).collect::<Vec<_>>().join(",")
+        results_key(o)
     }
+}
+
+/// The key of an op with results: their names, joined by commas.
+fn results_key(o: &ast::Op) -> String {
+    o.results.iter().map(|r| r.name.text.as_str()).collect::<Vec<_>>().join(",")
 }
 
 fn error(range: TextRange, code: &'static str, message: String) -> Diagnostic {
@@ -458,12 +464,34 @@ struct Lower<'a> {
     system_desc: Option<SystemDesc>,
 }
 
-/// A value definition inside a function: the op index, the first result index, and how many
-/// results the name covers (`%0:3` covers 3).
+/// A value definition inside a function: the value of its first result, the defining op's
+/// index among the function's ops (`u32::MAX` for other values; use-before-def and operand
+/// types read it while the body is still being built), and how many results the name
+/// covers (`%0:3` covers 3).
 #[derive(Clone, Copy)]
 struct Def {
     value: ValueRef,
+    op: u32,
     count: u32,
+}
+
+impl Def {
+    /// A definition that is not an op result.
+    fn other(value: ValueRef, count: u32) -> Def {
+        Def { value, op: u32::MAX, count }
+    }
+}
+
+/// The type of `v`, whose defining op (if a result) is op `op` of `body`: `body` may be
+/// partly built, and then a use before its definition has no type yet.
+fn def_type(body: &FuncBody, v: ValueRef, op: u32) -> Option<&Ty> {
+    match v {
+        ValueRef::Arg(i) => body.args.get(i as usize),
+        ValueRef::Result { index, .. } => {
+            body.ops.get(op as usize).and_then(|o| o.results.get(index as usize))
+        }
+        ValueRef::Unknown => None,
+    }
 }
 
 impl<'a> Lower<'a> {
@@ -848,6 +876,7 @@ impl<'a> Lower<'a> {
             has_body: f.body.is_some(),
             key_index: Arc::default(),
             keys: Arc::default(),
+            defs: DefIndex::default(),
         };
         let mut sm = FuncSourceMap {
             range: op.range,
@@ -886,11 +915,14 @@ impl<'a> Lower<'a> {
             && let ast::OpBody::Return(r) = &term.body
         {
             sm.return_range = Some(term.range);
+            let mut return_ops = Vec::with_capacity(r.operands.len());
             for u in &r.operands {
-                body.returns.push(self.resolve(u, &defs, u32::MAX));
+                let (v, op) = self.resolve(u, &defs, u32::MAX);
+                body.returns.push(v);
+                return_ops.push(op);
                 sm.return_operand_ranges.push(u.range);
             }
-            self.check_return(f, r, &body);
+            self.check_return(f, r, &body, &return_ops);
         } else if !ops.is_empty() {
             let range = region.range;
             self.diags.push(Diagnostic {
@@ -928,7 +960,7 @@ impl<'a> Lower<'a> {
         for (i, a) in f.args.iter().enumerate() {
             if let Some(n) = &a.name
                 && keep(&n.text)
-                && defs.insert(&n.text, Def { value: ValueRef::Arg(i as u32), count: 1 }).is_some()
+                && defs.insert(&n.text, Def::other(ValueRef::Arg(i as u32), 1)).is_some()
             {
                 self.diags.push(error(
                     n.range,
@@ -942,8 +974,7 @@ impl<'a> Lower<'a> {
         for block in region.iter().flat_map(|r| &r.blocks) {
             if let Some(label) = &block.label {
                 for a in label.args.iter().filter(|a| keep(&a.name.text)) {
-                    defs.entry(a.name.text.as_str())
-                        .or_insert(Def { value: ValueRef::Unknown, count: 1 });
+                    defs.entry(a.name.text.as_str()).or_insert(Def::other(ValueRef::Unknown, 1));
                 }
             }
         }
@@ -951,10 +982,16 @@ impl<'a> Lower<'a> {
         // with a precise message rather than as an undefined value).
         for (i, o) in ops.iter().enumerate() {
             let mut index = 0u32;
+            // The op's key (its result names), interned once the op defines a kept name.
+            let mut name = None;
             for r in &o.results {
-                let value = ValueRef::Result { op: i as u32, index };
-                if keep(&r.name.text)
-                    && defs.insert(&r.name.text, Def { value, count: r.count }).is_some()
+                if !keep(&r.name.text) {
+                    index += r.count;
+                    continue;
+                }
+                let op = *name.get_or_insert_with(|| Name::new(&results_key(o)));
+                let value = ValueRef::Result { op, index };
+                if defs.insert(&r.name.text, Def { value, op: i as u32, count: r.count }).is_some()
                 {
                     self.diags.push(error(
                         r.name.range,
@@ -1008,13 +1045,13 @@ impl<'a> Lower<'a> {
                 if let Some(label) = &b.label {
                     for a in label.args.iter().filter(|a| keep(&a.name.text)) {
                         defs.entry(a.name.text.as_str())
-                            .or_insert(Def { value: ValueRef::Unknown, count: 1 });
+                            .or_insert(Def::other(ValueRef::Unknown, 1));
                     }
                 }
                 for nested in &b.ops {
                     for res in nested.results.iter().filter(|r| keep(&r.name.text)) {
                         defs.entry(res.name.text.as_str())
-                            .or_insert(Def { value: ValueRef::Unknown, count: res.count });
+                            .or_insert(Def::other(ValueRef::Unknown, res.count));
                     }
                     self.define_nested(nested, defs, keep);
                 }
@@ -1022,19 +1059,22 @@ impl<'a> Lower<'a> {
         }
     }
 
+    /// The value `u` uses, and the index of its defining op among the function's ops
+    /// (`u32::MAX` if it is not an op result); `user` is the using op's index (`u32::MAX`
+    /// for the terminator).
     fn resolve(
         &mut self,
         u: &ast::ValueUse,
         defs: &FxHashMap<&'a str, Def>,
         user: u32,
-    ) -> ValueRef {
+    ) -> (ValueRef, u32) {
         let Some(def) = defs.get(u.name.text.as_str()) else {
             self.diags.push(error(
                 u.range,
                 "undefined-value",
                 format!("use of undefined value `{}`", u.name.text),
             ));
-            return ValueRef::Unknown;
+            return (ValueRef::Unknown, u32::MAX);
         };
         let idx = u.index.unwrap_or(0);
         if idx >= def.count {
@@ -1043,20 +1083,20 @@ impl<'a> Lower<'a> {
                 "invalid-result-number",
                 format!("`{}` has {} result(s); `#{idx}` is out of range", u.name.text, def.count),
             ));
-            return ValueRef::Unknown;
+            return (ValueRef::Unknown, u32::MAX);
         }
         match def.value {
             ValueRef::Result { op, index } => {
-                if op >= user && user != u32::MAX {
+                if def.op >= user && user != u32::MAX {
                     self.diags.push(error(
                         u.range,
                         "use-before-def",
                         format!("`{}` is used before it is defined", u.name.text),
                     ));
                 }
-                ValueRef::Result { op, index: index + idx }
+                (ValueRef::Result { op, index: index + idx }, def.op)
             }
-            other => other,
+            other => (other, u32::MAX),
         }
     }
 
@@ -1191,9 +1231,10 @@ impl<'a> Lower<'a> {
         }
         let mut operand_ranges = Vec::new();
         for (i, u) in uses.iter().enumerate() {
-            let v = self.resolve(u, defs, index);
+            let (v, def) = self.resolve(u, defs, index);
             operand_ranges.push(u.range);
-            if let (Some(declared), Some(actual)) = (data.operand_types.get(i), body.value_type(v))
+            if let (Some(declared), Some(actual)) =
+                (data.operand_types.get(i), def_type(body, v, def))
                 && declared != actual
                 && *declared != Ty::Unknown
                 && *actual != Ty::Unknown
@@ -1217,7 +1258,9 @@ impl<'a> Lower<'a> {
         data
     }
 
-    fn check_return(&mut self, f: &ast::FuncOp, r: &ast::ReturnOp, body: &FuncBody) {
+    /// Checks the terminator `r` against the signature; `defs` are the defining ops' indices
+    /// of `body.returns` (see [`Lower::resolve`]).
+    fn check_return(&mut self, f: &ast::FuncOp, r: &ast::ReturnOp, body: &FuncBody, defs: &[u32]) {
         if r.operands.len() != body.results.len() {
             self.diags.push(error(
                 r.operands.first().map_or(f.sym_name.range, |u| u.range),
@@ -1231,8 +1274,8 @@ impl<'a> Lower<'a> {
             ));
             return;
         }
-        for (i, (u, v)) in r.operands.iter().zip(&body.returns).enumerate() {
-            if let (Some(actual), Some(expected)) = (body.value_type(*v), body.results.get(i))
+        for (i, ((u, v), &def)) in r.operands.iter().zip(&body.returns).zip(defs).enumerate() {
+            if let (Some(actual), Some(expected)) = (def_type(body, *v, def), body.results.get(i))
                 && actual != expected
                 && *actual != Ty::Unknown
                 && *expected != Ty::Unknown

@@ -6,6 +6,8 @@
 
 use std::{fmt, sync::Arc};
 
+use crate::Name;
+
 use syntax::TextRange;
 use ttnn_types::{
     BufferType, Conv2dConfig, Conv2dSliceConfig, CoreRangeSet, DataType, DeviceComputeKernelConfig,
@@ -184,12 +186,18 @@ pub struct ChipDesc {
     pub dram_channel_size: Option<u64>,
 }
 
-/// Where an operand comes from. Ops are referred to by their index in [`FuncBody::ops`].
+/// Where an operand comes from.
+///
+/// A result names its defining op by that op's key ([`OpData::key`]), never by its position
+/// in [`FuncBody::ops`], so inserting or deleting an op leaves every other op's data equal.
+/// [`FuncBody::result_of`] (and the same on `FuncFrame`) finds the op's body index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ValueRef {
     Arg(u32),
     Result {
-        op: u32,
+        /// The key of the defining op.
+        op: Name,
+        /// The result's index among the op's results (flattened: `%a:2, %b` has three).
         index: u32,
     },
     /// Undefined, or defined somewhere the model does not track (a nested region).
@@ -264,7 +272,7 @@ pub struct FuncBody {
     pub args: Arc<[Ty]>,
     pub results: Vec<Ty>,
     /// Top-level ops in program order (the terminator excluded). Shared pointers: a copy of
-    /// the body, or of a block of it (`func_block`), costs a count per op, and comparing two
+    /// the body, or of a group of it (`func_group`), costs a count per op, and comparing two
     /// bodies skips every op they share, which after an edit inside one op is all but one.
     pub ops: Vec<Arc<OpData>>,
     /// The terminator's operands.
@@ -276,6 +284,65 @@ pub struct FuncBody {
     /// Each op's key, by body index. Shared pointers like `key_index`: an edit inside one op
     /// keeps every key, so the re-lowered body, and the frame made from it, share both.
     pub keys: Arc<[String]>,
+    /// The body index of each op key as a [`Name`], for resolving [`ValueRef::Result`].
+    pub defs: DefIndex,
+}
+
+/// Op keys as [`Name`]s with the body index of the op each names, for resolving a
+/// [`ValueRef::Result`] in a binary search over integers (the optimizer does this in its
+/// inner loops). Where keys repeat (a `duplicate-value` error) the last op wins, as it does
+/// for the uses lowering resolves.
+///
+/// Sorted by the names' ids, which depend on the process's interning order: only ever
+/// searched, never iterated into output.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct DefIndex(Arc<[(Name, u32)]>);
+
+impl DefIndex {
+    /// The index of `keys` (op keys by body index).
+    #[must_use]
+    pub fn of_keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> DefIndex {
+        let mut v: Vec<(Name, u32)> =
+            keys.into_iter().enumerate().map(|(i, k)| (Name::new(k), i as u32)).collect();
+        // Stable, by id: among equal keys body order stays, and the last is kept.
+        v.sort_by_key(|(n, _)| n.id());
+        let mut out: Vec<(Name, u32)> = Vec::with_capacity(v.len());
+        for e in v {
+            match out.last_mut() {
+                Some(last) if last.0 == e.0 => *last = e,
+                _ => out.push(e),
+            }
+        }
+        DefIndex(out.into())
+    }
+
+    /// The body index of the op whose key is `name`.
+    #[must_use]
+    pub fn get(&self, name: Name) -> Option<u32> {
+        let i = self.0.binary_search_by_key(&name.id(), |(n, _)| n.id()).ok()?;
+        Some(self.0[i].1)
+    }
+
+    /// The number of distinct keys.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `(op index, result index)` of a result; `None` for arguments, unknown values and keys
+    /// no op has.
+    #[must_use]
+    pub fn result_of(&self, v: ValueRef) -> Option<(u32, u32)> {
+        match v {
+            ValueRef::Result { op, index } => Some((self.get(op)?, index)),
+            ValueRef::Arg(_) | ValueRef::Unknown => None,
+        }
+    }
 }
 
 impl FuncBody {
@@ -284,11 +351,24 @@ impl FuncBody {
     pub fn value_type(&self, v: ValueRef) -> Option<&Ty> {
         match v {
             ValueRef::Arg(i) => self.args.get(i as usize),
-            ValueRef::Result { op, index } => {
+            ValueRef::Result { .. } => {
+                let (op, index) = self.result_of(v)?;
                 self.ops.get(op as usize).and_then(|o| o.results.get(index as usize))
             }
             ValueRef::Unknown => None,
         }
+    }
+
+    /// The body index of the op whose key is `name` (the last, where keys repeat).
+    #[must_use]
+    pub fn index_of(&self, name: Name) -> Option<u32> {
+        self.defs.get(name)
+    }
+
+    /// `(op index, result index)` of a result value; `None` for arguments and unknown values.
+    #[must_use]
+    pub fn result_of(&self, v: ValueRef) -> Option<(u32, u32)> {
+        self.defs.result_of(v)
     }
 
     /// The index of the op with `key`.
@@ -301,13 +381,14 @@ impl FuncBody {
         self.ops.iter().position(|o| o.key == key)
     }
 
-    /// Builds `key_index` and `keys` from the ops.
+    /// Builds `key_index`, `keys` and `defs` from the ops.
     pub fn index_keys(&mut self) {
         let mut idx: Vec<(String, u32)> =
             self.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
         idx.sort();
         self.key_index = idx.into();
         self.keys = self.ops.iter().map(|o| o.key.clone()).collect();
+        self.defs = DefIndex::of_keys(self.ops.iter().map(|o| o.key.as_str()));
     }
 }
 

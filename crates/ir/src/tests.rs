@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use expect_test::{Expect, expect};
 
-use crate::{AttrValue, Decoded, lower_parse};
+use crate::{AttrValue, Decoded, ValueRef, lower_parse};
 
 #[track_caller]
 fn check(text: &str, expect: Expect) {
@@ -223,4 +223,100 @@ module {
     assert_eq!(generic.funcs[0].body, custom.funcs[0].body);
     assert_eq!(custom.device.as_ref().map(|d| d.chip_ids.clone()), Some(vec![0, 1]));
     assert_eq!(generic.device, custom.device);
+}
+
+/// A function of `ops` (one per line, tensors of one type), lowered.
+fn lower_ops(ops: &[&str]) -> crate::LoweredFile {
+    let mut text = String::from("func.func @f(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n");
+    for op in ops {
+        let _ = writeln!(text, "  {op}");
+    }
+    text.push_str("  return %3 : tensor<4x4xf32>\n}\n");
+    let parse = syntax::parse(&text);
+    lower_parse(&text, &parse)
+}
+
+const RELU: &str = r#""ttnn.relu"(X) : (tensor<4x4xf32>) -> tensor<4x4xf32>"#;
+
+fn relu(result: &str, operand: &str) -> String {
+    format!("{result} = {}", RELU.replace('X', operand))
+}
+
+#[test]
+fn inserting_an_op_leaves_every_other_ops_data_equal() {
+    let before = [relu("%0", "%a"), relu("%1", "%0"), relu("%2", "%1"), relu("%3", "%2")];
+    let mut after = before.to_vec();
+    after.insert(2, relu("%new", "%1"));
+    let refs = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>().join("\n");
+    let (old, new) = (lower_ops(&[&refs(&before)]), lower_ops(&[&refs(&after)]));
+    assert!(old.diagnostics.is_empty() && new.diagnostics.is_empty(), "{:?}", new.diagnostics);
+    let (old, new) = (&old.funcs[0].body, &new.funcs[0].body);
+    let kept: Vec<_> = new.ops.iter().filter(|o| o.key != "%new").collect();
+    assert_eq!(kept.len(), old.ops.len());
+    for (a, b) in old.ops.iter().zip(kept) {
+        assert_eq!(a, b, "op {} changed", a.key);
+    }
+    assert_eq!(old.returns, new.returns);
+    // The references still resolve, to the ops' new positions.
+    let [ValueRef::Result { op, index: 0 }] = new.ops[4].operands[..] else {
+        panic!("{:?}", new.ops[4].operands)
+    };
+    assert_eq!((op.as_str(), new.index_of(op)), ("%2", Some(3)));
+    assert_eq!(new.result_of(new.returns[0]), Some((4, 0)));
+    assert_eq!(old.result_of(old.returns[0]), Some((3, 0)));
+}
+
+#[test]
+fn deleting_an_unused_op_leaves_every_other_ops_data_equal() {
+    let ops = [relu("%0", "%a"), relu("%x", "%a"), relu("%1", "%0"), relu("%2", "%1")];
+    let last = relu("%3", "%2");
+    let all: Vec<&str> = ops.iter().chain([&last]).map(String::as_str).collect();
+    let without: Vec<&str> = all.iter().copied().filter(|o| !o.starts_with("%x")).collect();
+    let (old, new) = (lower_ops(&all), lower_ops(&without));
+    let old_kept: Vec<_> = old.funcs[0].body.ops.iter().filter(|o| o.key != "%x").collect();
+    let new_ops: Vec<_> = new.funcs[0].body.ops.iter().collect();
+    assert_eq!(old_kept, new_ops);
+}
+
+#[test]
+fn results_resolve_to_their_op_and_flattened_index() {
+    let lowered = lower_ops(&[
+        r#"%0:2, %1 = "ttnn.x"(%a) : (tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)"#,
+        &relu("%2", "%0#1"),
+        &relu("%3", "%1"),
+    ]);
+    assert!(lowered.diagnostics.is_empty(), "{:?}", lowered.diagnostics);
+    let body = &lowered.funcs[0].body;
+    let resolved: Vec<_> = body.ops.iter().map(|o| body.result_of(o.operands[0])).collect();
+    assert_eq!(resolved, [None, Some((0, 1)), Some((0, 2))]);
+    let [ValueRef::Result { op, .. }] = body.ops[2].operands[..] else { panic!() };
+    assert_eq!(op.as_str(), "%0,%1");
+}
+
+#[test]
+fn value_definition_errors_are_reported_and_a_repeated_key_resolves_to_its_last_op() {
+    check(
+        r#"func.func @f(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = "ttnn.relu"(%1) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = "ttnn.relu"(%a) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = "ttnn.exp"(%a) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = "ttnn.add"(%1, %0#1) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+"#,
+        expect![[r#"
+            func @f (1 args)
+              %0 = ttnn.relu
+              %1 = ttnn.relu
+              %1 = ttnn.exp
+              %2 = ttnn.add
+            error[use-before-def] "%1": `%1` is used before it is defined
+            error[duplicate-value] "%1": `%1` is defined twice
+            error[invalid-result-number] "%0#1": `%0` has 1 result(s); `#1` is out of range
+        "#]],
+    );
+    let text = "func.func @f(%a: tensor<4x4xf32>) {\n  %1 = \"ttnn.relu\"(%a) : (tensor<4x4xf32>) -> tensor<4x4xf32>\n  %1 = \"ttnn.exp\"(%a) : (tensor<4x4xf32>) -> tensor<4x4xf32>\n  %2 = \"ttnn.add\"(%1, %1) : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>\n  return\n}\n";
+    let lowered = lower_parse(text, &syntax::parse(text));
+    let body = &lowered.funcs[0].body;
+    assert_eq!(body.result_of(body.ops[2].operands[0]), Some((1, 0)));
 }

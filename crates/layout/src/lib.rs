@@ -133,7 +133,7 @@ pub fn pinned_of(body: &ir::FuncBody, worker: ttnn_types::Grid) -> BTreeSet<Stri
             continue;
         }
         for (v, ty) in user.operands.iter().zip(&user.operand_types) {
-            let ir::ValueRef::Result { op, .. } = *v else { continue };
+            let Some((op, _)) = body.result_of(*v) else { continue };
             let Some(t) = ty.as_tensor() else { continue };
             let (Some(layout), Some(shape)) = (&t.layout, t.static_shape()) else { continue };
             let reproducible = layout.expected_memref_shape(&shape, worker).is_none_or(|m| {

@@ -739,13 +739,12 @@ pub struct WrittenCheck {
 /// 224 ops that no edit had touched.
 #[salsa::tracked(returns(clone))]
 pub fn written_checks_block(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Option<WrittenCheck>]> {
-    let Some(frame) = ir::func_frame(db, func) else { return Arc::from([]) };
     let block = ir::func_group(db, func, j);
     let _p = tracing::trace_span!("written_checks_block", j).entered();
     block
         .iter()
         .map(|data| {
-            let mut check = check_as_written(db, &crate::signature::signature_of(&frame, data))?;
+            let mut check = check_as_written(db, &crate::signature::signature_of(data))?;
             if let Some(e) = &mut check.error {
                 *e = format!("the op model rejects `{}` as written: {e}", data.name);
             }

@@ -76,16 +76,16 @@ pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
 /// and stop there.
 #[salsa::tracked(returns(clone))]
 pub fn group_signatures(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Option<Arc<OpSignature>>]> {
-    // The frame and the group, not the whole body: an edit to another group of the
-    // function leaves both as they were, so this is not re-run.
-    let Some(frame) = ir::func_frame(db, func) else { return Arc::from([]) };
+    // The group alone, not the whole body nor the frame: an edit to another group of the
+    // function, or one that inserts or removes an op elsewhere, leaves it as it was (values
+    // name their ops by key), so this is not re-run.
     let ops = ir::func_group(db, func, g);
     let _p = tracing::trace_span!("group_signatures", group = g).entered();
-    ops.iter().map(|data| Some(Arc::new(signature_of(&frame, data)))).collect()
+    ops.iter().map(|data| Some(Arc::new(signature_of(data)))).collect()
 }
 
-/// The signature of `data`, an op of the function `frame` describes.
-pub(crate) fn signature_of(frame: &ir::FuncFrame, data: &OpData) -> OpSignature {
+/// The signature of `data`.
+pub(crate) fn signature_of(data: &OpData) -> OpSignature {
     let operands = data
         .operands
         .iter()
@@ -93,10 +93,9 @@ pub(crate) fn signature_of(frame: &ir::FuncFrame, data: &OpData) -> OpSignature 
         .map(|(v, ty)| {
             let source = match *v {
                 ValueRef::Arg(i) => OperandSource::Arg(i),
-                ValueRef::Result { op, index } => OperandSource::Op {
-                    key: frame.keys.get(op as usize).cloned().unwrap_or_default(),
-                    result: index,
-                },
+                ValueRef::Result { op, index } => {
+                    OperandSource::Op { key: op.as_str().to_owned(), result: index }
+                }
                 ValueRef::Unknown => OperandSource::Unknown,
             };
             OperandSig { source, ty: ty.clone() }

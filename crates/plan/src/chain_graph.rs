@@ -109,16 +109,14 @@ pub fn chainable_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<Vec<bool>> {
     Arc::new(ops.iter().map(|o| op_chainable(db, OpId::new(db, func, o.key.clone()))).collect())
 }
 
-/// What chain building reads of one op besides its chainability: whether it is a
-/// `d2m_subgraph` or a concat (with the input layout a concat wants), and for those two the
-/// values they read.
+/// What chain building reads of one op besides its chainability and the data flow (the
+/// topology's): whether it is a `d2m_subgraph` or a concat (with the input layout a concat
+/// wants).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ChainFacts {
     pub d2m: bool,
     /// `Some` for a concat: the memory layout it needs its inputs in, if any.
     pub concat: Option<Option<TensorMemoryLayout>>,
-    /// The operands of a d2m subgraph or a concat (empty for other ops).
-    pub operands: Vec<ir::ValueRef>,
 }
 
 /// [`ChainFacts`] of the ops of group `g` of a function.
@@ -132,8 +130,7 @@ pub fn chain_facts_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[ChainFacts]>
         .map(|op| {
             let d2m = op.name == "ttnn.d2m_subgraph";
             let concat = (op.name == "ttnn.concat").then(|| concat_input_layout(op));
-            let operands = if d2m || concat.is_some() { op.operands.clone() } else { Vec::new() };
-            ChainFacts { d2m, concat, operands }
+            ChainFacts { d2m, concat }
         })
         .collect()
 }
@@ -149,7 +146,7 @@ struct Scan<'a> {
     facts: Vec<std::cell::OnceCell<Arc<[ChainFacts]>>>,
 }
 
-static NO_FACTS: ChainFacts = ChainFacts { d2m: false, concat: None, operands: Vec::new() };
+static NO_FACTS: ChainFacts = ChainFacts { d2m: false, concat: None };
 
 impl<'a> Scan<'a> {
     fn new(
@@ -235,14 +232,9 @@ impl<'a> Scan<'a> {
                 }
             }
         };
+        // The users are the ops that read a result of `last`.
         for u in &self.topo.ops[last as usize].users {
-            if self.facts(u.user).concat.is_some()
-                && self
-                    .facts(u.user)
-                    .operands
-                    .iter()
-                    .any(|v| matches!(*v, ir::ValueRef::Result { op, .. } if op == last))
-            {
+            if self.facts(u.user).concat.is_some() {
                 consider(u.user);
             }
         }
@@ -358,11 +350,12 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
         if !facts.d2m {
             continue;
         }
-        let producer = facts.operands.iter().find_map(|v| match *v {
-            ir::ValueRef::Result { op, .. } => op_chain[op as usize]
+        // The producers of its operands in operand order (each once, which finds the same
+        // first one).
+        let producer = topo.ops[i as usize].deps.iter().find_map(|&op| {
+            op_chain[op as usize]
                 .filter(|(c, _)| last_op.get(*c as usize) == Some(&op))
-                .map(|(c, _)| c as usize),
-            _ => None,
+                .map(|(c, _)| c as usize)
         });
         let consumer = topo.ops[i as usize].users.iter().find_map(|u| {
             op_chain[u.user as usize]

@@ -281,7 +281,7 @@ pub fn chunk_incoming(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<
     while let Some(i) = stack.pop() {
         let Some(data) = body.ops.get(i as usize) else { continue };
         for v in &data.operands {
-            let ir::ValueRef::Result { op, .. } = *v else { continue };
+            let Some((op, _)) = body.result_of(*v) else { continue };
             if let Some(value) = carry.outputs.get(&op) {
                 out.insert(op, value.clone());
             } else if sched.position.get(op as usize) == Some(&u32::MAX) && seen.insert(op) {

@@ -80,7 +80,8 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     // The layout a value arrives in after its producer's spill.
     let arriving = |v: &ValueRef| -> Option<TtnnLayout> {
         match *v {
-            ValueRef::Result { op, .. } => {
+            ValueRef::Result { .. } => {
+                let (op, _) = body.result_of(*v)?;
                 let (layout, spill) = values.output(op)?;
                 spill.or(layout)
             }

@@ -363,14 +363,16 @@ impl Merger<'_> {
 
     /// The layout reaching operand `k` of op `i` from its producer (after its spill).
     fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        match self.body.ops[i as usize].operands.get(k)? {
-            ValueRef::Result { op, .. } => {
-                if let Some((l, s)) = self.outputs.get(op) {
+        let v = *self.body.ops[i as usize].operands.get(k)?;
+        match v {
+            ValueRef::Result { .. } => {
+                let (op, _) = self.body.result_of(v)?;
+                if let Some((l, s)) = self.outputs.get(&op) {
                     return s.clone().or_else(|| l.clone());
                 }
-                self.planned_spill(*op).or_else(|| self.plan(*op).layout.clone())
+                self.planned_spill(op).or_else(|| self.plan(op).layout.clone())
             }
-            ValueRef::Arg(a) => self.body.args.get(*a as usize).and_then(|t| t.layout().cloned()),
+            ValueRef::Arg(a) => self.body.args.get(a as usize).and_then(|t| t.layout().cloned()),
             ValueRef::Unknown => None,
         }
     }
@@ -505,9 +507,9 @@ impl Merger<'_> {
         self.body.ops[y as usize]
             .operands
             .iter()
-            .filter_map(|v| match *v {
-                ValueRef::Result { op, .. } if self.pos[op as usize] != u32::MAX => Some(op),
-                _ => None,
+            .filter_map(|v| {
+                let (op, _) = self.body.result_of(*v)?;
+                (self.pos[op as usize] != u32::MAX).then_some(op)
             })
             .min_by_key(|&op| self.pos[op as usize])
     }
@@ -728,8 +730,9 @@ impl Merger<'_> {
 
     /// The layout of operand `k` of op `i` as the plan stands (residents included).
     fn input_layout(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        if let Some(ValueRef::Result { op, .. }) = self.body.ops[i as usize].operands.get(k)
-            && let Some(l) = self.residents.get(op)
+        if let Some(&v) = self.body.ops[i as usize].operands.get(k)
+            && let Some((op, _)) = self.body.result_of(v)
+            && let Some(l) = self.residents.get(&op)
         {
             return Some(l.clone());
         }
@@ -961,7 +964,7 @@ impl Merger<'_> {
         let Some(dim) = sig.kind.is_concat() else { return Err("not a concat".to_owned()) };
         let mut sources = Vec::new();
         for v in &body.ops[x as usize].operands {
-            let ValueRef::Result { op, .. } = *v else {
+            let Some((op, _)) = body.result_of(*v) else {
                 return Err("an input is not produced by a chain".to_owned());
             };
             let sc = self.chain_of_last(op).ok_or("an input is not the last op of a chain")?;
@@ -1084,8 +1087,8 @@ impl Merger<'_> {
         }
         // (a) The reshape's producer spills to L1 interleaved instead of DRAM when the
         // reshape is its only user and runs right after it.
-        if let Some(ValueRef::Result { op, .. }) =
-            self.body.ops[x as usize].operands.first().copied()
+        if let Some(&v) = self.body.ops[x as usize].operands.first()
+            && let Some((op, _)) = self.body.result_of(v)
             && op == src
             && let Some(sc) = self.chain_of_last(src)
             && self.completed_dram_chain(sc)
@@ -1284,9 +1287,7 @@ impl Merger<'_> {
     /// A candidate source for operand `k` of op `j`: the last op of another completed chain
     /// spilling to DRAM, single use, scheduled before.
     fn source_for(&self, b: usize, j: u32, k: usize) -> Option<(usize, u32)> {
-        let ValueRef::Result { op, .. } = *self.body.ops[j as usize].operands.get(k)? else {
-            return None;
-        };
+        let (op, _) = self.body.result_of(*self.body.ops[j as usize].operands.get(k)?)?;
         let sc = self.chain_of_last(op)?;
         (sc != b
             && self.completed_dram_chain(sc)

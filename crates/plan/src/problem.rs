@@ -141,7 +141,7 @@ mod memo {
     }
 }
 
-/// The single-op chains of one group of ops (`ir::OP_GROUP` body indices) in one plan
+/// The single-op chains of one group of ops (`ir::func_groups`) in one plan
 /// chunk, other than concats: the key of [`solve_single_chains`].
 #[salsa::interned(debug, unsafe(no_lifetime), revisions = usize::MAX)]
 pub struct SingleChains {

@@ -63,7 +63,8 @@ pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
         })
         .collect();
     for (i, f) in flows().enumerate() {
-        for &(op, k) in &f.operands {
+        for &(name, k) in &f.operands {
+            let Some(op) = frame.index_of(name) else { continue };
             if let Some(p) = ops.get_mut(op as usize) {
                 p.users.push(Use { user: i as u32, operand: k });
                 p.num_uses += 1;
@@ -74,7 +75,7 @@ pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
         }
     }
     for v in &frame.returns {
-        if let ValueRef::Result { op, .. } = *v
+        if let Some((op, _)) = frame.result_of(*v)
             && let Some(p) = ops.get_mut(op as usize)
         {
             p.returned = true;
@@ -87,8 +88,10 @@ pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
 /// What the topology reads of one op: the producers of its operands and two flags.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OpFlow {
-    /// Per operand that is an op's result: (producer index, operand index).
-    pub operands: Vec<(u32, u32)>,
+    /// Per operand that is an op's result: (producer key, operand index). By key, not body
+    /// index, so that an op inserted elsewhere leaves this block's flow equal; the topology
+    /// resolves the keys through the frame.
+    pub operands: Vec<(ir::Name, u32)>,
     pub schedulable: bool,
     pub to_layout: bool,
 }

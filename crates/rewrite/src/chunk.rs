@@ -66,7 +66,7 @@ pub fn unscheduled(db: &dyn Db, func: FuncId) -> Arc<Unscheduled> {
     let mut out = Unscheduled::default();
     fn visit(i: u32, body: &FuncBody, pos: &[u32], seen: &mut [bool], into: &mut Vec<u32>) {
         for v in &body.ops[i as usize].operands {
-            if let ValueRef::Result { op, .. } = *v
+            if let Some((op, _)) = body.result_of(*v)
                 && pos.get(op as usize) == Some(&u32::MAX)
                 && !seen[op as usize]
             {
@@ -127,8 +127,10 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         out: ChunkText::default(),
         by_layout: FxHashMap::default(),
     };
-    // Values printed in this chunk; the others are named from their producer's plan.
-    let mut values: FxHashMap<ValueRef, (String, Ty)> = FxHashMap::default();
+    // Results printed in this chunk, by (op index, result index); the others are named from
+    // their producer's plan. By index rather than by value: where a key repeats (an error)
+    // the values name the last op of that key, not any op printed with it.
+    let mut values: FxHashMap<(u32, u32), (String, Ty)> = FxHashMap::default();
     let mut conversions: FxHashMap<(ValueRef, TtnnLayout), (String, Ty)> = FxHashMap::default();
     for iu in order {
         let i = iu as usize;
@@ -137,13 +139,13 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         let mut operand_names = Vec::with_capacity(data.operands.len());
         let mut operand_types = Vec::with_capacity(data.operands.len());
         for (k, v) in data.operands.iter().enumerate() {
-            let value = values.get(v).cloned().or_else(|| match *v {
-                ValueRef::Result { op, index } => {
+            let value = match body.result_of(*v) {
+                Some((op, index)) => values.get(&(op, index)).cloned().or_else(|| {
                     let (layout, spill) = plans.output(op).unwrap_or_default();
                     p.names.bound(op, index, layout.as_ref(), spill.as_ref())
-                }
-                other => p.names.bound_value(other),
-            });
+                }),
+                None => p.names.bound_value(*v),
+            };
             let Some((name, ty)) = value else {
                 let written = statics.ops.get(i).and_then(|o| o.uses.get(k).cloned().flatten());
                 operand_names.push(written.unwrap_or_else(|| "%undefined".to_owned()));
@@ -193,11 +195,11 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
             for j in 0..*count {
                 let n = if *count == 1 { name.clone() } else { format!("{name}#{j}") };
                 let ty = result_types.get((idx + j) as usize).cloned().unwrap_or(Ty::Unknown);
-                values.insert(ValueRef::Result { op: iu, index: idx + j }, (n, ty));
+                values.insert((iu, idx + j), (n, ty));
             }
             idx += count;
         }
-        let first = ValueRef::Result { op: iu, index: 0 };
+        let first = (iu, 0);
         if let Some(spill) = spill
             && let Some((name, ty)) = values.get(&first).cloned()
             && let Some(t) = ty.as_tensor()

@@ -351,7 +351,8 @@ impl Rewriter<'_> {
         let plan = plan::PlanView::new(db, func, self.policy);
         let value = |v: &ValueRef| -> Option<(String, Ty)> {
             match *v {
-                ValueRef::Result { op, index } => {
+                ValueRef::Result { .. } => {
+                    let (op, index) = body.result_of(*v)?;
                     let p = plan.op(op as usize)?;
                     names.bound(op, index, p.layout.as_ref(), p.spill.as_ref().map(|c| &c.layout))
                 }

@@ -1,7 +1,7 @@
 //! Evaluating one function: value lifetimes, the live L1 before and after each op, and each
 //! op's op-model verdict. The rules are in the crate documentation.
 
-use ir::{Diagnostic, LoweredFunc, OpData, Severity, Ty, ValueRef};
+use ir::{Diagnostic, FuncBody, LoweredFunc, OpData, Severity, Ty, ValueRef};
 use opmodel::{OpConstraints, OpError, OpModel, OpQuery, OutputHint, TensorDesc};
 use rustc_hash::FxHashMap;
 use syntax::TextRange;
@@ -28,10 +28,11 @@ struct Buffers {
 }
 
 impl Buffers {
-    fn of(&self, v: ValueRef) -> Option<usize> {
+    fn of(&self, body: &FuncBody, v: ValueRef) -> Option<usize> {
         match v {
             ValueRef::Arg(a) => self.args.get(a as usize).copied().flatten(),
-            ValueRef::Result { op, index } => {
+            ValueRef::Result { .. } => {
+                let (op, index) = body.result_of(v)?;
                 self.results.get(op as usize)?.get(index as usize).copied().flatten()
             }
             ValueRef::Unknown => None,
@@ -63,7 +64,7 @@ fn lifetimes(f: &LoweredFunc) -> Lifetimes {
         for &v in &op.operands {
             // A use above the definition is a lowering error; it must not stretch a lifetime
             // backwards.
-            if let ValueRef::Result { op: p, index } = v
+            if let Some((p, index)) = body.result_of(v)
                 && (p as usize) < i
                 && let Some(end) =
                     results.get_mut(p as usize).and_then(|r| r.get_mut(index as usize))
@@ -77,20 +78,21 @@ fn lifetimes(f: &LoweredFunc) -> Lifetimes {
         }
     }
     for &v in &body.returns {
-        if let ValueRef::Result { op, index } = v
+        if let Some((op, index)) = body.result_of(v)
             && let Some(end) = results.get_mut(op as usize).and_then(|r| r.get_mut(index as usize))
         {
             *end = END;
         }
     }
     // The deallocation frees the buffer whatever comes after it; a later use is reported as
-    // a violation, it does not bring the buffer back.
+    // a violation, it does not bring the buffer back. (Each value is set once, so the map's
+    // order does not matter.)
     for (&v, &i) in &deallocated_at {
         let end = match v {
             ValueRef::Arg(a) => args.get_mut(a as usize),
-            ValueRef::Result { op, index } => {
-                results.get_mut(op as usize).and_then(|r| r.get_mut(index as usize))
-            }
+            ValueRef::Result { .. } => body
+                .result_of(v)
+                .and_then(|(op, index)| results.get_mut(op as usize)?.get_mut(index as usize)),
             ValueRef::Unknown => None,
         };
         if let Some(end) = end {
@@ -149,7 +151,7 @@ pub(crate) fn func(target: &Target, model: &dyn OpModel, f: &LoweredFunc, report
             }
             let end = life.results[i][r];
             if r == 0
-                && let Some(b) = verdict.alias_of.and_then(|v| buffers.of(v))
+                && let Some(b) = verdict.alias_of.and_then(|v| buffers.of(body, v))
             {
                 let buf = &mut buffers.bufs[b];
                 buf.end = buf.end.max(end);
