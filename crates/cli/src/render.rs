@@ -7,7 +7,12 @@ use ide::{Diagnostic, Severity};
 use syntax::{LineIndex, TextRange};
 
 /// Renders diagnostics the way rustc does, with a source snippet.
-pub(crate) fn human(path: &str, text: &str, diags: &[Diagnostic], out: &mut impl std::io::Write) {
+pub(crate) fn human(
+    path: &str,
+    text: &str,
+    diags: &[Diagnostic],
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
     let renderer = if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
         Renderer::styled()
     } else {
@@ -27,8 +32,9 @@ pub(crate) fn human(path: &str, text: &str, diags: &[Diagnostic], out: &mut impl
                 .fold(true)
                 .annotation(AnnotationKind::Primary.span(range.start as usize..range.end as usize)),
         )];
-        let _ = writeln!(out, "{}\n", renderer.render(report));
+        writeln!(out, "{}\n", renderer.render(report))?;
     }
+    Ok(())
 }
 
 /// A range that lies on character boundaries inside the text.
@@ -44,7 +50,12 @@ fn clamp(text: &str, r: TextRange) -> TextRange {
 }
 
 /// One JSON object per line with 0-based lines and UTF-16 characters, as LSP counts.
-pub(crate) fn json(path: &str, text: &str, diags: &[Diagnostic], out: &mut impl std::io::Write) {
+pub(crate) fn json(
+    path: &str,
+    text: &str,
+    diags: &[Diagnostic],
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
     let index = LineIndex::new(text);
     for d in diags {
         let start = index.line_col(text, d.range.start);
@@ -59,6 +70,7 @@ pub(crate) fn json(path: &str, text: &str, diags: &[Diagnostic], out: &mut impl 
             "code": d.code,
             "message": d.message,
         });
-        let _ = writeln!(out, "{v}");
+        writeln!(out, "{v}")?;
     }
+    Ok(())
 }
