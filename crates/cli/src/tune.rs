@@ -136,6 +136,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             args.policy
         )
     })?;
+    let time_limit = args.time_limit.map(time_limit).transpose()?;
     let output = match &args.output {
         Some(o) => o.clone(),
         None => default_output(&args.file),
@@ -150,11 +151,6 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             "`{output}` exists (a previous tuning result?); pass `--force` to replace it, or \
              `-o` to write elsewhere"
         );
-    }
-    if let Some(t) = args.time_limit
-        && !(t.is_finite() && t > 0.0)
-    {
-        anyhow::bail!("`--time-limit` must be a positive number of seconds, found {t}");
     }
     let target = common::load_target(args.target.as_deref())?;
     let input = input::read(&args.file)?;
@@ -210,7 +206,9 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         verifications: 0,
         verify_time: Duration::ZERO,
     };
-    let deadline = args.time_limit.map(|t| started + Duration::from_secs_f64(t));
+    // Bounded by `MAX_TIME_LIMIT_SECS`, so the addition cannot overflow; if it somehow did,
+    // the budget alone would end the search.
+    let deadline = time_limit.and_then(|t| started.checked_add(t));
     let search_started = Instant::now();
     let (best_state, best_cost, stopped_by) =
         search.run(&tunables, baseline.total_ns, args.budget, deadline, &stop, &progress)?;
@@ -590,6 +588,22 @@ fn percent(baseline: u64, tuned: u64) -> String {
         return "n/a".to_owned();
     }
     format!("{:+.2}%", (tuned as f64 / baseline as f64 - 1.0) * 100.0)
+}
+
+/// The largest `--time-limit`: 365 days. Anything larger is a typo, and a duration beyond
+/// `u64::MAX` seconds (`1e19`) cannot even be represented.
+const MAX_TIME_LIMIT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// `--time-limit` as a duration: positive, finite and at most [`MAX_TIME_LIMIT_SECS`].
+fn time_limit(secs: f64) -> anyhow::Result<Duration> {
+    if !(secs > 0.0 && secs <= MAX_TIME_LIMIT_SECS) {
+        anyhow::bail!(
+            "`--time-limit` must be a positive number of seconds up to {MAX_TIME_LIMIT_SECS} \
+             (365 days), found {secs}"
+        );
+    }
+    Duration::try_from_secs_f64(secs)
+        .map_err(|e| anyhow::format_err!("`--time-limit` {secs} is not a duration: {e}"))
 }
 
 fn default_output(file: &Utf8Path) -> Utf8PathBuf {
