@@ -94,3 +94,26 @@ fn load_target(name: &str) -> Result<target::Target, String> {
     };
     parsed.map_err(|e| format!("target file {name}: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+
+    #[test]
+    fn a_target_file_with_an_impossible_grid_is_reported_and_the_target_kept() {
+        let path =
+            std::env::temp_dir().join(format!("ttnn-config-{}-grid.toml", std::process::id()));
+        std::fs::write(&path, "base = \"n150\"\nworker_grid = { rows = 100000, cols = 100000 }\n")
+            .expect("the temp file is written");
+        let name = path.to_str().expect("temp paths are UTF-8 here").to_owned();
+        let mut config = Config::new();
+        let errors = config.update(&serde_json::json!({ "target": name }));
+        let _ = std::fs::remove_file(&path);
+        let shown = errors.join("\n").replace(&name, "<file>");
+        expect!["target file <file>: 2:15: `worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 100000 rows x 100000 cols"].assert_eq(&shown);
+        assert_eq!(config.target, target::Target::n150());
+        assert_eq!(config.target_name, "n150");
+    }
+}
