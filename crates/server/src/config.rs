@@ -8,11 +8,6 @@
 //! most clients scope settings). Unknown keys are ignored; a bad value is reported and the
 //! previous setting kept.
 
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the server is an edge crate: a `target` setting may name a target file"
-)]
-
 use ide::{Options, Policy};
 use serde_json::Value;
 
@@ -84,7 +79,7 @@ fn load_target(name: &str) -> Result<target::Target, String> {
     if let Some(t) = target::Target::builtin(name) {
         return Ok(t);
     }
-    let text = std::fs::read_to_string(name).map_err(|e| {
+    let text = crate::files::read_regular_file(name).map_err(|e| {
         format!("`target` is neither a builtin device (n150, n300, p150) nor a readable file: {name}: {e}")
     })?;
     let parsed = if name.ends_with(".json") {
@@ -102,6 +97,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test writes a target file")]
     fn a_target_file_with_an_impossible_grid_is_reported_and_the_target_kept() {
         let path =
             std::env::temp_dir().join(format!("ttnn-config-{}-grid.toml", std::process::id()));
