@@ -42,8 +42,19 @@ pub(crate) fn ensure_not_an_input(output: &Utf8Path, inputs: &[&Utf8Path]) -> an
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, synced,
 /// then renamed into place. An existing destination keeps its permissions; a new one gets
 /// the usual `0o666` less the umask.
+///
+/// A destination that is a symlink or exists and is not a regular file (`/dev/stdout`, a
+/// named pipe, a device) is written in place instead: renaming over it would replace the
+/// link or the device node rather than write to what it names.
 pub(crate) fn write_file(path: &Utf8Path, contents: &[u8]) -> anyhow::Result<()> {
     let fail = || format!("cannot write `{path}`");
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.is_file()
+    {
+        let mut file =
+            std::fs::OpenOptions::new().write(true).truncate(true).open(path).with_context(fail)?;
+        return file.write_all(contents).and_then(|()| file.flush()).with_context(fail);
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_str().is_empty() => d,
         _ => Utf8Path::new("."),

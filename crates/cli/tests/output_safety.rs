@@ -223,3 +223,21 @@ fn a_failed_write_to_stdout_is_an_io_error_for_every_command_that_prints() {
         assert!(stderr.contains("cannot write to stdout"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn an_output_that_is_a_symlink_or_a_device_is_written_through_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.mlir");
+    let link = dir.path().join("link.mlir");
+    fs::write(&real, "previous output\n").unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (code, _, stderr) = run(&["optimize", FFN, "-o", &path_str(&link)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    assert!(fs::read_to_string(&real).unwrap().contains("ttnn."), "the target was written");
+
+    // `-o /dev/stdout` writes to stdout, whatever stdout is.
+    let (code, stdout, stderr) = run(&["import", TTIR, "-o", "/dev/stdout"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("// TTNN imported by ttnn-analyzer"), "{stdout}");
+}
