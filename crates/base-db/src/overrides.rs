@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashSet;
 use syntax::TextRange;
 use ttnn_types::{
     BufferType, Conv2dConfig, DataType, Grid, PageLayout, TensorMemoryLayout, UnaryWithParam,
@@ -200,6 +201,9 @@ const IGNORED_OPTIONS: &[&str] = &[
 #[must_use]
 pub fn parse_overrides(text: &str) -> OverrideFile {
     let mut out = OverrideFile::default();
+    // The (option, op) pairs in `out.entries`, so a new entry finds its duplicate without a
+    // scan of every entry (20k distinct entries were quadratic).
+    let mut present: FxHashSet<(String, String)> = FxHashSet::default();
     let mut offset = 0u32;
     for line in text.split_inclusive('\n') {
         let line_start = offset;
@@ -220,7 +224,7 @@ pub fn parse_overrides(text: &str) -> OverrideFile {
                 pos += 1;
             }
             if pos > start {
-                parse_option(&mut out, &line[start..pos], line_start + start as u32);
+                parse_option(&mut out, &mut present, &line[start..pos], line_start + start as u32);
             }
         }
     }
@@ -257,7 +261,12 @@ fn push(out: &mut OverrideFile, e: OverrideError) {
     }
 }
 
-fn parse_option(out: &mut OverrideFile, opt: &str, at: u32) {
+fn parse_option(
+    out: &mut OverrideFile,
+    present: &mut FxHashSet<(String, String)>,
+    opt: &str,
+    at: u32,
+) {
     let Some((name, value)) = opt.split_once('=') else {
         error(
             out,
@@ -277,7 +286,7 @@ fn parse_option(out: &mut OverrideFile, opt: &str, at: u32) {
             }
             let mut entry_at = value_at;
             for entry in value.split(',') {
-                parse_entry(out, name, entry, entry_at);
+                parse_entry(out, present, name, entry, entry_at);
                 entry_at += entry.len() as u32 + 1;
             }
         }
@@ -326,7 +335,13 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-fn parse_entry(out: &mut OverrideFile, option: &str, entry: &str, at: u32) {
+fn parse_entry(
+    out: &mut OverrideFile,
+    present: &mut FxHashSet<(String, String)>,
+    option: &str,
+    entry: &str,
+    at: u32,
+) {
     let parts: Vec<&str> = entry.split('=').collect();
     let range = range_of(at, entry);
     if parts.len() != 2 || parts[0].is_empty() {
@@ -351,9 +366,12 @@ fn parse_entry(out: &mut OverrideFile, option: &str, entry: &str, at: u32) {
         _ => parse_reconfig_params(out, params, params_at).map(OverrideKind::InsertMemReconfig),
     };
     let Some(kind) = kind else { return };
-    if let Some(prev) = out.entries.iter().find(|e| {
-        e.op_name == op_name && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind)
-    }) {
+    let key = (option.to_owned(), op_name.to_owned());
+    if present.contains(&key)
+        && let Some(prev) = out.entries.iter().find(|e| {
+            e.op_name == op_name && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind)
+        })
+    {
         let prev_line = prev.range;
         push(
             out,
@@ -372,6 +390,7 @@ fn parse_entry(out: &mut OverrideFile, option: &str, entry: &str, at: u32) {
                 && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind))
         });
     }
+    present.insert(key);
     out.entries.push(OverrideEntry { op_name: op_name.to_owned(), name_range, range, kind });
 }
 
