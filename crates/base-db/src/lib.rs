@@ -26,8 +26,8 @@ use rustc_hash::FxHashMap;
 pub use salsa::{self, Durability};
 
 pub use crate::overrides::{
-    Conv2dOverride, OpOverrides, OptionSetting, OutputLayoutOverride, OverrideEntry, OverrideError,
-    OverrideFile, OverrideKind, OverrideSettings, parse_overrides,
+    Conv2dOverride, MAX_OVERRIDE_ERRORS, OpOverrides, OptionSetting, OutputLayoutOverride,
+    OverrideEntry, OverrideError, OverrideFile, OverrideKind, OverrideSettings, parse_overrides,
 };
 
 /// One IR file. `path` is a display name (a path or URI) used only in diagnostics; analysis

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashSet;
 use syntax::TextRange;
 use ttnn_types::{
     BufferType, Conv2dConfig, DataType, Grid, PageLayout, TensorMemoryLayout, UnaryWithParam,
@@ -200,6 +201,9 @@ const IGNORED_OPTIONS: &[&str] = &[
 #[must_use]
 pub fn parse_overrides(text: &str) -> OverrideFile {
     let mut out = OverrideFile::default();
+    // The (option, op) pairs in `out.entries`, so a new entry finds its duplicate without a
+    // scan of every entry (20k distinct entries were quadratic).
+    let mut present: FxHashSet<(String, String)> = FxHashSet::default();
     let mut offset = 0u32;
     for line in text.split_inclusive('\n') {
         let line_start = offset;
@@ -220,7 +224,7 @@ pub fn parse_overrides(text: &str) -> OverrideFile {
                 pos += 1;
             }
             if pos > start {
-                parse_option(&mut out, &line[start..pos], line_start + start as u32);
+                parse_option(&mut out, &mut present, &line[start..pos], line_start + start as u32);
             }
         }
     }
@@ -231,11 +235,38 @@ fn range_of(start: u32, s: &str) -> TextRange {
     TextRange::new(start, start + s.len() as u32)
 }
 
+/// The most errors and warnings one overrides text reports; past it one warning says so. A
+/// generated file with millions of bad or duplicate entries would otherwise hold (and show)
+/// millions of diagnostics.
+pub const MAX_OVERRIDE_ERRORS: usize = 1000;
+
 fn error(out: &mut OverrideFile, code: &'static str, message: String, range: TextRange) {
-    out.errors.push(OverrideError { code, message, range, is_warning: false });
+    push(out, OverrideError { code, message, range, is_warning: false });
 }
 
-fn parse_option(out: &mut OverrideFile, opt: &str, at: u32) {
+/// Records a diagnostic unless [`MAX_OVERRIDE_ERRORS`] are already recorded.
+fn push(out: &mut OverrideFile, e: OverrideError) {
+    match out.errors.len().cmp(&MAX_OVERRIDE_ERRORS) {
+        std::cmp::Ordering::Less => out.errors.push(e),
+        std::cmp::Ordering::Equal => out.errors.push(OverrideError {
+            code: "too-many-override-errors",
+            message: format!(
+                "more than {MAX_OVERRIDE_ERRORS} errors and warnings in the overrides; the rest \
+                 are not reported"
+            ),
+            range: e.range,
+            is_warning: true,
+        }),
+        std::cmp::Ordering::Greater => {}
+    }
+}
+
+fn parse_option(
+    out: &mut OverrideFile,
+    present: &mut FxHashSet<(String, String)>,
+    opt: &str,
+    at: u32,
+) {
     let Some((name, value)) = opt.split_once('=') else {
         error(
             out,
@@ -255,7 +286,7 @@ fn parse_option(out: &mut OverrideFile, opt: &str, at: u32) {
             }
             let mut entry_at = value_at;
             for entry in value.split(',') {
-                parse_entry(out, name, entry, entry_at);
+                parse_entry(out, present, name, entry, entry_at);
                 entry_at += entry.len() as u32 + 1;
             }
         }
@@ -281,14 +312,17 @@ fn parse_option(out: &mut OverrideFile, opt: &str, at: u32) {
                 range_of(value_at, value),
             ),
         },
-        _ if IGNORED_OPTIONS.contains(&name) => out.errors.push(OverrideError {
-            code: "ignored-option",
-            message: format!(
-                "`{name}` is a tt-mlir pipeline option with no effect on this analysis"
-            ),
-            range: name_range,
-            is_warning: true,
-        }),
+        _ if IGNORED_OPTIONS.contains(&name) => push(
+            out,
+            OverrideError {
+                code: "ignored-option",
+                message: format!(
+                    "`{name}` is a tt-mlir pipeline option with no effect on this analysis"
+                ),
+                range: name_range,
+                is_warning: true,
+            },
+        ),
         _ => error(out, "unknown-option", format!("unknown option `{name}`"), name_range),
     }
 }
@@ -301,7 +335,13 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-fn parse_entry(out: &mut OverrideFile, option: &str, entry: &str, at: u32) {
+fn parse_entry(
+    out: &mut OverrideFile,
+    present: &mut FxHashSet<(String, String)>,
+    option: &str,
+    entry: &str,
+    at: u32,
+) {
     let parts: Vec<&str> = entry.split('=').collect();
     let range = range_of(at, entry);
     if parts.len() != 2 || parts[0].is_empty() {
@@ -326,24 +366,31 @@ fn parse_entry(out: &mut OverrideFile, option: &str, entry: &str, at: u32) {
         _ => parse_reconfig_params(out, params, params_at).map(OverrideKind::InsertMemReconfig),
     };
     let Some(kind) = kind else { return };
-    if let Some(prev) = out.entries.iter().find(|e| {
-        e.op_name == op_name && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind)
-    }) {
+    let key = (option.to_owned(), op_name.to_owned());
+    if present.contains(&key)
+        && let Some(prev) = out.entries.iter().find(|e| {
+            e.op_name == op_name && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind)
+        })
+    {
         let prev_line = prev.range;
-        out.errors.push(OverrideError {
-            code: "duplicate-override",
-            message: format!(
-                "a second `{option}` entry for `{op_name}` replaces the one at offset {}",
-                prev_line.start
-            ),
-            range: name_range,
-            is_warning: true,
-        });
+        push(
+            out,
+            OverrideError {
+                code: "duplicate-override",
+                message: format!(
+                    "a second `{option}` entry for `{op_name}` replaces the one at offset {}",
+                    prev_line.start
+                ),
+                range: name_range,
+                is_warning: true,
+            },
+        );
         out.entries.retain(|e| {
             !(e.op_name == op_name
                 && std::mem::discriminant(&e.kind) == std::mem::discriminant(&kind))
         });
     }
+    present.insert(key);
     out.entries.push(OverrideEntry { op_name: op_name.to_owned(), name_range, range, kind });
 }
 
@@ -623,5 +670,15 @@ mod tests {
                 warning[duplicate-override] 28..29 "x": a second `override-output-layout` entry for `x` replaces the one at offset 23
             "#]],
         );
+    }
+
+    #[test]
+    fn a_file_of_duplicates_reports_at_most_the_cap_and_says_so() {
+        let text = "override-output-layout=x=l1\n".repeat(MAX_OVERRIDE_ERRORS + 500);
+        let parsed = parse_overrides(&text);
+        assert_eq!(parsed.entries.len(), 1, "the last entry for `x` is the one in force");
+        assert_eq!(parsed.errors.len(), MAX_OVERRIDE_ERRORS + 1);
+        let last = parsed.errors.last().expect("there are errors");
+        expect!["too-many-override-errors true: more than 1000 errors and warnings in the overrides; the rest are not reported"].assert_eq(&format!("{} {}: {}", last.code, last.is_warning, last.message));
     }
 }

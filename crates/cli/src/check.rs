@@ -6,7 +6,7 @@ use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 use ide::{AnalysisHost, Change, Diagnostic, Options, Severity};
 
-use crate::{input, render};
+use crate::{input, output, render};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum Format {
@@ -63,7 +63,9 @@ pub(crate) fn check(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             Format::Human => render::human(&input.path, &input.text, &diags, &mut out),
             Format::Json => render::json(&input.path, &input.text, &diags, &mut out),
         }
+        .map_err(output::stdout_error)?;
     }
+    out.flush().map_err(output::stdout_error)?;
     if matches!(args.format, Format::Human) {
         let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
         let _ = writeln!(
@@ -87,7 +89,7 @@ pub(crate) fn fmt(args: &FmtArgs) -> anyhow::Result<ExitCode> {
         analysis.format(file).map_err(|_| anyhow::format_err!("analysis was cancelled"))?;
     match (formatted, &input.encoding_error) {
         (Some(text), None) => {
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            output::write_stdout(text.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
         _ => {
@@ -98,7 +100,7 @@ pub(crate) fn fmt(args: &FmtArgs) -> anyhow::Result<ExitCode> {
                 .diagnostics(file)
                 .map_err(|_| anyhow::format_err!("analysis was cancelled"))?;
             diags.extend(found.into_iter().filter(|d| d.severity == Severity::Error));
-            render::human(&input.path, &input.text, &diags, &mut std::io::stderr().lock());
+            let _ = render::human(&input.path, &input.text, &diags, &mut std::io::stderr().lock());
             let _ = writeln!(
                 std::io::stderr(),
                 "not formatting `{}`: it has syntax errors",

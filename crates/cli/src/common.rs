@@ -4,16 +4,20 @@ use anyhow::Context as _;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 
-/// `--target`: a builtin device name or a target description file.
+use crate::input;
+
+/// `--target`: a builtin device name, else a target file (`.json` is JSON, anything else
+/// TOML), read as any input is. Errors name the file and, when known, the line, the column
+/// and the key.
 pub(crate) fn load_target(arg: Option<&str>) -> anyhow::Result<target::Target> {
     let Some(arg) = arg else { return Ok(target::Target::n150()) };
     if let Some(t) = target::Target::builtin(arg) {
         return Ok(t);
     }
     let path = Utf8Path::new(arg);
-    let text = std::fs::read_to_string(path).with_context(|| {
+    let text = input::read_text(path).with_context(|| {
         format!(
-            "`{arg}` is neither a builtin target ({}) nor a readable file",
+            "`{arg}` is neither a builtin target ({}) nor a readable target file",
             target::BUILTIN_NAMES.join(", ")
         )
     })?;
@@ -22,10 +26,17 @@ pub(crate) fn load_target(arg: Option<&str>) -> anyhow::Result<target::Target> {
     } else {
         target::Target::from_toml_str(&text)
     };
+    // `TargetError` displays as `line:col: `key`: message` when it knows them.
     parsed.map_err(|e| match e.line_col {
-        Some((line, col)) => anyhow::format_err!("{path}:{line}:{col}: {}", e.message),
-        None => anyhow::format_err!("{path}: {}", e.message),
+        Some(_) => anyhow::format_err!("{path}:{e}"),
+        None => anyhow::format_err!("{path}: {e}"),
     })
+}
+
+/// The target file named by `--target`, if it is a file rather than a builtin name: an
+/// output must not overwrite it either.
+pub(crate) fn target_file(arg: Option<&str>) -> Option<&Utf8Path> {
+    arg.filter(|a| target::Target::builtin(a).is_none()).map(Utf8Path::new)
 }
 
 /// The optimizer overrides, in tt-mlir's own option syntax.
@@ -59,8 +70,7 @@ impl OverrideArgs {
         let mut text = String::new();
         let mut origin = "<command line>".to_owned();
         if let Some(path) = &self.overrides {
-            text =
-                std::fs::read_to_string(path).with_context(|| format!("cannot read `{path}`"))?;
+            text = input::read_text(path)?;
             if !text.ends_with('\n') && !text.is_empty() {
                 text.push('\n');
             }
@@ -90,17 +100,5 @@ impl OverrideArgs {
             origin = format!("{origin} + command-line flags");
         }
         Ok((origin, text))
-    }
-}
-
-/// True when both paths name the same file: equal as written, or (when both exist) after
-/// resolving links and `..`, so `./a.mlir` and `a.mlir` are caught too.
-pub(crate) fn same_file(a: &Utf8Path, b: &Utf8Path) -> bool {
-    if a == b {
-        return true;
-    }
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
     }
 }

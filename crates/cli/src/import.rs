@@ -7,7 +7,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 use ide::{Diagnostic, Severity};
 
-use crate::{common, input, render};
+use crate::{input, output, render};
 
 #[derive(Args)]
 pub(crate) struct ImportArgs {
@@ -19,13 +19,8 @@ pub(crate) struct ImportArgs {
 }
 
 pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
-    if let Some(out) = &args.output
-        && common::same_file(out, &args.file)
-    {
-        anyhow::bail!(
-            "refusing to overwrite the input file `{}`; write the result elsewhere",
-            args.file
-        );
+    if let Some(out) = &args.output {
+        output::ensure_not_an_input(out, &[&args.file])?;
     }
     let input = input::read(&args.file)?;
     let result = import_text(&input.text, &args.file);
@@ -35,14 +30,11 @@ pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     // The TTNN text is written even when some ops could not be lowered: those stay in TTIR
     // form and the rest of the graph is still worth having (the diagnostics say what is left).
     match &args.output {
-        Some(path) => std::fs::write(path, &result.ttnn)
-            .map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?,
-        None => {
-            let _ = std::io::stdout().lock().write_all(result.ttnn.as_bytes());
-        }
+        Some(path) => output::write_file(path, result.ttnn.as_bytes())?,
+        None => output::write_stdout(result.ttnn.as_bytes())?,
     }
     let mut err = std::io::stderr().lock();
-    render::human(&input.path, &input.text, &diags, &mut err);
+    let _ = render::human(&input.path, &input.text, &diags, &mut err);
     let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
     let stats = &result.stats;
     let _ = writeln!(

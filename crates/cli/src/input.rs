@@ -1,4 +1,10 @@
 //! Reading input files: I/O errors are fatal (exit 2), bad encodings are diagnostics.
+//!
+//! Every file the CLI reads (IR, overrides, target files) goes through [`read_bytes`]: only
+//! regular files are read, so a device (`/dev/zero`) or a named pipe is refused at once
+//! instead of read without end or waited on, and no file over [`MAX_INPUT_BYTES`] is read.
+
+use std::io::Read as _;
 
 use anyhow::Context as _;
 use camino::Utf8Path;
@@ -12,9 +18,69 @@ pub(crate) struct InputFile {
     pub(crate) encoding_error: Option<Diagnostic>,
 }
 
+/// The largest file read as an input: 256 MiB. The biggest real model IR we know of is a
+/// few tens of MiB; the analysis holds several times its input in memory.
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
 pub(crate) fn read(path: &Utf8Path) -> anyhow::Result<InputFile> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{path}`"))?;
-    Ok(decode(path.as_str(), bytes))
+    Ok(decode(path.as_str(), read_bytes(path)?))
+}
+
+/// A UTF-8 text file (overrides, target files), read with the same checks as [`read`].
+pub(crate) fn read_text(path: &Utf8Path) -> anyhow::Result<String> {
+    String::from_utf8(read_bytes(path)?).map_err(|e| {
+        anyhow::format_err!("cannot read `{path}`: not valid UTF-8: {}", e.utf8_error())
+    })
+}
+
+/// The bytes of a regular file of at most [`MAX_INPUT_BYTES`].
+pub(crate) fn read_bytes(path: &Utf8Path) -> anyhow::Result<Vec<u8>> {
+    let fail = || format!("cannot read `{path}`");
+    // Checked before opening: opening a named pipe blocks until a writer appears.
+    let meta = std::fs::metadata(path).with_context(fail)?;
+    check_kind(path, &meta)?;
+    let file = std::fs::File::open(path).with_context(fail)?;
+    // Checked again on the open file, in case the path was swapped in between.
+    let meta = file.metadata().with_context(fail)?;
+    check_kind(path, &meta)?;
+    // The size may grow while the file is read: never read more than the cap plus one byte.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes).with_context(fail)?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large(path));
+    }
+    Ok(bytes)
+}
+
+fn check_kind(path: &Utf8Path, meta: &std::fs::Metadata) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        if meta.len() > MAX_INPUT_BYTES {
+            return Err(too_large(path));
+        }
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    anyhow::bail!("cannot read `{path}`: it is {what}; only regular files are read as inputs")
+}
+
+fn too_large(path: &Utf8Path) -> anyhow::Error {
+    anyhow::format_err!(
+        "cannot read `{path}`: it is larger than {} MiB, the limit for an input file",
+        MAX_INPUT_BYTES / (1024 * 1024)
+    )
 }
 
 /// Decodes bytes as UTF-8. Invalid sequences are replaced (so the rest of the file is still

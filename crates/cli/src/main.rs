@@ -13,6 +13,7 @@ mod common;
 mod import;
 mod input;
 mod optimize;
+mod output;
 mod render;
 mod report;
 mod session;

@@ -6,7 +6,7 @@ use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 use ide::{AnalysisHost, Change, Diagnostic, Options, PlanReport, Policy, Severity};
 
-use crate::{common, input, render};
+use crate::{common, input, output, render};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum ReportFormat {
@@ -41,11 +41,11 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
             args.policy
         )
     })?;
-    if args.output.as_ref().is_some_and(|o| common::same_file(o, &args.file)) {
-        anyhow::bail!(
-            "refusing to overwrite the input file `{}`; write the result elsewhere",
-            args.file
-        );
+    if let Some(out) = &args.output {
+        let mut inputs = vec![args.file.as_path()];
+        inputs.extend(args.overrides.overrides.as_deref());
+        inputs.extend(common::target_file(args.target.as_deref()));
+        output::ensure_not_an_input(out, &inputs)?;
     }
     let target = common::load_target(args.target.as_deref())?;
     let (origin, overrides) = args.overrides.text()?;
@@ -56,7 +56,7 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
         let result = crate::import::import_text(&input.text, &args.file);
         let mut stderr = std::io::stderr().lock();
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
-        render::human(&input.path, &input.text, &diags, &mut stderr);
+        let _ = render::human(&input.path, &input.text, &diags, &mut stderr);
         if result.has_errors() {
             let _ = writeln!(stderr, "not optimizing `{}`: the TTIR import has errors", input.path);
             return Ok(ExitCode::from(1));
@@ -89,7 +89,7 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
             .filter(|d| d.severity == Severity::Error),
     );
     if !diags.is_empty() {
-        render::human(&input.path, &input.text, &diags, &mut stderr);
+        let _ = render::human(&input.path, &input.text, &diags, &mut stderr);
         let _ = writeln!(stderr, "not optimizing `{}`: it has errors", input.path);
         return Ok(ExitCode::from(1));
     }
@@ -103,7 +103,7 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
         .filter(|d| matches!(d.severity, Severity::Error | Severity::Warning))
         .collect();
     if !override_diags.is_empty() {
-        render::human(&origin, &overrides, &override_diags, &mut stderr);
+        let _ = render::human(&origin, &overrides, &override_diags, &mut stderr);
         if override_diags.iter().any(|d| d.severity == Severity::Error) {
             let _ = writeln!(stderr, "not optimizing: the overrides have errors");
             return Ok(ExitCode::from(1));
@@ -112,27 +112,27 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let report = analysis.plan_report(file).map_err(cancelled)?;
     let final_ir = analysis.final_ir(file).map_err(cancelled)?;
     match &args.output {
-        Some(path) => std::fs::write(path, &final_ir.text)
-            .map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?,
-        None => {
-            let _ = std::io::stdout().lock().write_all(final_ir.text.as_bytes());
-        }
+        Some(path) => output::write_file(path, final_ir.text.as_bytes())?,
+        None => output::write_stdout(final_ir.text.as_bytes())?,
     }
-    let mut report_out: Box<dyn std::io::Write> = if args.output.is_some() {
+    let to_stdout = args.output.is_some();
+    let mut report_out: Box<dyn std::io::Write> = if to_stdout {
         Box::new(std::io::stdout().lock())
     } else {
         Box::new(std::io::stderr().lock())
     };
-    match args.report {
+    let written = match args.report {
         // JSON lines only: the summary is the last record, so every line parses.
         Some(ReportFormat::Json) => json_report(&report, final_ir.conversions, &mut report_out),
-        Some(ReportFormat::Human) => {
-            human_report(&report, &mut report_out);
-            let _ = writeln!(report_out, "{}", summary(&report, final_ir.conversions));
-        }
-        None => {
-            let _ = writeln!(report_out, "{}", summary(&report, final_ir.conversions));
-        }
+        Some(ReportFormat::Human) => human_report(&report, &mut report_out)
+            .and_then(|()| writeln!(report_out, "{}", summary(&report, final_ir.conversions))),
+        None => writeln!(report_out, "{}", summary(&report, final_ir.conversions)),
+    }
+    .and_then(|()| report_out.flush());
+    // The report on stdout is output like the IR; on stderr it is a log, and a failure to
+    // log has nowhere to be reported.
+    if to_stdout {
+        written.map_err(output::stdout_error)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -175,15 +175,15 @@ pub(crate) fn short_layout(l: Option<&ttnn_types::TtnnLayout>) -> String {
     }
 }
 
-fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
-    let _ = writeln!(
+fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(
         out,
         "{:<28} {:<22} {:<12} {:<12} {:<20} reason",
         "op", "kind", "written", "planned", "chain"
-    );
+    )?;
     for d in &r.ops {
         let chain = d.chain.map_or("-".to_owned(), |(c, p, n, s)| format!("#{c} {p}/{n} {s}"));
-        let _ = writeln!(
+        writeln!(
             out,
             "{:<28} {:<22} {:<12} {:<12} {:<20} {}",
             d.op,
@@ -192,30 +192,35 @@ fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) {
             short_layout(d.planned.as_ref()),
             chain,
             d.reason
-        );
+        )?;
         for (k, l, why) in &d.reshards {
-            let _ = writeln!(out, "    operand {k}: reshard to {} ({why})", l.describe());
+            writeln!(out, "    operand {k}: reshard to {} ({why})", l.describe())?;
         }
         if let Some((l, why)) = &d.spill {
-            let _ = writeln!(out, "    result: {} ({why})", l.describe());
+            writeln!(out, "    result: {} ({why})", l.describe())?;
         }
     }
     for c in &r.chains {
         if let Some(f) = &c.failure {
-            let _ = writeln!(out, "chain #{} [{}] {}: {f}", c.index, c.ops.join(", "), c.state);
+            writeln!(out, "chain #{} [{}] {}: {f}", c.index, c.ops.join(", "), c.state)?;
         }
     }
     for m in &r.merges {
-        let _ = writeln!(out, "merge: {m}");
+        writeln!(out, "merge: {m}")?;
     }
     for (f, why) in &r.skipped {
-        let _ = writeln!(out, "@{f} left as written: {why}");
+        writeln!(out, "@{f} left as written: {why}")?;
     }
+    Ok(())
 }
 
 /// One JSON object per line, each with a `record` field: `op` per op, `chain` per chain,
 /// `merge` per merge, `skipped` per function left alone, and a final `summary`.
-fn json_report(r: &PlanReport, conversions: usize, out: &mut dyn std::io::Write) {
+fn json_report(
+    r: &PlanReport,
+    conversions: usize,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let layout = |l: Option<&ttnn_types::TtnnLayout>| match l {
         None => serde_json::Value::Null,
         Some(l) => serde_json::json!({
@@ -239,7 +244,7 @@ fn json_report(r: &PlanReport, conversions: usize, out: &mut dyn std::io::Write)
             "reshards": d.reshards.iter().map(|(k, l, why)| serde_json::json!({"operand": k, "layout": layout(Some(l)), "reason": why})).collect::<Vec<_>>(),
             "spill": d.spill.as_ref().map(|(l, why)| serde_json::json!({"layout": layout(Some(l)), "reason": why})),
         });
-        let _ = writeln!(out, "{v}");
+        writeln!(out, "{v}")?;
     }
     for c in &r.chains {
         let v = serde_json::json!({
@@ -253,14 +258,14 @@ fn json_report(r: &PlanReport, conversions: usize, out: &mut dyn std::io::Write)
             "spill": c.spill,
             "spill_reason": c.spill_reason,
         });
-        let _ = writeln!(out, "{v}");
+        writeln!(out, "{v}")?;
     }
     for m in &r.merges {
-        let _ = writeln!(out, "{}", serde_json::json!({ "record": "merge", "description": m }));
+        writeln!(out, "{}", serde_json::json!({ "record": "merge", "description": m }))?;
     }
     for (func, reason) in &r.skipped {
         let v = serde_json::json!({ "record": "skipped", "func": func, "reason": reason });
-        let _ = writeln!(out, "{v}");
+        writeln!(out, "{v}")?;
     }
     let chains: serde_json::Map<String, serde_json::Value> =
         r.chains_by_state().into_iter().map(|(s, n)| (s.to_owned(), n.into())).collect();
@@ -275,5 +280,5 @@ fn json_report(r: &PlanReport, conversions: usize, out: &mut dyn std::io::Write)
         "merges": r.merges.len(),
         "conversions": conversions,
     });
-    let _ = writeln!(out, "{v}");
+    writeln!(out, "{v}")
 }

@@ -7,13 +7,12 @@ mod svg;
 
 use std::{io::Write as _, process::ExitCode};
 
-use anyhow::Context as _;
-use camino::{Utf8Path, Utf8PathBuf};
+use camino::Utf8PathBuf;
 use clap::Args;
 use ide::{Diagnostic, Severity};
 use ttnn_types::TtnnLayout;
 
-use crate::{check::Format, common, input, render};
+use crate::{check::Format, common, input, output, render};
 
 #[derive(Args)]
 pub(crate) struct ReportArgs {
@@ -40,7 +39,12 @@ pub(crate) struct ReportArgs {
 }
 
 pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let target = load_target(&args.target)?;
+    if let Some(svg) = &args.svg {
+        let mut inputs = vec![args.file.as_path()];
+        inputs.extend(common::target_file(Some(&args.target)));
+        output::ensure_not_an_input(svg, &inputs)?;
+    }
+    let target = common::load_target(Some(&args.target))?;
     if args.compare {
         return compare_report(args, &target);
     }
@@ -59,29 +63,31 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 
     // A table over half-parsed text would be misleading: show the syntax errors alone.
     if input.encoding_error.is_some() || !syntax::parse(&input.text).errors.is_empty() {
-        render::human(&input.path, &input.text, &diags, &mut out);
+        render::human(&input.path, &input.text, &diags, &mut out)
+            .and_then(|()| out.flush())
+            .map_err(output::stdout_error)?;
         let _ = writeln!(err, "not reporting on `{}`: it has syntax errors", input.path);
         return Ok(ExitCode::from(1));
     }
 
-    match args.format {
-        Format::Human => {
-            let _ = write!(out, "{}", verify::render_table(&report));
-            let _ = writeln!(out);
-            let _ = write!(out, "{}", verify::render_summary(&report));
-            if !diags.is_empty() {
-                let _ = writeln!(out);
-                render::human(&input.path, &input.text, &diags, &mut out);
-            }
-        }
+    let written = match args.format {
+        Format::Human => write!(out, "{}", verify::render_table(&report))
+            .and_then(|()| writeln!(out))
+            .and_then(|()| write!(out, "{}", verify::render_summary(&report)))
+            .and_then(|()| {
+                if diags.is_empty() {
+                    return Ok(());
+                }
+                writeln!(out)?;
+                render::human(&input.path, &input.text, &diags, &mut out)
+            }),
         Format::Json => {
-            for op in &report.ops {
-                let _ = writeln!(out, "{}", op_json(op));
-            }
             // stdout carries only op objects; diagnostics go to stderr, as JSON too.
-            render::json(&input.path, &input.text, &diags, &mut err);
+            let _ = render::json(&input.path, &input.text, &diags, &mut err);
+            report.ops.iter().try_for_each(|op| writeln!(out, "{}", op_json(op)))
         }
-    }
+    };
+    written.and_then(|()| out.flush()).map_err(output::stdout_error)?;
     let errors = diags.iter().any(|d| d.severity == Severity::Error);
     Ok(if report.has_errors() || errors { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
@@ -89,15 +95,10 @@ pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// `report --compare`: imports TTIR if needed, refuses input with errors (the optimizer
 /// would drop what it cannot read), then prints one row per configuration.
 fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<ExitCode> {
-    if let Some(svg) = &args.svg
-        && common::same_file(svg, &args.file)
-    {
-        anyhow::bail!("refusing to overwrite the input file `{}` with the chart", args.file);
-    }
     let input = input::read(&args.file)?;
     let mut err = std::io::stderr().lock();
     if let Some(d) = &input.encoding_error {
-        render::human(&input.path, &input.text, std::slice::from_ref(d), &mut err);
+        let _ = render::human(&input.path, &input.text, std::slice::from_ref(d), &mut err);
         let _ = writeln!(err, "not comparing `{}`: it is not valid UTF-8", input.path);
         return Ok(ExitCode::from(1));
     }
@@ -105,7 +106,7 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
     let text = if imported {
         let result = crate::import::import_text(&input.text, &args.file);
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
-        render::human(&input.path, &input.text, &diags, &mut err);
+        let _ = render::human(&input.path, &input.text, &diags, &mut err);
         if result.has_errors() {
             let _ = writeln!(err, "not comparing `{}`: the import has errors", input.path);
             return Ok(ExitCode::from(1));
@@ -130,7 +131,7 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
         // Imported text is reported against itself: its ranges are not the input's.
         let label =
             if imported { format!("{} (imported)", input.path) } else { input.path.clone() };
-        render::human(&label, &text, &errors, &mut err);
+        let _ = render::human(&label, &text, &errors, &mut err);
         let _ = writeln!(err, "not comparing `{}`: it has errors", input.path);
         return Ok(ExitCode::from(1));
     }
@@ -138,48 +139,21 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
     let model = args.file.file_stem().unwrap_or(args.file.as_str());
     let comparison = compare::compare(model, &input.path, &text, target, imported)?;
     let timing = !args.no_timing;
-    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
     match args.format {
-        Format::Human => {
-            let _ = write!(out, "{}", compare::render_human(&comparison, timing));
-        }
+        Format::Human => text = compare::render_human(&comparison, timing),
         Format::Json => {
             for row in compare::render_json(&comparison, timing) {
-                let _ = writeln!(out, "{row}");
+                text.push_str(&format!("{row}\n"));
             }
         }
     }
+    output::write_stdout(text.as_bytes())?;
     if let Some(path) = &args.svg {
-        std::fs::write(path, svg::render(&comparison))
-            .map_err(|e| anyhow::format_err!("cannot write `{path}`: {e}"))?;
+        output::write_file(path, svg::render(&comparison).as_bytes())?;
     }
     let introduced = comparison.rows.iter().any(|r| !r.new_violations.is_empty());
     Ok(if introduced { ExitCode::from(1) } else { ExitCode::SUCCESS })
-}
-
-/// `--target`: a builtin device name, else a target file (`.json` is JSON, anything else
-/// TOML). Errors name the file and, when known, the line and column.
-fn load_target(arg: &str) -> anyhow::Result<target::Target> {
-    if let Some(t) = target::Target::builtin(arg) {
-        return Ok(t);
-    }
-    let path = Utf8Path::new(arg);
-    let text = std::fs::read_to_string(path).with_context(|| {
-        format!(
-            "`{arg}` is neither a builtin target ({}) nor a readable target file",
-            target::BUILTIN_NAMES.join(", ")
-        )
-    })?;
-    let parsed = if path.extension() == Some("json") {
-        target::Target::from_json_str(&text)
-    } else {
-        target::Target::from_toml_str(&text)
-    };
-    // `TargetError` displays as `line:col: ...` when it knows the position.
-    parsed.map_err(|e| match e.line_col {
-        Some(_) => anyhow::format_err!("{path}:{e}"),
-        None => anyhow::format_err!("{path}: {e}"),
-    })
 }
 
 /// One op as a JSON object, keys in the documented order.

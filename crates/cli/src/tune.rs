@@ -39,7 +39,7 @@ use clap::Args;
 use ide::{AnalysisHost, Change, Options, OverrideOption, Policy, Severity};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::{common, input, render};
+use crate::{common, input, output, render};
 
 #[derive(Args)]
 pub(crate) struct TuneArgs {
@@ -60,6 +60,10 @@ pub(crate) struct TuneArgs {
     /// Where to write the best overrides (default: `<stem>.tuned.overrides` next to the input).
     #[arg(short = 'o', long = "output")]
     output: Option<Utf8PathBuf>,
+    /// Replace the default output `<stem>.tuned.overrides` if it exists (an output named
+    /// with `-o` is always replaced).
+    #[arg(long)]
+    force: bool,
     /// Stop after this many seconds, keeping the best result found.
     #[arg(long = "time-limit", value_name = "SECS")]
     time_limit: Option<f64>,
@@ -132,17 +136,21 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
             args.policy
         )
     })?;
+    let time_limit = args.time_limit.map(time_limit).transpose()?;
     let output = match &args.output {
         Some(o) => o.clone(),
         None => default_output(&args.file),
     };
-    if common::same_file(&output, &args.file) {
-        anyhow::bail!("refusing to overwrite the input file `{}`", args.file);
-    }
-    if let Some(t) = args.time_limit
-        && !(t.is_finite() && t > 0.0)
-    {
-        anyhow::bail!("`--time-limit` must be a positive number of seconds, found {t}");
+    let mut inputs = vec![args.file.as_path()];
+    inputs.extend(common::target_file(args.target.as_deref()));
+    output::ensure_not_an_input(&output, &inputs)?;
+    // The default output was not named by the user: a previous tuning result there is only
+    // replaced when asked to. Checked now, not after a search of minutes.
+    if args.output.is_none() && !args.force && std::fs::symlink_metadata(&output).is_ok() {
+        anyhow::bail!(
+            "`{output}` exists (a previous tuning result?); pass `--force` to replace it, or \
+             `-o` to write elsewhere"
+        );
     }
     let target = common::load_target(args.target.as_deref())?;
     let input = input::read(&args.file)?;
@@ -168,7 +176,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     );
     if !diags.is_empty() {
         let mut stderr = std::io::stderr().lock();
-        render::human(&input.path, &input.text, &diags, &mut stderr);
+        let _ = render::human(&input.path, &input.text, &diags, &mut stderr);
         let _ = writeln!(stderr, "not tuning `{}`: it has errors", input.path);
         return Ok(ExitCode::from(1));
     }
@@ -198,7 +206,9 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         verifications: 0,
         verify_time: Duration::ZERO,
     };
-    let deadline = args.time_limit.map(|t| started + Duration::from_secs_f64(t));
+    // Bounded by `MAX_TIME_LIMIT_SECS`, so the addition cannot overflow; if it somehow did,
+    // the budget alone would end the search.
+    let deadline = time_limit.and_then(|t| started.checked_add(t));
     let search_started = Instant::now();
     let (best_state, best_cost, stopped_by) =
         search.run(&tunables, baseline.total_ns, args.budget, deadline, &stop, &progress)?;
@@ -230,11 +240,12 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         tuned.total_ns,
         percent(baseline.total_ns, tuned.total_ns),
     );
-    std::fs::write(&output, format!("{header}{text}"))
-        .with_context(|| format!("cannot write `{output}`"))?;
+    output::write_file(&output, format!("{header}{text}").as_bytes())?;
 
     let per_s = if search_secs > 0.0 { search.evaluations as f64 / search_secs } else { 0.0 };
-    let mut out = std::io::stdout().lock();
+    // Collected first (writes to a Vec cannot fail), then written at once: a failed write to
+    // stdout is an error, and the overrides file is already in place.
+    let mut out = Vec::new();
     let _ = writeln!(
         out,
         "tune {}: policy {}, seed {}, budget {}, {} tunable ops",
@@ -285,6 +296,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .sum();
     let _ =
         writeln!(out, "wrote {output} ({entries} override{})", if entries == 1 { "" } else { "s" });
+    output::write_stdout(&out)?;
     Ok(if new_violations == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
@@ -576,6 +588,22 @@ fn percent(baseline: u64, tuned: u64) -> String {
         return "n/a".to_owned();
     }
     format!("{:+.2}%", (tuned as f64 / baseline as f64 - 1.0) * 100.0)
+}
+
+/// The largest `--time-limit`: 365 days. Anything larger is a typo, and a duration beyond
+/// `u64::MAX` seconds (`1e19`) cannot even be represented.
+const MAX_TIME_LIMIT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// `--time-limit` as a duration: positive, finite and at most [`MAX_TIME_LIMIT_SECS`].
+fn time_limit(secs: f64) -> anyhow::Result<Duration> {
+    if !(secs > 0.0 && secs <= MAX_TIME_LIMIT_SECS) {
+        anyhow::bail!(
+            "`--time-limit` must be a positive number of seconds up to {MAX_TIME_LIMIT_SECS} \
+             (365 days), found {secs}"
+        );
+    }
+    Duration::try_from_secs_f64(secs)
+        .map_err(|e| anyhow::format_err!("`--time-limit` {secs} is not a duration: {e}"))
 }
 
 fn default_output(file: &Utf8Path) -> Utf8PathBuf {

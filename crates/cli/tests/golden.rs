@@ -95,3 +95,33 @@ fn missing_files_and_bad_usage_exit_with_status_two() {
     assert_eq!(run(&["check"]).0, 2);
     assert_eq!(run(&["frobnicate"]).0, 2);
 }
+
+#[test]
+fn check_shows_the_first_200_diagnostics_of_a_file_and_counts_the_rest() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("many.mlir");
+    // Three errors per line: a `?` where a type should be, then two `@` with no name.
+    let line = "  %v = \"ttnn.bogus\"(%a) : (tensor<32x32xbf16>) -> ?? @@\n";
+    std::fs::write(&file, line.repeat(100)).expect("the file is written");
+    let path = file.to_str().expect("temp paths are UTF-8 here");
+    let (code, stdout, stderr) = run(&["check", path]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let shown = stdout.lines().filter(|l| l.starts_with("error[")).count();
+    assert_eq!(shown, 200, "{stdout}");
+    let tail: Vec<&str> =
+        stdout.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect();
+    expect_test::expect![[r#"
+        error[expected-identifier]: expected an identifier after `@`
+          --> <file>:67:54
+           |
+        67 |   %v = "ttnn.bogus"(%a) : (tensor<32x32xbf16>) -> ?? @@
+           |                                                      ^
+
+        ... and 100 more diagnostics in `<file>`, not shown (the first 200 are)
+    "#]]
+    .assert_eq(&tail.join("\n").replace(path, "<file>"));
+    // The summary still counts every diagnostic, and JSON lists them all.
+    assert!(stderr.contains("300 errors"), "{stderr}");
+    let (_, json, _) = run(&["check", "--format", "json", path]);
+    assert_eq!(json.lines().count(), 300);
+}

@@ -153,3 +153,19 @@ fn an_interrupted_search_writes_the_best_result_found() {
     let parsed = base_db::parse_overrides(&out_file.read());
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
 }
+
+#[test]
+fn an_absurd_time_limit_is_refused_with_a_message_not_a_panic() {
+    let out_file = TempPath::new("time-limit");
+    for limit in ["1e19", "31536001", "0", "-1", "inf", "NaN"] {
+        let flag = format!("--time-limit={limit}");
+        let (code, _, stderr) = run(&["tune", FFN, "--budget", "3", &flag, "-o", out_file.path()]);
+        assert_eq!(code, 2, "--time-limit {limit}: {stderr}");
+        assert!(stderr.starts_with("error: `--time-limit` must be"), "{limit}: {stderr}");
+    }
+    // The largest accepted limit still runs the search to its budget.
+    let (code, stdout, stderr) =
+        run(&["tune", FFN, "--budget", "3", "--time-limit", "31536000", "-o", out_file.path()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(number_after(&stdout, "evaluations:"), 3, "{stdout}");
+}

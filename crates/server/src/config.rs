@@ -8,11 +8,6 @@
 //! most clients scope settings). Unknown keys are ignored; a bad value is reported and the
 //! previous setting kept.
 
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the server is an edge crate: a `target` setting may name a target file"
-)]
-
 use ide::{Options, Policy};
 use serde_json::Value;
 
@@ -84,7 +79,7 @@ fn load_target(name: &str) -> Result<target::Target, String> {
     if let Some(t) = target::Target::builtin(name) {
         return Ok(t);
     }
-    let text = std::fs::read_to_string(name).map_err(|e| {
+    let text = crate::files::read_regular_file(name).map_err(|e| {
         format!("`target` is neither a builtin device (n150, n300, p150) nor a readable file: {name}: {e}")
     })?;
     let parsed = if name.ends_with(".json") {
@@ -93,4 +88,28 @@ fn load_target(name: &str) -> Result<target::Target, String> {
         target::Target::from_toml_str(&text)
     };
     parsed.map_err(|e| format!("target file {name}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test writes a target file")]
+    fn a_target_file_with_an_impossible_grid_is_reported_and_the_target_kept() {
+        let path =
+            std::env::temp_dir().join(format!("ttnn-config-{}-grid.toml", std::process::id()));
+        std::fs::write(&path, "base = \"n150\"\nworker_grid = { rows = 100000, cols = 100000 }\n")
+            .expect("the temp file is written");
+        let name = path.to_str().expect("temp paths are UTF-8 here").to_owned();
+        let mut config = Config::new();
+        let errors = config.update(&serde_json::json!({ "target": name }));
+        let _ = std::fs::remove_file(&path);
+        let shown = errors.join("\n").replace(&name, "<file>");
+        expect!["target file <file>: 2:15: `worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 100000 rows x 100000 cols"].assert_eq(&shown);
+        assert_eq!(config.target, target::Target::n150());
+        assert_eq!(config.target_name, "n150");
+    }
 }

@@ -11,6 +11,7 @@
 
 mod config;
 mod convert;
+mod files;
 mod handlers;
 mod main_loop;
 mod overrides;

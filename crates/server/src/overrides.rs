@@ -6,11 +6,6 @@
 //! texts are joined in path order and [`Segments`] maps offsets of the joined text back to
 //! each file, for diagnostics and edits.
 
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the server is an edge crate: it reads sidecar files from disk"
-)]
-
 use std::{collections::BTreeMap, sync::Arc};
 
 /// The overrides file next to an IR file: `dir/m.mlir` → `dir/m.overrides`.
@@ -82,7 +77,7 @@ impl OverrideSources {
         if self.sources.contains_key(&path) {
             return false;
         }
-        match std::fs::read_to_string(&path) {
+        match crate::files::read_regular_file(&path) {
             Ok(text) => {
                 tracing::info!(path = %path, "overrides sidecar loaded");
                 self.sources.insert(path, Source { text: Arc::from(text), open: false });
@@ -101,7 +96,7 @@ impl OverrideSources {
     /// an open IR file, else forget it.
     pub(crate) fn close(&mut self, path: &str, still_wanted: bool) {
         self.sources.remove(path);
-        if still_wanted && let Ok(text) = std::fs::read_to_string(path) {
+        if still_wanted && let Ok(text) = crate::files::read_regular_file(path) {
             self.sources.insert(path.to_owned(), Source { text: Arc::from(text), open: false });
         }
     }
@@ -112,7 +107,7 @@ impl OverrideSources {
         if src.open {
             return false;
         }
-        match std::fs::read_to_string(path) {
+        match crate::files::read_regular_file(path) {
             Ok(text) if *src.text != *text => {
                 src.text = Arc::from(text);
                 true
@@ -158,6 +153,25 @@ impl OverrideSources {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sidecar_that_is_a_named_pipe_is_skipped_without_blocking() {
+        let dir = std::env::temp_dir().join(format!("ttnn-sidecar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("the temp dir is made");
+        let pipe = dir.join("m.overrides");
+        let made = std::process::Command::new("mkfifo").arg(&pipe).status().expect("mkfifo runs");
+        assert!(made.success());
+        let ir = dir.join("m.mlir").to_str().expect("temp paths are UTF-8 here").to_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        // On a thread: a read that blocked would fail the test at the timeout, not hang it.
+        std::thread::spawn(move || {
+            let mut sources = OverrideSources::default();
+            let _ = tx.send((sources.add_sidecar(&ir), sources.paths()));
+        });
+        let result = rx.recv_timeout(std::time::Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(result, Ok((false, Vec::new())));
+    }
 
     #[test]
     fn sidecars_replace_the_extension() {

@@ -14,7 +14,7 @@ use std::ops::Range;
 use serde::{Deserialize, de::DeserializeOwned};
 use ttnn_types::Grid;
 
-use crate::{Arch, Target, TargetError, UsageCap};
+use crate::{Arch, Target, TargetError, UsageCap, limits};
 
 /// Fields a target file may set; `None` keeps the base target's value.
 ///
@@ -310,6 +310,40 @@ pub(crate) fn apply(
 
     if t.name.trim().is_empty() {
         return fail("name", "must not be empty".to_owned());
+    }
+    // Physical bounds first: a value past them is a typo or hostile, and would make the
+    // planner enumerate grids or multiply sizes beyond what any device has (a 100000x100000
+    // grid takes tens of GB to plan for; `rows = 2^64 - 1` overflows capacity arithmetic).
+    for (field, value, max) in [
+        ("chips", t.chips, limits::MAX_CHIPS),
+        ("l1_size", t.l1_size, limits::MAX_L1_SIZE),
+        ("l1_small_size", t.l1_small_size, limits::MAX_L1_SIZE),
+        ("dram_channels", t.dram_channels, limits::MAX_DRAM_CHANNELS),
+        ("dram_channel_size", t.dram_channel_size, limits::MAX_DRAM_CHANNEL_SIZE),
+        ("l1_alignment", t.l1_alignment, limits::MAX_ALIGNMENT),
+        ("dram_alignment", t.dram_alignment, limits::MAX_ALIGNMENT),
+        ("pcie_alignment", t.pcie_alignment, limits::MAX_ALIGNMENT),
+        ("dst_tiles", t.dst_tiles, limits::MAX_DST_TILES),
+        ("num_cbs", t.num_cbs, limits::MAX_CBS),
+        ("aiclk_mhz", t.aiclk_mhz, limits::MAX_AICLK_MHZ),
+        ("dram_bandwidth_gb_s", t.dram_bandwidth_gb_s, limits::MAX_DRAM_BANDWIDTH_GB_S),
+    ] {
+        if value > max {
+            return fail(field, format!("must be at most {max}, got {value}"));
+        }
+    }
+    let g = t.worker_grid;
+    if g.rows > limits::MAX_GRID_SIDE || g.cols > limits::MAX_GRID_SIDE {
+        return fail(
+            "worker_grid",
+            format!(
+                "rows and cols must each be at most {} (no Tenstorrent chip has a larger Tensix \
+                 grid), got {} rows x {} cols",
+                limits::MAX_GRID_SIDE,
+                g.rows,
+                g.cols
+            ),
+        );
     }
     if t.chips == 0 {
         return fail("chips", "must be at least 1".to_owned());

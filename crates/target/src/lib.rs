@@ -10,6 +10,7 @@
 //! our research notes (`opmodel.md` §2.1–2.2).
 
 mod file;
+pub mod limits;
 
 use std::{fmt, ops::Range};
 

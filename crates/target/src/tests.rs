@@ -250,3 +250,48 @@ fn const_eval_reservation_must_leave_room() {
     expect![[r#"`l1_const_eval_reserved`: must be below the capped unreserved L1 (1325652 bytes), got 2000000"#]]
         .assert_eq(&err.to_string());
 }
+
+#[test]
+fn toml_rejects_a_grid_larger_than_any_device() {
+    check_toml_err(
+        "base = \"n150\"\nworker_grid = { rows = 100000, cols = 100000 }\n",
+        expect![[r#"
+            2:15: `worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 100000 rows x 100000 cols
+            span: Some(28..60)"#]],
+    );
+    check_toml_err(
+        "base = \"n150\"\nworker_grid = { rows = 18446744073709551615, cols = 8 }\n",
+        expect![[r#"
+            2:24: u64 value was too large
+            span: Some(37..57)"#]],
+    );
+}
+
+#[test]
+fn json_rejects_sizes_past_the_physical_bounds() {
+    check_json_err(
+        r#"{"base": "n150", "worker_grid": {"rows": 18446744073709551615, "cols": 8}}"#,
+        expect![
+            "`worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 18446744073709551615 rows x 8 cols"
+        ],
+    );
+    check_json_err(
+        r#"{"base": "n150", "dram_channel_size": 18446744073709551615}"#,
+        expect!["`dram_channel_size`: must be at most 1099511627776, got 18446744073709551615"],
+    );
+    check_json_err(
+        r#"{"base": "n150", "l1_alignment": 9223372036854775808}"#,
+        expect!["`l1_alignment`: must be at most 4096, got 9223372036854775808"],
+    );
+    check_json_err(
+        r#"{"base": "n150", "chips": 4294967296}"#,
+        expect!["`chips`: must be at most 1024, got 4294967296"],
+    );
+}
+
+#[test]
+fn the_largest_accepted_grid_loads() {
+    let t = Target::from_toml_str("base = \"p150\"\nworker_grid = { rows = 16, cols = 16 }\n")
+        .expect("16x16 is within the bounds");
+    assert_eq!(t.num_worker_cores(), 256);
+}
