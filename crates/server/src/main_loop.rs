@@ -104,6 +104,8 @@ pub(crate) struct Snapshot {
     pub(crate) overrides_docs: Arc<BTreeMap<String, (lsp::Uri, i32)>>,
     pub(crate) segments: Arc<Segments>,
     pub(crate) caps: ClientCaps,
+    /// The `diagnostics.planFindings` setting: publish the optimizer's findings too.
+    pub(crate) plan_findings: bool,
 }
 
 impl Snapshot {
@@ -396,6 +398,7 @@ impl GlobalState {
             overrides_docs: Arc::new(overrides_docs),
             segments: self.segments.clone(),
             caps: self.caps.clone(),
+            plan_findings: self.config.plan_findings,
         }
     }
 

@@ -212,9 +212,8 @@ mod tests {
                         "a long message with an escape \" only after the first sixteen bytes\\",
                     ),
                     diag((55, 55), ide::Severity::Hint, "at the very end"),
+                    diag((2, 9), ide::Severity::Info, "a note after the findings"),
                 ],
-                findings: ide::Findings::default(),
-                after: vec![diag((2, 9), ide::Severity::Info, "a note after the findings")],
             });
             check(&DocDiagnostics {
                 uri: uri.clone(),
@@ -222,8 +221,6 @@ mod tests {
                 text: text.clone(),
                 index: index.clone(),
                 diagnostics: Vec::new(),
-                findings: ide::Findings::default(),
-                after: Vec::new(),
             });
         }
     }
