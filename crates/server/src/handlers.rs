@@ -397,10 +397,6 @@ impl DocDiagnostics {
         self.diagnostics.iter().map(borrowed)
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.diagnostics.len()
-    }
-
     pub(crate) fn to_lsp(&self) -> Vec<lsp::Diagnostic> {
         let lines = self.lines();
         self.all().map(|d| convert::diagnostic(&lines, d)).collect()
