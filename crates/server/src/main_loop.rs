@@ -449,10 +449,11 @@ impl GlobalState {
         }
     }
 
-    /// What the host does when the analysis is idle: free older revisions' values and finish
-    /// the parse's deferred positions (on helper threads), and settle (see
-    /// [`GlobalState::settle`]), once no request is in flight: settling is a write, which
-    /// would cancel them although the text did not change.
+    /// The host's upkeep when the analysis is idle, and the only place the server calls it
+    /// (`AnalysisHost::free_unused`, and `AnalysisHost::settle` through
+    /// [`GlobalState::settle`]): free older revisions' values and finish the parse's deferred
+    /// positions (on helper threads), and settle once no request is in flight: settling is
+    /// a write, which would cancel them although the text did not change.
     fn quiet_work(&mut self) {
         self.host.free_unused();
         if self.in_flight.is_empty() {
