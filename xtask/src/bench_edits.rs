@@ -123,6 +123,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
 
+    let mlir_version = mlir_exe.as_deref().map(tool_version);
     let mut results = Vec::new();
     for input in &inputs {
         if !input.text.is_ascii() {
@@ -153,19 +154,19 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             None => None,
         };
         results.push((input, ours, mlir));
+        // Written after each input, so a long run that is stopped keeps what it measured.
+        let section = report(&machine, &results, mlir_version.as_deref(), samples);
+        if !flags.switch("--no-write") {
+            let doc_path = root.join("docs").join("performance.md");
+            let doc = read_text(&doc_path)?;
+            write_file(&doc_path, replace_section(&doc, HEADING, &section).as_bytes())?;
+            writeln!(out, "wrote {} (section `{HEADING}`)", doc_path.display())?;
+        }
+        if results.len() == inputs.len() {
+            writeln!(out)?;
+            write!(out, "{section}")?;
+        }
     }
-
-    let mlir_version = mlir_exe.as_deref().map(tool_version);
-    let section = report(&machine, &results, mlir_version.as_deref(), samples);
-    writeln!(out)?;
-    write!(out, "{section}")?;
-    if flags.switch("--no-write") {
-        return Ok(());
-    }
-    let doc_path = root.join("docs").join("performance.md");
-    let doc = read_text(&doc_path)?;
-    write_file(&doc_path, replace_section(&doc, HEADING, &section).as_bytes())?;
-    writeln!(out, "wrote {} (section `{HEADING}`)", doc_path.display())?;
     Ok(())
 }
 
@@ -634,7 +635,8 @@ fn report(
     let _ = writeln!(s, "{HEADING}\n");
     let _ = writeln!(
         s,
-        "Measured by `cargo run --release -p xtask -- bench-edits` (`--samples {samples}`): a real stdio LSP session against the release binary of `ttnn-analyzer lsp` and, on the same edits, `mlir-lsp-server` ({}). Each figure is from the `didChange` to the `publishDiagnostics` of that document version; open is from `didOpen` to the first diagnostics. What each class is, and how the samples are taken, is in the task's doc comment (`xtask/src/bench_edits.rs`).\n",
+        "Measured by `cargo run --release -p xtask -- bench-edits` (`--samples {samples}`; this run's client was a {} build): a real stdio LSP session against the release binary of `ttnn-analyzer lsp` and, on the same edits, `mlir-lsp-server` ({}). Each figure is from the `didChange` to the `publishDiagnostics` of that document version; open is from `didOpen` to the first diagnostics. What each class is, and how the samples are taken, is in the task's doc comment (`xtask/src/bench_edits.rs`).\n",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
         mlir_version.unwrap_or("not run")
     );
     let _ = writeln!(
