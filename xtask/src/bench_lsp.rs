@@ -528,7 +528,7 @@ fn check_no_errors(m: &Measured) -> anyhow::Result<()> {
 }
 
 /// One server child process and its framed stdio.
-struct Session {
+pub(crate) struct Session {
     name: &'static str,
     child: Child,
     stdin: ChildStdin,
@@ -542,7 +542,11 @@ struct Session {
 }
 
 impl Session {
-    fn start(name: &'static str, cmd: &mut Command, log: &Path) -> anyhow::Result<Session> {
+    pub(crate) fn start(
+        name: &'static str,
+        cmd: &mut Command,
+        log: &Path,
+    ) -> anyhow::Result<Session> {
         let stderr = std::fs::File::create(log)
             .map_err(|e| anyhow::format_err!("cannot create {}: {e}", log.display()))?;
         let mut child = cmd
@@ -583,11 +587,11 @@ impl Session {
         Ok(self.sent_at)
     }
 
-    fn notify(&mut self, method: &str, params: Value) -> anyhow::Result<Instant> {
+    pub(crate) fn notify(&mut self, method: &str, params: Value) -> anyhow::Result<Instant> {
         self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
     }
 
-    fn request(&mut self, method: &str, params: Value) -> anyhow::Result<i64> {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> anyhow::Result<i64> {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))?;
@@ -630,12 +634,12 @@ impl Session {
     }
 
     /// Drops stashed messages: called when nothing sent so far is still awaited.
-    fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         self.stash.clear();
     }
 
     /// The result of request `id`; an error answer is an error.
-    fn wait_response(&mut self, id: i64) -> anyhow::Result<(Instant, Value)> {
+    pub(crate) fn wait_response(&mut self, id: i64) -> anyhow::Result<(Instant, Value)> {
         let (at, mut msg) =
             self.wait_for(|m| m.get("method").is_none() && m["id"].as_i64() == Some(id))?;
         if let Some(e) = msg.get("error") {
@@ -649,7 +653,11 @@ impl Session {
 
     /// The `publishDiagnostics` params for `uri` at `version`. A server that publishes
     /// without versions is taken at its next publication for the file.
-    fn wait_diagnostics(&mut self, uri: &str, version: i32) -> anyhow::Result<(Instant, Value)> {
+    pub(crate) fn wait_diagnostics(
+        &mut self,
+        uri: &str,
+        version: i32,
+    ) -> anyhow::Result<(Instant, Value)> {
         let (at, mut msg) = self.wait_for(|m| {
             let p = &m["params"];
             m["method"] == "textDocument/publishDiagnostics"
@@ -659,7 +667,7 @@ impl Session {
         Ok((at, msg["params"].take()))
     }
 
-    fn shutdown(mut self) -> anyhow::Result<()> {
+    pub(crate) fn shutdown(mut self) -> anyhow::Result<()> {
         let id = self.request("shutdown", Value::Null)?;
         self.wait_response(id)?;
         self.notify("exit", Value::Null)?;
@@ -730,7 +738,7 @@ fn read_messages(output: impl Read, tx: &mpsc::Sender<Result<(Instant, Value), S
 }
 
 /// The first line a tool prints for `--version`, for the report.
-fn tool_version(exe: &Path) -> String {
+pub(crate) fn tool_version(exe: &Path) -> String {
     Command::new(exe)
         .arg("--version")
         .output()
@@ -745,12 +753,12 @@ fn tool_version(exe: &Path) -> String {
         .unwrap_or_else(|| "unknown version".to_owned())
 }
 
-fn load_average() -> Option<String> {
+pub(crate) fn load_average() -> Option<String> {
     let l = read_text(Path::new("/proc/loadavg")).ok()?;
     l.split_whitespace().next().map(str::to_owned)
 }
 
-fn file_uri(path: &Path) -> anyhow::Result<String> {
+pub(crate) fn file_uri(path: &Path) -> anyhow::Result<String> {
     let s = path.to_str().ok_or_else(|| anyhow::format_err!("{} is not UTF-8", path.display()))?;
     if !s.starts_with('/') || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/-._~".contains(&b))
     {

@@ -3,6 +3,7 @@
 //! A small dispatcher on the first argument; each task lives in its own module.
 
 mod bench;
+mod bench_edits;
 mod bench_lsp;
 mod bench_opmodel;
 mod bench_parse;
@@ -20,13 +21,14 @@ mod util;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const TASKS: &str = "calibrate, bench, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
+const TASKS: &str = "calibrate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("calibrate") => calibrate::run(),
         Some("bench") => bench::run(&args[1..]),
+        Some("bench-edits") => bench_edits::run(&args[1..]),
         Some("bench-lsp") => bench_lsp::run(&args[1..]),
         Some("bench-opmodel") => bench_opmodel::run(),
         Some("bench-parse") => bench_parse::run(&args[1..]),

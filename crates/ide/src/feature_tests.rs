@@ -503,14 +503,96 @@ fn inlay_hints_show_each_result_layout_in_short_form() {
     for h in hints {
         let line_start = text[..h.offset as usize].rfind('\n').map_or(0, |i| i + 1);
         let _ = writeln!(out, "{}<{}>", text[line_start..h.offset as usize].trim_start(), h.label);
+        if let Some(t) = h.tooltip {
+            let _ = writeln!(out, "  {t}");
+        }
     }
     expect![[r#"
         %0<→ L1 bs 2x8>
         %1<→ L1 bs 2x8>
+        %1<spill>
+          output goes to DRAM interleaved, 2x8 tiles total (bf16): spill to DRAM: chain output spills to DRAM
         %2<→ DRAM il>
         %0<DRAM il>
     "#]]
     .assert_eq(&out);
+}
+
+/// Plan findings are inlay hints of the range asked for: a word at what they point at, the
+/// message as the tooltip; a range that holds none of them gets none.
+#[test]
+fn inlay_hints_show_the_plan_findings_of_the_range_with_their_message() {
+    let f = fixture(&GRAPH.replace("policy:df-sharding", "policy:df-sharding-merge"));
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let text = analysis.file_text(file).expect("not cancelled");
+    let show = |range: TextRange| {
+        let hints = analysis.inlay_hints(file, range).expect("not cancelled");
+        let mut out = String::new();
+        for h in hints.iter().filter(|h| h.kind == crate::InlayHintKind::Finding) {
+            let line_start = text[..h.offset as usize].rfind('\n').map_or(0, |i| i + 1);
+            let before = text[line_start..h.offset as usize].trim_start();
+            let _ = writeln!(out, "{before}<{}>", h.label);
+            let _ = writeln!(out, "  {}", h.tooltip.as_deref().unwrap_or_default());
+        }
+        out
+    };
+    expect![[r#"
+        %0 = "ttnn.matmul"<chain declined>
+          this L1 chain of 2 ops is declined and stays in DRAM: the cost model estimates 11.1 µs in L1 (reshards and spill included) against 8.3 µs out of it
+    "#]]
+    .assert_eq(&show(TextRange::new(0, text.len() as u32)));
+    let helper = text.find("func.func private @helper").expect("the helper") as u32;
+    expect![[""]].assert_eq(&show(TextRange::new(helper, text.len() as u32)));
+}
+
+/// What an editor publishes after every change (syntax and lowering diagnostics, problems
+/// in the IR as written) never computes the optimizer's plan: the keystroke does not wait
+/// for it. Inlay hints, which show the plan, do compute it.
+#[test]
+fn published_problems_never_compute_the_plan() {
+    let mut f = fixture(GRAPH);
+    let file = f.file("/m.mlir");
+    let plan_queries = |executed: Vec<String>| -> Vec<String> {
+        let mut out: Vec<String> = executed
+            .into_iter()
+            .filter(|q| {
+                ["plan", "chain", "chunk", "schedule", "merge", "solve"]
+                    .iter()
+                    .any(|w| q.contains(w))
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    };
+    let _ = f.host.take_executed_queries();
+    let analysis = f.host.analysis();
+    let _ = analysis.diagnostics(file).expect("not cancelled");
+    let problems = analysis.problems(file).expect("not cancelled");
+    assert!(problems.is_empty(), "the fixture has no problems as written");
+    drop(analysis);
+    let executed = f.host.take_executed_queries();
+    assert!(executed.iter().any(|q| q.starts_with("written_findings")), "{executed:?}");
+    expect![[r#"
+        []
+    "#]]
+    .assert_debug_eq(&plan_queries(executed));
+    // The same again after an edit to an op.
+    let at = f.host.text("/m.mlir").expect("open").find("loc(\"act\")").expect("loc") as u32;
+    let edit = crate::TextEdit { range: TextRange::new(at + 5, at + 8), text: "relu".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let analysis = f.host.analysis();
+    let _ = analysis.diagnostics(file).expect("not cancelled");
+    let _ = analysis.problems(file).expect("not cancelled");
+    expect![[r#"
+        []
+    "#]]
+    .assert_debug_eq(&plan_queries(f.host.take_executed_queries()));
+    let text = analysis.file_text(file).expect("not cancelled");
+    let _ =
+        analysis.inlay_hints(file, TextRange::new(0, text.len() as u32)).expect("not cancelled");
+    assert!(!plan_queries(f.host.take_executed_queries()).is_empty());
 }
 
 #[track_caller]

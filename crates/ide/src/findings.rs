@@ -7,6 +7,11 @@
 //!   information), an op whose output spills (`spill`, information), a reshard
 //!   inserted in front of an operand (`reshard`, information).
 //!
+//! The two are asked for apart ([`Analysis::problems`], [`Analysis::plan_findings`]): the
+//! first are problems in the user's IR, which an editor publishes after every change; the
+//! second are outcomes of the optimizer, shown for a range on request, and gathering the
+//! first never computes the plan.
+//!
 //! Verdicts come from memoized queries (`layout::written_checks_block` per group of ops, the
 //! walk of the IR as written with its live L1 per function, `written_findings`, and the
 //! plan's findings per chunk, `chunk_findings`), all position-free, so after an edit only
@@ -121,9 +126,19 @@ impl Findings {
     }
 }
 
+/// Which findings [`findings`] gathers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// Problems in the IR as written (`written_findings`): never reads the optimizer's plan.
+    Problems,
+    /// The optimizer's outcomes (`chunk_findings`) whose range meets `range`.
+    Plan { range: Option<TextRange> },
+}
+
 pub(crate) fn findings(
     db: &RootDatabase,
     file: SourceFile,
+    which: Which,
     keep: &mut Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 ) -> Findings {
     let mut out = Findings::default();
@@ -148,9 +163,19 @@ pub(crate) fn findings(
             }
             .unwrap_or_default()
         };
-        // The IR as written, position-free and memoized: after an edit that leaves the
-        // function's data flow and the op model's verdicts as they were, not walked again.
-        out.push_list(written_findings(db, func), range_of);
+        let range = match which {
+            Which::Problems => {
+                // The IR as written, position-free and memoized: after an edit that leaves
+                // the function's data flow and the op model's verdicts as they were, not
+                // walked again.
+                out.push_list(written_findings(db, func), range_of);
+                continue;
+            }
+            Which::Plan { range } => range,
+        };
+        if range.is_some_and(|r| sm.range.end < r.start || sm.range.start > r.end) {
+            continue;
+        }
         // The optimizer's findings, for functions it rewrites.
         if rewrite::optimizable(&body).is_err() {
             continue;
@@ -164,7 +189,22 @@ pub(crate) fn findings(
             // the next edit's path (see `Retained`) rather than when salsa replaces it.
             keep.push(std::sync::Arc::new(found.clone()));
             keep.push(plan::plan_chunk(db, func, policy, k));
-            out.push_list(found, range_of);
+            match range {
+                Some(r) => {
+                    let inside: std::sync::Arc<[PlanFinding]> = found
+                        .iter()
+                        .filter(|f| {
+                            let at = range_of(f);
+                            at.start <= r.end && r.start <= at.end
+                        })
+                        .cloned()
+                        .collect();
+                    if !inside.is_empty() {
+                        out.push_list(inside, range_of);
+                    }
+                }
+                None => out.push_list(found, range_of),
+            }
         }
     }
     out.sort();
@@ -344,18 +384,40 @@ pub(crate) fn chunk_findings(
 }
 
 impl Analysis {
-    /// Op-model errors on the IR as written and the optimizer's findings (failed chains,
-    /// spills, reshards). Empty for files with errors.
+    /// Problems in the IR as written and the optimizer's findings (failed and declined
+    /// chains, spills, reshards), sorted by position. Empty for files with errors.
     pub fn findings(&self, file: SourceFile) -> Cancellable<Vec<Diagnostic>> {
-        Ok(self.findings_in_place(file)?.to_diagnostics())
+        let mut out = self.problems(file)?.to_diagnostics();
+        out.extend(self.plan_findings(file, None)?.to_diagnostics());
+        out.sort_by(|a, b| {
+            (a.range.start, a.range.end, a.code).cmp(&(b.range.start, b.range.end, b.code))
+        });
+        Ok(out)
     }
 
-    /// [`Analysis::findings`] read in place, without a copy of each message: what an editor
-    /// publishes after every change.
-    pub fn findings_in_place(&self, file: SourceFile) -> Cancellable<Findings> {
+    /// Problems in the IR as written: op-model rejections (`op-model-rejects`) and live L1
+    /// over the budget (`l1-out-of-memory`), read in place. Never computes the optimizer's
+    /// plan, so an editor can publish them after every keystroke without waiting for it.
+    pub fn problems(&self, file: SourceFile) -> Cancellable<Findings> {
+        self.findings_of(file, Which::Problems)
+    }
+
+    /// The optimizer's findings (`chain-failed`, `chain-declined`, `spill`, `reshard`) whose
+    /// range meets `range` (all of them for `None`), read in place. Computes the plan of the
+    /// functions that meet `range`: for range-scoped requests (inlay hints), not for what is
+    /// published after every change.
+    pub fn plan_findings(
+        &self,
+        file: SourceFile,
+        range: Option<TextRange>,
+    ) -> Cancellable<Findings> {
+        self.findings_of(file, Which::Plan { range })
+    }
+
+    fn findings_of(&self, file: SourceFile, which: Which) -> Cancellable<Findings> {
         let (out, keep) = self.with_db(|db| {
             let mut keep = Vec::new();
-            (findings(db, file, &mut keep), keep)
+            (findings(db, file, which, &mut keep), keep)
         })?;
         self.retain_all(keep);
         Ok(out)

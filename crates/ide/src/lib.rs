@@ -50,7 +50,7 @@ pub use crate::{
     diagnostics::{Diagnostic, Severity},
     findings::{FindingRef, Findings},
     hover::HoverResult,
-    inlay_hints::InlayHint,
+    inlay_hints::{InlayHint, InlayHintKind},
     navigation::{NavTarget, Reference},
     overrides_diag::OverrideDiagnostics,
     plan_report::{ChainSummary, OpDecision, PlanReport},

@@ -1,8 +1,11 @@
 //! Settings from `initializationOptions` and `workspace/didChangeConfiguration`.
 //!
 //! ```json
-//! { "target": "n300", "policy": "df-sharding", "maxLegalLayouts": 32 }
+//! { "target": "n300", "policy": "df-sharding", "maxLegalLayouts": 32,
+//!   "diagnostics": { "planFindings": true } }
 //! ```
+//!
+//! `diagnostics.planFindings` may also be written as one dotted key.
 //!
 //! The object may also be nested under `ttnn-analyzer` or `ttnnAnalyzer` (how VS Code and
 //! most clients scope settings). Unknown keys are ignored; a bad value is reported and the
@@ -18,6 +21,10 @@ pub(crate) struct Config {
     /// The `target` setting as written, to report it back.
     pub(crate) target_name: String,
     pub(crate) options: Options,
+    /// Publish the optimizer's findings as information diagnostics too (off by default:
+    /// they are outcomes, shown by inlay hints and hover, and computing them means
+    /// computing the plan).
+    pub(crate) plan_findings: bool,
 }
 
 impl Config {
@@ -26,6 +33,7 @@ impl Config {
             target: target::Target::n150(),
             target_name: "n150".to_owned(),
             options: Options::tt_mlir_defaults(),
+            plan_findings: false,
         }
     }
 
@@ -58,6 +66,17 @@ impl Config {
                 Some(v) => self.options.max_legal_layouts = v,
                 None => errors
                     .push(format!("`maxLegalLayouts` must be a non-negative integer, found {m}")),
+            }
+        }
+        let plan_findings = obj
+            .get("diagnostics")
+            .and_then(|d| d.get("planFindings"))
+            .or_else(|| obj.get("diagnostics.planFindings"));
+        if let Some(v) = plan_findings {
+            match v.as_bool() {
+                Some(b) => self.plan_findings = b,
+                None => errors
+                    .push(format!("`diagnostics.planFindings` must be true or false, found {v}")),
             }
         }
         errors

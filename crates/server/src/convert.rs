@@ -35,16 +35,6 @@ impl Lines<'_> {
     pub(crate) fn lsp_range(&self, range: TextRange) -> lsp::Range {
         lsp::Range { start: self.position(range.start), end: self.position(range.end) }
     }
-
-    /// [`Lines::lsp_range`] for ranges converted in order of their starts, with the line of
-    /// the last start in `hint` (see `LineIndex::line_col_from`).
-    pub(crate) fn lsp_range_from(&self, range: TextRange, hint: &mut usize) -> lsp::Range {
-        let position = |lc: LineCol| lsp::Position { line: lc.line, character: lc.col_utf16 };
-        let start = self.index.line_col_from(self.text, range.start, hint);
-        let mut end_hint = *hint;
-        let end = self.index.line_col_from(self.text, range.end, &mut end_hint);
-        lsp::Range { start: position(start), end: position(end) }
-    }
 }
 
 /// The path the host knows a document by: the file system path of a `file:` URI (so

@@ -237,9 +237,12 @@ fn inlay_hints(snap: &Snapshot, p: lsp::InlayHintParams) -> Result<Vec<lsp::Inla
         .map(|h| lsp::InlayHint {
             position: doc.lines().position(h.offset),
             label: lsp::InlayHintLabel::String(h.label),
-            kind: Some(lsp::InlayHintKind::TYPE),
+            kind: match h.kind {
+                ide::InlayHintKind::Layout => Some(lsp::InlayHintKind::TYPE),
+                ide::InlayHintKind::Finding => None,
+            },
             text_edits: None,
-            tooltip: None,
+            tooltip: h.tooltip.map(lsp::InlayHintTooltip::String),
             padding_left: Some(true),
             padding_right: None,
             data: None,
@@ -373,18 +376,15 @@ fn workspace_edit(snap: &Snapshot, edits: &[ide::FileEdit]) -> Result<Option<lsp
 }
 
 /// The diagnostics of one document, with the version they were computed for and the text
-/// their ranges are in. Kept as `ide`'s diagnostics until they are sent: publishing writes
-/// them to JSON directly (see `publish`), without an `lsp::Diagnostic` of each in between.
+/// their ranges are in.
 pub(crate) struct DocDiagnostics {
     pub(crate) uri: lsp::Uri,
     pub(crate) version: Option<i32>,
     pub(crate) text: Arc<str>,
     pub(crate) index: Arc<LineIndex>,
-    /// Syntax and semantic diagnostics, then (`findings`) the analysis findings read in
-    /// place, then (`after`) notes from the overrides files.
+    /// Syntax and lowering diagnostics, problems in the IR as written, the optimizer's
+    /// findings if the settings ask for them, notes from the overrides files.
     pub(crate) diagnostics: Vec<ide::Diagnostic>,
-    pub(crate) findings: ide::Findings,
-    pub(crate) after: Vec<ide::Diagnostic>,
 }
 
 impl DocDiagnostics {
@@ -394,15 +394,7 @@ impl DocDiagnostics {
 
     /// Every diagnostic of the document, in order, borrowed.
     pub(crate) fn all(&self) -> impl Iterator<Item = ide::FindingRef<'_>> {
-        self.diagnostics
-            .iter()
-            .map(borrowed)
-            .chain(self.findings.iter())
-            .chain(self.after.iter().map(borrowed))
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.diagnostics.len() + self.findings.len() + self.after.len()
+        self.diagnostics.iter().map(borrowed)
     }
 
     pub(crate) fn to_lsp(&self) -> Vec<lsp::Diagnostic> {
@@ -416,7 +408,9 @@ fn borrowed(d: &ide::Diagnostic) -> ide::FindingRef<'_> {
     ide::FindingRef { range: d.range, severity: d.severity, code: d.code, message: &d.message }
 }
 
-/// Diagnostics of every open IR file and every overrides file, for publishing.
+/// Diagnostics of every open IR file and every overrides file, for publishing: problems
+/// only, unless the `diagnostics.planFindings` setting also asks for the optimizer's
+/// findings (as information). Without it, nothing here computes the plan.
 pub(crate) fn all_diagnostics(
     snap: &Snapshot,
 ) -> std::result::Result<Vec<DocDiagnostics>, Cancelled> {
@@ -424,14 +418,25 @@ pub(crate) fn all_diagnostics(
     let od = snap.analysis.override_diagnostics(&files)?;
     let mut out = Vec::new();
     for (path, f) in snap.files.iter() {
+        let mut diagnostics = snap.analysis.diagnostics(f.file)?;
+        diagnostics.extend(snap.analysis.problems(f.file)?.to_diagnostics());
+        if snap.plan_findings {
+            let plan = snap.analysis.plan_findings(f.file, None)?;
+            diagnostics.extend(plan.iter().map(|d| ide::Diagnostic {
+                range: d.range,
+                // Outcomes of the optimizer, not problems in the IR.
+                severity: ide::Severity::Info,
+                code: d.code,
+                message: d.message.to_owned(),
+            }));
+        }
+        diagnostics.extend(od.on_files.iter().filter(|(p, _)| p == path).map(|(_, d)| d.clone()));
         out.push(DocDiagnostics {
             uri: f.uri.clone(),
             version: Some(f.version),
             text: snap.analysis.file_text(f.file)?,
             index: snap.analysis.line_index(f.file)?,
-            diagnostics: snap.analysis.diagnostics(f.file)?,
-            findings: snap.analysis.findings_in_place(f.file)?,
-            after: od.on_files.iter().filter(|(p, _)| p == path).map(|(_, d)| d.clone()).collect(),
+            diagnostics,
         });
     }
     for seg in &snap.segments.segments {
@@ -443,8 +448,6 @@ pub(crate) fn all_diagnostics(
             text: Arc::clone(&seg.text),
             index: Arc::new(LineIndex::new(&seg.text)),
             diagnostics: segment_diagnostics(snap, seg, &od.on_overrides),
-            findings: ide::Findings::default(),
-            after: Vec::new(),
         });
     }
     Ok(out)

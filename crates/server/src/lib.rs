@@ -15,7 +15,6 @@ mod files;
 mod handlers;
 mod main_loop;
 mod overrides;
-mod publish;
 mod stdio;
 
 use std::process::ExitCode;
@@ -26,8 +25,8 @@ pub use crate::main_loop::ServerOptions;
 
 /// Serves LSP over stdin and stdout until the client sends `exit` or hangs up.
 pub fn run_stdio() -> anyhow::Result<ExitCode> {
-    let (connection, frames, io_threads) = stdio::connect();
-    let clean = main_loop::run(connection, ServerOptions::default(), Some(frames))?;
+    let (connection, io_threads) = stdio::connect();
+    let clean = main_loop::run(connection, ServerOptions::default())?;
     io_threads.join();
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -35,5 +34,5 @@ pub fn run_stdio() -> anyhow::Result<ExitCode> {
 /// Serves LSP over `connection`. Returns whether the session ended cleanly (`shutdown`
 /// before `exit`, as the protocol asks).
 pub fn run(connection: Connection, options: ServerOptions) -> anyhow::Result<bool> {
-    main_loop::run(connection, options, None)
+    main_loop::run(connection, options)
 }

@@ -104,6 +104,8 @@ pub(crate) struct Snapshot {
     pub(crate) overrides_docs: Arc<BTreeMap<String, (lsp::Uri, i32)>>,
     pub(crate) segments: Arc<Segments>,
     pub(crate) caps: ClientCaps,
+    /// The `diagnostics.planFindings` setting: publish the optimizer's findings too.
+    pub(crate) plan_findings: bool,
 }
 
 impl Snapshot {
@@ -124,32 +126,8 @@ enum Task {
     Retry(Request),
     Diagnostics {
         generation: u64,
-        items: Vec<Publication>,
+        items: Vec<lsp::PublishDiagnosticsParams>,
     },
-}
-
-/// One document's diagnostics, ready to publish.
-enum Publication {
-    /// For a connection that takes only `Message`s (in memory).
-    Typed(lsp::PublishDiagnosticsParams),
-    /// The whole notification serialized on the worker that computed it, for the stdio
-    /// writer: going through `Notification::new` builds a `serde_json::Value` of every
-    /// diagnostic on the main loop, which on a 10k-op file cost more than re-analyzing it.
-    Serialized(Vec<u8>),
-}
-
-impl Publication {
-    fn new(doc: &handlers::DocDiagnostics, serialize: bool) -> Publication {
-        if serialize {
-            Publication::Serialized(crate::publish::notification(doc))
-        } else {
-            Publication::Typed(lsp::PublishDiagnosticsParams {
-                uri: doc.uri.clone(),
-                diagnostics: doc.to_lsp(),
-                version: doc.version,
-            })
-        }
-    }
 }
 
 struct Doc {
@@ -160,8 +138,6 @@ struct Doc {
 
 struct GlobalState {
     sender: Sender<Message>,
-    /// The stdio writer's input for serialized messages (none in memory).
-    frames: Option<Sender<Vec<u8>>>,
     host: AnalysisHost,
     config: Config,
     caps: ClientCaps,
@@ -175,11 +151,6 @@ struct GlobalState {
     shutdown_requested: bool,
     /// When the first change since the last diagnostics run happened.
     dirty_since: Option<Instant>,
-    /// A unit each time the stdio writer has written a serialized message (never in memory).
-    written: Receiver<()>,
-    /// Diagnostics of the latest change are being written: once they are out, the host's
-    /// quiet work starts (see [`GlobalState::handle_task`]).
-    quiet_pending: bool,
     /// `textDocument/diagnostic` requests in flight: for a client that pulls diagnostics,
     /// answering the last one of the latest change is the quiet moment.
     pulls: FxHashSet<RequestId>,
@@ -190,11 +161,7 @@ struct GlobalState {
     next_request_id: i32,
 }
 
-pub(crate) fn run(
-    connection: Connection,
-    options: ServerOptions,
-    frames: Option<crate::stdio::Frames>,
-) -> anyhow::Result<bool> {
+pub(crate) fn run(connection: Connection, options: ServerOptions) -> anyhow::Result<bool> {
     let (id, params) = connection
         .initialize_start()
         .map_err(|e| anyhow::format_err!("waiting for `initialize`: {e}"))?;
@@ -239,8 +206,6 @@ pub(crate) fn run(
     );
     let mut state = GlobalState {
         sender: connection.sender.clone(),
-        written: frames.as_ref().map_or_else(crossbeam_channel::never, |f| f.written.clone()),
-        frames: frames.map(|f| f.send),
         host,
         config,
         caps,
@@ -253,7 +218,6 @@ pub(crate) fn run(
         in_flight: FxHashMap::default(),
         shutdown_requested: false,
         dirty_since: None,
-        quiet_pending: false,
         pulls: FxHashSet::default(),
         generation: 0,
         published_generation: 0,
@@ -290,16 +254,6 @@ impl GlobalState {
                 recv(self.tasks.1) -> task => {
                     if let Ok(task) = task {
                         self.handle_task(task);
-                    }
-                },
-                recv(self.written) -> done => {
-                    if done.is_err() {
-                        // The writer is gone (the session is ending): stop listening, or
-                        // this arm would fire on every turn.
-                        self.written = crossbeam_channel::never();
-                    } else if self.quiet_pending {
-                        self.quiet_pending = false;
-                        self.quiet_work();
                     }
                 },
                 default(wait) => {}
@@ -392,6 +346,7 @@ impl GlobalState {
             overrides_docs: Arc::new(overrides_docs),
             segments: self.segments.clone(),
             caps: self.caps.clone(),
+            plan_findings: self.config.plan_findings,
         }
     }
 
@@ -475,34 +430,21 @@ impl GlobalState {
                     return;
                 }
                 self.published_generation = generation;
-                for item in items {
-                    match item {
-                        Publication::Typed(p) => self.publish(p.uri, p.version, p.diagnostics),
-                        Publication::Serialized(body) => {
-                            if let Some(frames) = &self.frames {
-                                let _ = frames.send(body);
-                            }
-                        }
-                    }
+                for p in items {
+                    self.publish(p.uri, p.version, p.diagnostics);
                 }
-                // Nothing newer to analyse: a quiet moment to free older revisions' values
-                // and finish the parse's deferred positions (on helper threads), which would
-                // otherwise slow the next change down. Over stdio it waits until the
-                // publication is written: started with it, those threads competed with
-                // writing most of a megabyte and with the client reading it.
+                // Nothing newer to analyse: a quiet moment for the host's upkeep, which
+                // would otherwise slow the next change down.
                 if generation == self.generation {
-                    if self.frames.is_some() {
-                        self.quiet_pending = true;
-                    } else {
-                        self.quiet_work();
-                    }
+                    self.quiet_work();
                 }
             }
         }
     }
 
-    /// What the host does when the analysis is idle: free older revisions' values and finish
-    /// the parse's deferred positions (on helper threads).
+    /// The host's upkeep when the analysis is idle, and the only place the server calls it
+    /// (`AnalysisHost::free_unused`): free older revisions' values and finish the parse's
+    /// deferred positions (on helper threads).
     fn quiet_work(&mut self) {
         self.host.free_unused();
     }
@@ -523,13 +465,19 @@ impl GlobalState {
         let snap = self.snapshot();
         let generation = self.generation;
         let tx = self.tasks.0.clone();
-        let serialize = self.frames.is_some();
         let job = move || {
             let outcome = catch_unwind(AssertUnwindSafe(|| handlers::all_diagnostics(&snap)));
             drop(snap);
             match outcome {
                 Ok(Ok(items)) => {
-                    let items = items.iter().map(|doc| Publication::new(doc, serialize)).collect();
+                    let items = items
+                        .iter()
+                        .map(|doc| lsp::PublishDiagnosticsParams {
+                            uri: doc.uri.clone(),
+                            diagnostics: doc.to_lsp(),
+                            version: doc.version,
+                        })
+                        .collect();
                     let _ = tx.send(Task::Diagnostics { generation, items });
                 }
                 // A newer change cancelled this run and scheduled the next one.
@@ -584,7 +532,6 @@ impl GlobalState {
     fn apply(&mut self, change: Change) {
         self.host.apply_change(change);
         // The quiet moment is after this change's diagnostics now.
-        self.quiet_pending = false;
         self.mark_dirty();
     }
 

@@ -65,13 +65,9 @@ async def nvim011(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-# Information-level findings of the optimizer's plan; tests about something else ignore them.
-PLAN_FINDINGS = {"spill", "reshard", "chain-declined"}
-
-
 def codes(diags) -> list:
-    """The diagnostic codes, without the plan's information findings."""
-    return [d.code for d in diags if d.code not in PLAN_FINDINGS]
+    """The diagnostic codes."""
+    return [d.code for d in diags]
 
 
 async def wait_diagnostics(client: LanguageClient, uri: str, pred=lambda d: True):
@@ -125,9 +121,66 @@ async def test_diagnostics_are_pushed_and_follow_incremental_edits(nvim07: Langu
             ],
         )
     )
+    # The fix publishes an empty list (the plan's findings are not problems), for version 2.
     diags = await wait_diagnostics(nvim07, uri, lambda d: codes(d) == [])
-    # With the error gone the plan is back: the chain's output spills to DRAM at the return.
-    assert [d.code for d in diags] == ["spill"]
+    assert list(diags) == []
+
+
+async def test_every_change_publishes_the_diagnostics_of_its_version(nvim07: LanguageClient, tmp_path):
+    uri = (tmp_path / "ffn.mlir").as_uri()
+    open_doc(nvim07, uri, SAMPLE)
+    await wait_diagnostics(nvim07, uri)
+    at = position(SAMPLE, "loc(#loc2)")
+    for version in (2, 3, 4):
+        # A space typed, removed, typed again: nothing to report each time, and still published.
+        end = types.Position(line=at.line, character=at.character + (1 if version == 3 else 0))
+        waiting = nvim07.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        nvim07.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(start=at, end=end), text="" if version == 3 else " "
+                    )
+                ],
+            )
+        )
+        params = await asyncio.wait_for(waiting, timeout=30)
+        assert (params.uri, params.version, list(params.diagnostics)) == (uri, version, [])
+
+
+async def test_inlay_hints_show_the_plan_findings_of_the_range(nvim07: LanguageClient, tmp_path):
+    uri = (tmp_path / "ffn.mlir").as_uri()
+    open_doc(nvim07, uri, SAMPLE)
+    hints = await nvim07.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=30, character=0)),
+        )
+    )
+    assert hints
+    findings = [h for h in hints if h.kind is None]
+    print("FINDINGS", [(h.position.line, h.label, h.tooltip) for h in findings])
+    assert findings, "the plan of the sample has findings"
+    assert all(isinstance(h.tooltip, str) and h.tooltip for h in findings)
+    assert {h.label for h in findings} <= {"spill", "reshard", "chain declined", "chain failed"}
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def with_plan_findings(lsp_client: LanguageClient):
+    await initialize(
+        lsp_client, "neovim@v0.7.0", {"target": "n150", "diagnostics": {"planFindings": True}}
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_plan_findings_setting_publishes_them_as_information(with_plan_findings: LanguageClient, tmp_path):
+    uri = (tmp_path / "ffn.mlir").as_uri()
+    open_doc(with_plan_findings, uri, SAMPLE)
+    diags = await wait_diagnostics(with_plan_findings, uri, lambda d: len(d) > 0)
+    assert set(codes(diags)) <= {"spill", "reshard", "chain-declined", "chain-failed"}
+    assert all(d.severity == types.DiagnosticSeverity.Information for d in diags)
 
 
 async def test_definition_goes_to_the_defining_result(nvim07: LanguageClient, tmp_path):
