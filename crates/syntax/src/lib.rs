@@ -59,7 +59,7 @@ impl Parse {
     /// A parse from its parts.
     #[must_use]
     pub fn new(file: ast::SourceFile, tokens: Vec<Token>, errors: Vec<SyntaxError>) -> Parse {
-        Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens }), errors }
+        Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens, meta: None }), errors }
     }
 
     /// The tree. The first read after an incremental re-parse moves the positions the
@@ -102,7 +102,7 @@ impl Parse {
 
 impl Clone for Parse {
     fn clone(&self) -> Parse {
-        Parse::new(self.file().clone(), self.tokens().to_vec(), self.errors.clone())
+        Parse { tree: reparse::Tree::ready(self.tree.get().clone()), errors: self.errors.clone() }
     }
 }
 
@@ -137,10 +137,20 @@ pub fn parse(text: &str) -> Parse {
         );
         return Parse::new(ast::SourceFile { chunks: Vec::new() }, Vec::new(), vec![error]);
     }
-    let (tokens, mut errors) = lexer::lex(text);
-    let file = parser::parse_file(text, &tokens, &mut errors);
-    errors.sort_by_key(|e| (e.range.start, e.range.end));
-    Parse::new(file, tokens, errors)
+    let (tokens, lex_errors) = lexer::lex(text);
+    let mut parse_errors = Vec::new();
+    let mut chunks = Vec::new();
+    let file = parser::parse_file(text, &tokens, &mut parse_errors, &mut chunks);
+    // Lex errors first, then the parser's in the order found: the order equal ranges keep.
+    let mut owned: Vec<(SyntaxError, reparse::Owner)> = lex_errors
+        .into_iter()
+        .map(|e| (e, reparse::Owner::Lex))
+        .chain(parse_errors.into_iter().map(|(e, stmt)| (e, reparse::Owner::Stmt(stmt))))
+        .collect();
+    owned.sort_by_key(|(e, _)| (e.range.start, e.range.end));
+    let (errors, owners) = owned.into_iter().unzip();
+    let meta = reparse::Meta { chunks, owners };
+    Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens, meta: Some(meta) }), errors }
 }
 
 impl Parse {
