@@ -45,9 +45,9 @@ impl SyntaxError {
 ///
 /// The tree and the tokens are read through [`Parse::file`] and [`Parse::tokens`]. After an
 /// incremental re-parse ([`Parse::reparse_edit`]) the positions of the ops and tokens after
-/// the edited op are moved when the parse is first read, not by the re-parse: on a 10k-op
-/// file moving them is a walk over megabytes of nodes and some 150k tokens, most of a
-/// keystroke's parse work, and what an edit's analysis needs first (the re-lowered op, see
+/// the re-parsed ops are moved when the parse is first read, not by the re-parse: on a 10k-op
+/// file moving them is a walk over megabytes of nodes and some 850k tokens, most of a
+/// keystroke's parse work, and what an edit's analysis needs first (the re-lowered ops, see
 /// [`Parse::with_current`]) does not read them. A host reads the parse on another thread
 /// meanwhile, so the move is off the keystroke's path.
 pub struct Parse {
@@ -77,12 +77,12 @@ impl Parse {
 
     /// Runs `f` on the tree and tokens as they are, without waiting for positions an
     /// incremental re-parse left to move: in the tree, everything up to and including the
-    /// re-parsed op, every name and the shape of the tree are current, and so are top-level
-    /// items other than ops (aliases); ops after the re-parsed one may still have the old
+    /// re-parsed ops, every name and the shape of the tree are current, and so are top-level
+    /// items other than ops (aliases); ops after the re-parsed ones may still have the old
     /// text's positions. The tokens are those whose positions are current: every one up to
-    /// the re-parsed op and a little past it, and through the last alias of its chunk. For
-    /// re-lowering that one op (which reads names, aliases and the op's own tokens only), on
-    /// the keystroke's path. `f` must not read the parse through `self` ([`Parse::file`]
+    /// the re-parsed ops and a little past them, and through the last alias of their chunk.
+    /// For re-lowering those ops (which reads names, aliases and the ops' own tokens only),
+    /// on the keystroke's path. `f` must not read the parse through `self` ([`Parse::file`]
     /// waits for `f`).
     pub fn with_current<R>(&self, f: impl FnOnce(&ast::SourceFile, &[Token]) -> R) -> R {
         self.tree.with_current(f)

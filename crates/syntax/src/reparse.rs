@@ -36,7 +36,7 @@
 //! - The window holds no `// -----` line or `{-#` resource marker, so chunks stay as they were.
 //!
 //! The token vector is patched in place (and restored on a refusal), since copying some
-//! 300k tokens was most of a reparse of a 10k-op file.
+//! 850k tokens was most of a reparse of a 10k-op file.
 
 use crate::{
     Parse, SyntaxError, TextRange,
@@ -194,9 +194,17 @@ fn reparse_parts(
     let old_sig = tokens[ta..tt].iter().filter(|t| !t.kind.is_trivia()).count();
     let Ok(dt) = i64::try_from(new_count) else { return None };
     let dt = dt - (tt - ta) as i64;
-    // Tokens change in place (a 10k-op file has some 300k), and change back on a refusal.
+    // Tokens change in place (a 10k-op file has some 850k), and change back on a refusal.
     // Those after the window move by `delta` as far as the parse reads them (its lookahead)
     // now, and the rest when the parse is next read whole, like the tree's ops after it.
+    // Growing past the capacity copies the vector once to one with room to spare, rather
+    // than doubling it (a 10k-op file's tokens are 10 MB).
+    if let Some(grow) = new_count.checked_sub(tt - ta)
+        && tokens.capacity() - tokens.len() < grow
+    {
+        let keep = lexer::token_headroom(tokens.len() + grow);
+        tokens.reserve_exact(keep - tokens.len());
+    }
     let old_toks: Vec<crate::Token> = tokens.splice(ta..tt, toks).collect();
     let after = ta + new_count;
     let (parsed, moved_to, last_sig_end) =
@@ -308,6 +316,12 @@ fn reparse_parts(
     }
     let block = block_at_mut(&mut parts.file, &w.path)?;
     let replaced_last = w.hi + 1 == block.ops.len();
+    // As for tokens: room to spare when the block grows, not a doubling.
+    if let Some(grow) = new_ops.len().checked_sub(w.hi + 1 - w.lo)
+        && block.ops.capacity() - block.ops.len() < grow
+    {
+        block.ops.reserve_exact(grow + block.ops.len() / 16);
+    }
     block.ops.splice(w.lo..=w.hi, new_ops);
     block.range.start = s.edited_block;
     if replaced_last {
@@ -1062,7 +1076,6 @@ impl Shifter {
 }
 
 /// A parse's tree and tokens.
-#[derive(Clone)]
 pub(crate) struct Parts {
     pub(crate) file: crate::ast::SourceFile,
     pub(crate) tokens: Vec<crate::Token>,
@@ -1163,6 +1176,15 @@ impl Tree {
             }
             None => Parts::empty(),
         }
+    }
+}
+
+impl Clone for Parts {
+    fn clone(&self) -> Parts {
+        // With the room to spare the lexer leaves (see `lexer::token_headroom`).
+        let mut tokens = Vec::with_capacity(self.tokens.capacity());
+        tokens.extend_from_slice(&self.tokens);
+        Parts { file: self.file.clone(), tokens, meta: self.meta.clone() }
     }
 }
 

@@ -649,3 +649,112 @@ fn reparsing_whole_line_comment_and_breaking_edits_of_samples_and_corpus_equals_
         }
     }
 }
+
+/// Applies `edit` (`^` marks where the old text is replaced by `insert`, `old` is its
+/// length) to `text` and shows the `OpEdit` with the texts of its ranges.
+fn check_op_edit_of(text: &str, at: &str, old: u32, insert: &str, expect: expect_test::Expect) {
+    let start = text.find(at).expect("the marker is in the text") as u32;
+    let range = TextRange::new(start, start + old);
+    let new_text = apply(text, range, insert);
+    let mut patched = parse(text);
+    let shown = match patched.reparse_edit(&new_text, range, insert.len() as u32) {
+        Some(op) => {
+            assert!(patched == parse(&new_text));
+            format!(
+                "ops {}: {} -> {}, errors changed: {}\nold {:?}\nnew {:?}",
+                op.first_op,
+                op.old_ops,
+                op.new_ops,
+                op.errors_changed,
+                slice(text, op.old),
+                slice(&new_text, op.new)
+            )
+        }
+        None => "refused".to_owned(),
+    };
+    expect.assert_eq(&shown);
+}
+
+const FUNC: &str = "func.func @f(%a: i32) -> i32 {\n  %0 = \"t.a\"(%a) : (i32) -> i32\n  %1 = \"t.b\"(%0) : (i32) -> i32\n  %2 = \"t.c\"(%1) : (i32) -> i32\n  return %2 : i32\n}\n";
+
+#[test]
+fn an_op_edit_names_the_ops_replaced_and_nothing_for_trivia() {
+    use expect_test::expect;
+    // Typing inside an op: that op.
+    check_op_edit_of(
+        FUNC,
+        "t.b",
+        3,
+        "t.bb",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: false
+        old "%1 = \"t.b\"(%0) : (i32) -> i32"
+        new "%1 = \"t.bb\"(%0) : (i32) -> i32""#]],
+    );
+    // An op line inserted: no op before, one after.
+    check_op_edit_of(
+        FUNC,
+        "  %1",
+        0,
+        "  %9 = \"t.x\"(%0) : (i32) -> i32\n",
+        expect![[r#"
+        ops 1: 0 -> 1, errors changed: false
+        old ""
+        new "  %9 = \"t.x\"(%0) : (i32) -> i32\n""#]],
+    );
+    // An op line deleted.
+    check_op_edit_of(
+        FUNC,
+        "  %1",
+        32,
+        "",
+        expect![[r#"
+        ops 1: 1 -> 0, errors changed: false
+        old "  %1 = \"t.b\"(%0) : (i32) -> i32\n"
+        new """#]],
+    );
+    // A comment line: no op replaced, the edit's own range.
+    check_op_edit_of(
+        FUNC,
+        "  %1",
+        0,
+        "  // note\n",
+        expect![[r#"
+        ops 1: 0 -> 0, errors changed: false
+        old ""
+        new "  // note\n""#]],
+    );
+    // A trailing comment touches the op it follows, which parses the same.
+    check_op_edit_of(
+        FUNC,
+        "\n  %2",
+        0,
+        " // note",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: false
+        old "%1 = \"t.b\"(%0) : (i32) -> i32"
+        new "%1 = \"t.b\"(%0) : (i32) -> i32 // note""#]],
+    );
+    // Breaking an op, then (from the broken text) fixing it.
+    check_op_edit_of(
+        FUNC,
+        ") : (i32) -> i32\n  %2",
+        1,
+        "",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: true
+        old "%1 = \"t.b\"(%0) : (i32) -> i32"
+        new "%1 = \"t.b\"(%0 : (i32) -> i32""#]],
+    );
+    let broken = FUNC.replacen("(%0) :", "(%0 :", 1);
+    check_op_edit_of(
+        &broken,
+        " : (i32) -> i32\n  %2",
+        0,
+        ")",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: true
+        old "%1 = \"t.b\"(%0 : (i32) -> i32"
+        new "%1 = \"t.b\"(%0) : (i32) -> i32""#]],
+    );
+}
