@@ -152,6 +152,9 @@ fn reparse_parts(
     let tokens = &mut parts.tokens;
     let Ok(ta) = tokens.binary_search_by_key(&a, |t| t.range.start) else { return None };
     let Ok(tt) = tokens.binary_search_by_key(&t, |t| t.range.start) else { return None };
+    if ta >= tt {
+        return None;
+    }
     // The target is the first significant token after the last op.
     let last_sig = tokens[..tt].iter().rev().find(|t| !t.kind.is_trivia())?;
     if last_sig.range.end != w.ops.last()?.range.end {
@@ -539,7 +542,7 @@ fn find_window(file: &crate::ast::SourceFile, edit: TextRange) -> Option<Window>
         if region.blocks.get(bi + 1).is_some_and(|b| edit.end >= b.range.start) {
             return None;
         }
-        let block = &region.blocks[bi];
+        let block = region.blocks.get(bi)?;
         depth += parser::REGION_WEIGHT;
         path.extend([ri, bi]);
         let ops = &block.ops;
