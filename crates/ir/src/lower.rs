@@ -68,7 +68,10 @@ fn relower_in(
     tree: &ast::SourceFile,
     edit: syntax::OpEdit,
 ) -> Option<LoweredFile> {
-    if edit.new.start != edit.old.start {
+    // One op replaced by one op, with the syntax errors as they were, is what this redoes;
+    // other edits (ops inserted, deleted, pasted, trivia between ops, an op broken or fixed)
+    // lower from scratch.
+    if !edit.is_single_op() || edit.errors_changed || edit.new.start != edit.old.start {
         return None;
     }
     let delta = i64::from(edit.new.end) - i64::from(edit.old.end);

@@ -45,9 +45,9 @@ impl SyntaxError {
 ///
 /// The tree and the tokens are read through [`Parse::file`] and [`Parse::tokens`]. After an
 /// incremental re-parse ([`Parse::reparse_edit`]) the positions of the ops and tokens after
-/// the edited op are moved when the parse is first read, not by the re-parse: on a 10k-op
-/// file moving them is a walk over megabytes of nodes and some 150k tokens, most of a
-/// keystroke's parse work, and what an edit's analysis needs first (the re-lowered op, see
+/// the re-parsed ops are moved when the parse is first read, not by the re-parse: on a 10k-op
+/// file moving them is a walk over megabytes of nodes and some 850k tokens, most of a
+/// keystroke's parse work, and what an edit's analysis needs first (the re-lowered ops, see
 /// [`Parse::with_current`]) does not read them. A host reads the parse on another thread
 /// meanwhile, so the move is off the keystroke's path.
 pub struct Parse {
@@ -59,7 +59,7 @@ impl Parse {
     /// A parse from its parts.
     #[must_use]
     pub fn new(file: ast::SourceFile, tokens: Vec<Token>, errors: Vec<SyntaxError>) -> Parse {
-        Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens }), errors }
+        Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens, meta: None }), errors }
     }
 
     /// The tree. The first read after an incremental re-parse moves the positions the
@@ -77,12 +77,12 @@ impl Parse {
 
     /// Runs `f` on the tree and tokens as they are, without waiting for positions an
     /// incremental re-parse left to move: in the tree, everything up to and including the
-    /// re-parsed op, every name and the shape of the tree are current, and so are top-level
-    /// items other than ops (aliases); ops after the re-parsed one may still have the old
+    /// re-parsed ops, every name and the shape of the tree are current, and so are top-level
+    /// items other than ops (aliases); ops after the re-parsed ones may still have the old
     /// text's positions. The tokens are those whose positions are current: every one up to
-    /// the re-parsed op and a little past it, and through the last alias of its chunk. For
-    /// re-lowering that one op (which reads names, aliases and the op's own tokens only), on
-    /// the keystroke's path. `f` must not read the parse through `self` ([`Parse::file`]
+    /// the re-parsed ops and a little past them, and through the last alias of their chunk.
+    /// For re-lowering those ops (which reads names, aliases and the ops' own tokens only),
+    /// on the keystroke's path. `f` must not read the parse through `self` ([`Parse::file`]
     /// waits for `f`).
     pub fn with_current<R>(&self, f: impl FnOnce(&ast::SourceFile, &[Token]) -> R) -> R {
         self.tree.with_current(f)
@@ -102,7 +102,7 @@ impl Parse {
 
 impl Clone for Parse {
     fn clone(&self) -> Parse {
-        Parse::new(self.file().clone(), self.tokens().to_vec(), self.errors.clone())
+        Parse { tree: reparse::Tree::ready(self.tree.get().clone()), errors: self.errors.clone() }
     }
 }
 
@@ -137,10 +137,20 @@ pub fn parse(text: &str) -> Parse {
         );
         return Parse::new(ast::SourceFile { chunks: Vec::new() }, Vec::new(), vec![error]);
     }
-    let (tokens, mut errors) = lexer::lex(text);
-    let file = parser::parse_file(text, &tokens, &mut errors);
-    errors.sort_by_key(|e| (e.range.start, e.range.end));
-    Parse::new(file, tokens, errors)
+    let (tokens, lex_errors) = lexer::lex(text);
+    let mut parse_errors = Vec::new();
+    let mut chunks = Vec::new();
+    let file = parser::parse_file(text, &tokens, &mut parse_errors, &mut chunks);
+    // Lex errors first, then the parser's in the order found: the order equal ranges keep.
+    let mut owned: Vec<(SyntaxError, reparse::Owner)> = lex_errors
+        .into_iter()
+        .map(|e| (e, reparse::Owner::Lex))
+        .chain(parse_errors.into_iter().map(|(e, stmt)| (e, reparse::Owner::Stmt(stmt))))
+        .collect();
+    owned.sort_by_key(|(e, _)| (e.range.start, e.range.end));
+    let (errors, owners) = owned.into_iter().unzip();
+    let meta = reparse::Meta { chunks, owners };
+    Parse { tree: reparse::Tree::ready(reparse::Parts { file, tokens, meta: Some(meta) }), errors }
 }
 
 impl Parse {

@@ -1,30 +1,45 @@
-//! Incremental reparsing: an edit inside one op of a block re-lexes and re-parses that op
-//! alone, and shifts the positions of everything after it.
+//! Incremental reparsing: an edit inside one block (a function body) re-lexes and re-parses
+//! the ops around it, and shifts the positions of everything after them.
 //!
-//! An editor sends one small edit per keystroke, nearly always inside one op's line. Parsing
-//! a 10k-op file from scratch takes tens of milliseconds; re-parsing the op takes
-//! microseconds, and shifting the tree after it is a walk with no allocation. The result is
-//! the parse [`crate::parse`] would return for the new text, or nothing is changed and the
-//! caller parses from scratch: the fast path is taken only where the op's parse provably
-//! cannot differ (the tests compare both on random edits of real files).
+//! An editor sends one small edit per keystroke: inside one op's line, a pasted or deleted
+//! run of lines, a comment. Parsing a 10k-op file from scratch takes tens of milliseconds;
+//! re-parsing a few ops takes microseconds, and shifting the tree after them is a walk with
+//! no allocation. The result is the parse [`crate::parse`] would return for the new text, or
+//! nothing is changed and the caller parses from scratch: the fast path is taken only where
+//! the parse provably cannot differ (the tests compare both on random edits of real files).
 //!
-//! Conditions, each for a reason:
-//! - the edit is strictly inside an op of a block that has no regions, so the op's first and
-//!   last bytes, and the tokens around it, are unchanged;
-//! - the op stands on its own lines (a line break before and after), so no neighbour's
-//!   column, line start or token changes;
-//! - the old parse has no error inside the op (recovery from one may have skipped text the
-//!   new op would claim), and the new op lexes and parses without one;
-//! - the new op's tokens are exactly the op (the parser stops where the old op ended, with
-//!   the same lookahead it had in the full parse: it gets the op and the 64 significant
-//!   tokens after it, and if it looks further the reparse is refused), and hold no
-//!   `// -----` line.
+//! The edit is widened to a window of whole ops of the innermost block holding it: the ops
+//! it touches (an op touches the edit when their ranges meet, ends included) and one
+//! untouched op on each side, so a change that alters how a neighbour parses (a joined line,
+//! a `loc(` the op before would take as its own) is re-parsed too. The window's text is
+//! re-lexed and its ops re-parsed, from the first op's start to the token after the last op
+//! (the next op's first token, or the block's `}` or next label): the target.
 //!
-//! The token vector is patched in place (and restored if the op does not parse the same),
-//! since copying some 300k tokens was most of a reparse of a 10k-op file.
+//! Why the rest of the parse cannot differ, condition by condition:
+//! - Before the window nothing changed, and the full parse of the text before it looks at
+//!   most two significant tokens ahead of the op it parses when that op has no syntax error
+//!   (a trailing `loc(`, a statement start): so the old parse has no syntax error in the
+//!   window's chunk before the window, and the window's first op, when untouched, has two
+//!   significant tokens or more.
+//! - The lexer starts fresh at the window's start and at the target: both are preceded by
+//!   whitespace (which ends where a non-blank character starts), and the new window's text
+//!   lexes without error, starting with a non-blank and ending with whitespace.
+//! - The parse of the window reaches the target exactly, with no `}`, block label or end of
+//!   input before it, at the nesting depth of the block; from the target on, the old and new
+//!   parses read the same tokens in the same state. The only state besides position is the
+//!   recovery fuel (`rewind_fuel`), which matters only where it runs dry: the old parse has
+//!   no syntax error in the chunk outside the window (so recovery ran only inside it, and
+//!   the chunk's errors are exactly the window's), and the window's recovery rewinds over
+//!   fewer tokens than the fuel every chunk starts with.
+//! - The parser gets the window and the 64 significant tokens after it; if it looks
+//!   further the re-parse is refused (the full parse might have decided otherwise).
+//! - The window holds no `// -----` line or `{-#` resource marker, so chunks stay as they were.
+//!
+//! The token vector is patched in place (and restored on a refusal), since copying some
+//! 850k tokens was most of a reparse of a 10k-op file.
 
 use crate::{
-    Parse, TextRange,
+    Parse, SyntaxError, TextRange,
     ast::{
         Attr, AttrDict, AttrKind, Block, Body, FuncArg, FunctionType, Ident, Item, LocKind,
         LocSpec, Location, Op, OpBody, Region, Type, TypeKind, ValueUse,
@@ -33,18 +48,41 @@ use crate::{
     parser,
 };
 
-/// The op an incremental reparse replaced: its range in the old text and in the new one
-/// (same start). Everything before `old.start` kept its position; everything at or after
-/// `old.end` moved by `new.end - old.end`.
+/// What an incremental re-parse replaced.
+///
+/// The top-level ops of one block whose ranges lie within `old` (old text) were replaced by
+/// the ops of the new parse lying within `new` (new text): `old_ops` ops by `new_ops`, the
+/// first of them at index `first_op` of the block. `old.start == new.start`; everything
+/// before `old.start` is unchanged, and everything at or after `old.end` moved by
+/// `new.end - old.end`. The range is the touched ops (the first op the edit touches to the
+/// last), widened to a neighbour whose parse changed; an edit purely in the trivia between
+/// two ops (a comment line, a blank line, indentation) replaces no op, and `old` is then
+/// the edit's own range, which no op's range meets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpEdit {
     pub old: TextRange,
     pub new: TextRange,
+    /// The index in its block of the first replaced op (of the first op after the edit, when
+    /// no op was replaced).
+    pub first_op: u32,
+    pub old_ops: u32,
+    pub new_ops: u32,
+    /// True when the syntax errors the re-parsed ops have differ from those they had (other
+    /// than by moving with the text); the errors are in [`Parse::errors`] either way.
+    pub errors_changed: bool,
+}
+
+impl OpEdit {
+    /// True when exactly one op was replaced by one op.
+    #[must_use]
+    pub fn is_single_op(&self) -> bool {
+        self.old_ops == 1 && self.new_ops == 1
+    }
 }
 
 impl Parse {
     /// Brings this parse of the old text up to date with `new_text`, which is the old text
-    /// with `edit` (old offsets) replaced by `new_len` bytes, and says which op it re-parsed.
+    /// with `edit` (old offsets) replaced by `new_len` bytes, and says which ops it replaced.
     /// Returns `None`, and changes nothing, when the edit is not one the fast path handles;
     /// parse `new_text` then.
     pub fn reparse_edit(
@@ -68,142 +106,294 @@ impl Parse {
     }
 }
 
+/// Recovery fuel every chunk's parse starts with besides four per significant token (see
+/// `parse_chunk`).
+const MIN_FUEL: usize = 1024;
+
+/// Significant tokens after the window the parser may look at; it looks at one or two.
+const LOOKAHEAD: usize = 64;
+
 /// [`Parse::reparse_edit`] on the tree and tokens taken out of the parse: on success the
 /// positions the returned shift leaves for later are still to move ([`Shifter::finish`]);
 /// on `None` nothing changed.
 fn reparse_parts(
     parts: &mut Parts,
-    errors: &mut [crate::SyntaxError],
+    errors: &mut Vec<SyntaxError>,
     new_text: &str,
     edit: TextRange,
     new_len: u32,
 ) -> Option<(OpEdit, Shifter)> {
-    let target = find_target(&parts.file, edit)?;
-    let old = target.range;
+    if new_text.len() > u32::MAX as usize {
+        return None;
+    }
     let delta = i64::from(new_len) - i64::from(edit.len());
-    let Ok(new_end) = u32::try_from(i64::from(old.end) + delta) else { return None };
-    if new_text.len() > u32::MAX as usize || new_end as usize > new_text.len() {
+    let old_len = parts.tokens.last().map_or(0, |t| t.range.end);
+    if edit.end > old_len || i64::from(old_len) + delta != new_text.len() as i64 {
+        return None;
+    }
+    let w = find_window(&parts.file, edit)?;
+    let (a, t) = (w.start, w.target);
+    if edit.start < a || edit.end > t {
+        return None;
+    }
+    let chunk_end = shift(w.chunk.end, delta)?;
+    let t_new = shift(t, delta)?;
+    // Parse errors found before the window: the parse before it may have read into it.
+    let meta = parts.meta.as_ref()?;
+    let ci = w.path[0];
+    let chunk_meta = *meta.chunks.get(ci)?;
+    if meta.owners.len() != errors.len() || chunk_meta.exhausted {
+        return None;
+    }
+    let in_chunk = |o: u32| w.chunk.start <= o && o <= w.chunk.end;
+    if meta.owners.iter().any(|o| matches!(*o, Owner::Stmt(s) if in_chunk(s) && s < a)) {
         return None;
     }
     let tokens = &mut parts.tokens;
-    // The op's old tokens: `t0..=t1`, with whitespace holding a line break on both sides.
-    let Ok(t0) = tokens.binary_search_by_key(&old.start, |t| t.range.start) else {
-        return None;
-    };
-    let Ok(t1) = tokens.binary_search_by_key(&old.end, |t| t.range.end) else {
-        return None;
-    };
-    let breaks_line = |tokens: &[crate::Token], i: usize, text: &str| {
-        tokens
-            .get(i)
-            .is_none_or(|t| t.kind == TokenKind::Whitespace && t.range.slice(text).contains('\n'))
-    };
-    // Before the op nothing moved, so the old token reads the same in the new text.
-    if t0 == 0 || !breaks_line(tokens, t0 - 1, new_text) {
+    let Ok(ta) = tokens.binary_search_by_key(&a, |t| t.range.start) else { return None };
+    let Ok(tt) = tokens.binary_search_by_key(&t, |t| t.range.start) else { return None };
+    if ta >= tt {
         return None;
     }
-    if let Some(after) = tokens.get(t1 + 1) {
-        let (Some(s), Some(e)) = (shift(after.range.start, delta), shift(after.range.end, delta))
-        else {
-            return None;
-        };
-        if after.kind != TokenKind::Whitespace
-            || !TextRange::new(s, e).slice(new_text).contains('\n')
-        {
+    // The target is the first significant token after the last op.
+    let last_sig = tokens[..tt].iter().rev().find(|t| !t.kind.is_trivia())?;
+    if last_sig.range.end != w.ops.last()?.range.end {
+        return None;
+    }
+    // The lexer starts fresh at the window: after whitespace, at a non-blank (where the
+    // whitespace ends), or after the block's `{` or label, at whitespace (so the `{` or `:`
+    // token stays whole).
+    let after_blank = tokens.get(ta.checked_sub(1)?)?.kind == TokenKind::Whitespace;
+    let marker = |k: TokenKind| matches!(k, TokenKind::FileMetaBegin | TokenKind::FileMetaEnd);
+    if tokens[ta..tt].iter().any(|t| marker(t.kind)) {
+        return None;
+    }
+    // An untouched first op: the ops before it looked at its first two significant tokens.
+    if w.first_untouched {
+        let second = tokens[ta..tt].iter().filter(|t| !t.kind.is_trivia()).nth(1)?;
+        if second.range.start >= w.ops[0].range.end {
             return None;
         }
     }
-    if errors.iter().any(|e| e.range.end >= old.start && e.range.start <= old.end) {
-        return None;
-    }
-    // Re-lex the op's new text.
-    let (mut toks, lex_errors) = lexer::lex(new_text.get(old.start as usize..new_end as usize)?);
+    // Re-lex the window's new text.
+    let (mut toks, lex_errors) = lexer::lex(new_text.get(a as usize..t_new as usize)?);
     if !lex_errors.is_empty() {
         return None;
     }
-    for t in &mut toks {
-        t.range = TextRange::new(t.range.start + old.start, t.range.end + old.start);
+    for tok in &mut toks {
+        tok.range = TextRange::new(tok.range.start + a, tok.range.end + a);
         let separator =
-            t.kind == TokenKind::Comment && t.range.slice(new_text).trim_end() == "// -----";
-        if matches!(t.kind, TokenKind::Error | TokenKind::FileMetaBegin | TokenKind::FileMetaEnd)
-            || separator
-        {
+            tok.kind == TokenKind::Comment && tok.range.slice(new_text).trim_end() == "// -----";
+        if separator || marker(tok.kind) || tok.kind == TokenKind::Error {
             return None;
         }
     }
-    if toks.first().is_none_or(|t| t.kind.is_trivia())
-        || toks.last().is_none_or(|t| t.kind.is_trivia())
+    if toks.first().is_none_or(|t| (t.kind == TokenKind::Whitespace) == after_blank)
+        || toks.last().is_none_or(|t| t.kind != TokenKind::Whitespace)
     {
         return None;
     }
-    let Ok(dt) = i64::try_from(toks.len()) else { return None };
-    let dt = dt - (t1 + 1 - t0) as i64;
-    let chunk_end = shift(target.chunk_end, delta)?;
-    // Tokens change in place (a 10k-op file has some 300k), and change back on failure.
-    // Those after the op move by `delta` as far as the parse of the op reads them (its
-    // lookahead) now, and the rest when the parse is next read whole, like the tree's ops
-    // after it: moving every one was a tenth of a keystroke's work.
     let new_count = toks.len();
-    let old_toks: Vec<crate::Token> = tokens.splice(t0..=t1, toks.iter().copied()).collect();
-    let after = t0 + new_count;
-    let (outcome, moved_to) =
-        parse_op_at(tokens, new_text, t0, new_count, chunk_end, &target, delta);
-    let op = match outcome {
-        Some(op) if op.range == TextRange::new(old.start, new_end) => op,
-        _ => {
-            move_tokens(&mut tokens[after..moved_to], -delta);
-            tokens.splice(t0..after, old_toks);
-            return None;
-        }
+    let old_sig = tokens[ta..tt].iter().filter(|t| !t.kind.is_trivia()).count();
+    let Ok(dt) = i64::try_from(new_count) else { return None };
+    let dt = dt - (tt - ta) as i64;
+    // Tokens change in place (a 10k-op file has some 850k), and change back on a refusal.
+    // Those after the window move by `delta` as far as the parse reads them (its lookahead)
+    // now, and the rest when the parse is next read whole, like the tree's ops after it.
+    // Growing past the capacity copies the vector once to one with room to spare, rather
+    // than doubling it (a 10k-op file's tokens are 10 MB).
+    if let Some(grow) = new_count.checked_sub(tt - ta)
+        && tokens.capacity() - tokens.len() < grow
+    {
+        let keep = lexer::token_headroom(tokens.len() + grow);
+        tokens.reserve_exact(keep - tokens.len());
+    }
+    let old_toks: Vec<crate::Token> = tokens.splice(ta..tt, toks).collect();
+    let after = ta + new_count;
+    let (parsed, moved_to, last_sig_end) =
+        parse_window(tokens, new_text, ta, new_count, chunk_end, &w, delta);
+    // The chunk's recovery never ran dry in the old parse, and does not in the new one: its
+    // rewinds outside the window are at most the old ones (`spent`), and the window's fit
+    // in what is left.
+    let sig = (chunk_meta.sig + parsed.as_ref().map_or(0, |p| p.sig)).checked_sub(old_sig);
+    let fuel = sig.map(|n| n.saturating_mul(4).saturating_add(MIN_FUEL));
+    let parsed =
+        parsed.filter(|p| fuel.is_some_and(|f| chunk_meta.spent.saturating_add(p.rewound) <= f));
+    let Some(parsed) = parsed else {
+        move_tokens(&mut tokens[after..moved_to], -delta);
+        tokens.splice(ta..after, old_toks);
+        return None;
     };
-    // Re-lowering the op reads the aliases of its chunk through the tokens moved so far
-    // (`Parse::with_current`): if one is written after the op (printed IR writes them
+    let WindowParse { ops: new_ops, errors: new_errors, rewound, .. } = parsed;
+    // Re-lowering the ops reads the aliases of their chunk through the tokens moved so far
+    // (`Parse::with_current`): if one is written after the window (printed IR writes them
     // first), every token moves now.
-    let chunk_range = TextRange::new(target.chunk_start, target.chunk_end);
-    let alias_after = parts
-        .file
-        .chunks
-        .iter()
-        .filter(|c| c.range == chunk_range)
-        .flat_map(|c| c.items.iter())
-        .any(|item| match item {
-            Item::AttrAlias(a) => a.range.end > old.end,
-            Item::TypeAlias(a) => a.range.end > old.end,
-            Item::LocAlias(a) => a.range.end > old.end,
+    let alias_after = parts.file.chunks.get(w.path[0]).is_some_and(|c| {
+        c.items.iter().any(|item| match item {
+            Item::AttrAlias(al) => al.range.end > a,
+            Item::TypeAlias(al) => al.range.end > a,
+            Item::LocAlias(al) => al.range.end > a,
             _ => false,
-        });
+        })
+    });
     let tok_from = if alias_after {
         move_tokens(&mut tokens[moved_to..], delta);
         tokens.len()
     } else {
         moved_to
     };
-    // Commit: errors after the op, and the tree: the op, what encloses it and the
-    // top-level items other than ops now; the ops after it when the tree is next read.
     let s = Shifter {
-        old_start: old.start,
-        old_end: old.end,
+        old_start: a,
+        old_end: t,
         delta,
-        tok_after: (t1 + 1) as u32,
+        tok_after: tt as u32,
         dt,
         defer: true,
         tok_from,
+        edited_block: match new_ops.first() {
+            Some(first) if w.first_in_block => first.range.start,
+            _ => w.block_start,
+        },
+        deferred_from: (w.lo + new_ops.len()) as u32,
     };
-    for e in errors.iter_mut() {
-        s.range(&mut e.range);
+    let mut op_edit = replaced(&w, &new_ops, edit, new_len, delta, ta as u32, dt)?;
+    // Commit. Errors: the window's are replaced by its new ones; those after it move.
+    let meta = parts.meta.as_mut()?;
+    if let Some(m) = meta.chunks.get_mut(ci) {
+        m.sig = sig.unwrap_or(m.sig);
+        m.spent = m.spent.saturating_add(rewound);
     }
-    let mut replacement = Some(op);
+    let old_errors = std::mem::take(errors);
+    let old_owners = std::mem::take(&mut meta.owners);
+    // Sorted as a parse from scratch sorts: by range, then lex errors, then the parser's in
+    // the order found (the window's before those after it).
+    let mut all: Vec<(SyntaxError, Owner, u8)> = Vec::with_capacity(old_errors.len());
+    // The window's old errors, moved as the edit moves text, to tell whether they changed.
+    let mut removed = Vec::new();
+    let mut remove = |mut e: SyntaxError| {
+        for o in [&mut e.range.start, &mut e.range.end] {
+            if *o >= edit.end {
+                *o = shift(*o, delta).unwrap_or(*o);
+            }
+        }
+        removed.push(e);
+    };
+    for (mut e, o) in old_errors.into_iter().zip(old_owners) {
+        let (class, o) = match o {
+            Owner::Lex if in_chunk(e.range.start) && (a..t).contains(&e.range.start) => {
+                remove(e);
+                continue;
+            }
+            Owner::Lex => (0, o),
+            Owner::Stmt(st) if in_chunk(st) && st < t => {
+                remove(e);
+                continue;
+            }
+            Owner::Stmt(mut st) => {
+                s.offset(&mut st);
+                (2, Owner::Stmt(st))
+            }
+        };
+        s.range(&mut e.range);
+        all.push((e, o, class));
+    }
+    let mut new_errors = new_errors;
+    new_errors.sort_by_key(|(e, _)| (e.range.start, e.range.end));
+    op_edit.errors_changed = !removed.iter().eq(new_errors.iter().map(|(e, _)| e));
+    all.extend(new_errors.into_iter().map(|(e, st)| (e, Owner::Stmt(st), 1)));
+    all.sort_by_key(|(e, _, class)| (e.range.start, e.range.end, *class));
+    for (e, o, _) in all {
+        errors.push(e);
+        meta.owners.push(o);
+    }
+    // The tree: what encloses the window and the top-level items other than ops now; the
+    // ops after it when the tree is next read; then the window's ops.
     for chunk in &mut parts.file.chunks {
-        if chunk.range.end < old.end {
+        if chunk.range.end < t {
             continue;
         }
         s.range(&mut chunk.range);
         for item in &mut chunk.items {
-            s.item(item, old, &mut replacement);
+            s.item(item);
         }
     }
-    debug_assert!(replacement.is_none(), "the edited op was found again");
-    Some((OpEdit { old, new: TextRange::new(old.start, new_end) }, s))
+    let block = block_at_mut(&mut parts.file, &w.path)?;
+    let replaced_last = w.hi + 1 == block.ops.len();
+    // As for tokens: room to spare when the block grows, not a doubling.
+    if let Some(grow) = new_ops.len().checked_sub(w.hi + 1 - w.lo)
+        && block.ops.capacity() - block.ops.len() < grow
+    {
+        block.ops.reserve_exact(grow + block.ops.len() / 16);
+    }
+    block.ops.splice(w.lo..=w.hi, new_ops);
+    block.range.start = s.edited_block;
+    if replaced_last {
+        // The block ends where its last op's last token does.
+        block.range.end = last_sig_end.max(block.range.start);
+    }
+    Some((op_edit, s))
+}
+
+/// The ops replaced, as [`OpEdit`] says: the window less an untouched first op that parsed
+/// the same and an untouched last op that parsed the same (moved).
+fn replaced(
+    w: &Window,
+    new_ops: &[Op],
+    edit: TextRange,
+    new_len: u32,
+    delta: i64,
+    ta: u32,
+    dt: i64,
+) -> Option<OpEdit> {
+    let old_ops = &w.ops[..];
+    let mut i = 0;
+    if w.first_untouched && new_ops.first() == old_ops.first() {
+        i = 1;
+    }
+    let mut j = 0;
+    if w.last_untouched && old_ops.len() > i && new_ops.len() > i {
+        // The last op lies after the edit: all its positions and token indices move.
+        let s = Shifter {
+            old_start: edit.end,
+            old_end: edit.end,
+            delta,
+            tok_after: ta,
+            dt,
+            defer: false,
+            tok_from: 0,
+            edited_block: u32::MAX,
+            deferred_from: 0,
+        };
+        let mut moved = old_ops[old_ops.len() - 1].clone();
+        s.op(&mut moved);
+        if new_ops.last() == Some(&moved) {
+            j = 1;
+        }
+    }
+    let olds = &old_ops[i..old_ops.len() - j];
+    let news = &new_ops[i..new_ops.len() - j];
+    let mut start = i64::from(edit.start);
+    let mut old_end = i64::from(edit.end);
+    for o in olds {
+        start = start.min(i64::from(o.range.start));
+        old_end = old_end.max(i64::from(o.range.end));
+    }
+    for o in news {
+        start = start.min(i64::from(o.range.start));
+        old_end = old_end.max(i64::from(o.range.end) - delta);
+    }
+    // Nothing replaced: the edit's own range (`new_len` bytes in the new text).
+    let (start, old_end) = (u32::try_from(start).ok()?, u32::try_from(old_end).ok()?);
+    let new_end = shift(old_end, delta)?;
+    debug_assert!(!(olds.is_empty() && news.is_empty()) || new_end == edit.start + new_len);
+    Some(OpEdit {
+        old: TextRange::new(start, old_end),
+        new: TextRange::new(start, new_end),
+        first_op: u32::try_from(w.lo + i).ok()?,
+        old_ops: u32::try_from(olds.len()).ok()?,
+        new_ops: u32::try_from(news.len()).ok()?,
+        errors_changed: false,
+    })
 }
 
 /// Moves tokens by `by` (`delta` or its undo): as a wrapping add on u32, which is exact
@@ -216,27 +406,25 @@ fn move_tokens(tokens: &mut [crate::Token], by: i64) {
     }
 }
 
-/// Parses the op whose tokens are `tokens[t0..t0 + count]`, as the full parse of its chunk
-/// would: with the significant token before it, and a window of those after it for
-/// lookahead. `None` if it has an error, does not end with its last token, or the parser
-/// looked past the window (the full parse might have decided otherwise).
+/// Parses the window's ops, whose tokens are `tokens[ta..ta + count]`, as the full parse of
+/// the chunk would: with the significant token before them, and a window of those after
+/// them for lookahead. `None` if the parse does not stop at the target (the first token
+/// after them), looked past the lookahead, or its recovery rewound more than the least fuel
+/// a chunk has; else the ops and their errors.
 ///
-/// The tokens after the op still have the old text's positions: each one the window reads
-/// is moved by `delta` first. Also returns the end of the tokens moved.
-fn parse_op_at(
+/// The tokens after the window still have the old text's positions: each one the lookahead
+/// covers is moved by `delta` first. Also returns the end of the tokens moved, and the end
+/// of the window's last significant token.
+fn parse_window(
     tokens: &mut [crate::Token],
     text: &str,
-    t0: usize,
+    ta: usize,
     count: usize,
     chunk_end: u32,
-    target: &Target,
+    w: &Window,
     delta: i64,
-) -> (Option<crate::ast::Op>, usize) {
-    /// Significant tokens after the op the parser may look at; it looks at one or two.
-    const LOOKAHEAD: usize = 64;
-    // Moves the tokens after the op up to the first the scan below stops at (at or past
-    // the chunk's end, or the significant token one past the window).
-    let mut moved_to = t0 + count;
+) -> (Option<WindowParse>, usize, u32) {
+    let mut moved_to = ta + count;
     let mut sig_after = 0;
     while let Some(t) = tokens.get_mut(moved_to) {
         move_tokens(std::slice::from_mut(t), delta);
@@ -253,87 +441,190 @@ fn parse_op_at(
     }
     // Whole, as the full parse has them: the parser reads only those `sig` names.
     let tokens = &*tokens;
-    let mut sig: Vec<u32> = Vec::with_capacity(count + LOOKAHEAD + 1);
-    if let Some(prev) = (0..t0).rev().find(|&i| !tokens[i].kind.is_trivia())
-        && tokens[prev].range.start >= target.chunk_start
+    let mut sig: Vec<u32> = Vec::with_capacity(count / 2 + LOOKAHEAD + 1);
+    if let Some(prev) = (0..ta).rev().find(|&i| !tokens[i].kind.is_trivia())
+        && tokens[prev].range.start >= w.chunk.start
     {
         sig.push(prev as u32);
     }
     let start_pos = sig.len();
-    let mut op_sig = 0;
+    let mut window_sig = 0;
     let mut truncated = false;
-    for (i, t) in tokens.iter().enumerate().skip(t0) {
+    for (i, t) in tokens.iter().enumerate().skip(ta) {
         if t.range.start >= chunk_end {
             break;
         }
         if t.kind.is_trivia() {
             continue;
         }
-        if i >= t0 + count && sig.len() >= start_pos + op_sig + LOOKAHEAD {
+        if i >= ta + count && sig.len() >= start_pos + window_sig + LOOKAHEAD {
             truncated = true;
             break;
         }
-        if i < t0 + count {
-            op_sig += 1;
+        if i < ta + count {
+            window_sig += 1;
         }
         sig.push(i as u32);
     }
-    let (op, stop, errors, hit_end) =
-        parser::parse_block_op(text, tokens, &sig, start_pos, chunk_end, target.depth);
-    let ok = errors.is_empty()
-        && !matches!(op.body, OpBody::Error)
-        && stop == start_pos + op_sig
-        && !(truncated && hit_end);
-    (ok.then_some(op), moved_to)
+    let target = start_pos + window_sig;
+    let last_sig_end =
+        target.checked_sub(1).and_then(|k| sig.get(k)).map_or(0, |&k| tokens[k as usize].range.end);
+    let r = parser::parse_block_ops(text, tokens, &sig, start_pos, target, chunk_end, w.depth);
+    let ok = r.reached && !(truncated && r.hit_end) && !r.ops.is_empty() && window_sig > 0;
+    let parsed = WindowParse { ops: r.ops, errors: r.errors, rewound: r.rewound, sig: window_sig };
+    (ok.then_some(parsed), moved_to, last_sig_end)
 }
 
-/// Where the op to re-parse is.
-struct Target {
-    range: TextRange,
-    /// Nesting depth the parser is at when it parses the op.
+/// The window's new ops, their errors (with the starts of the ops that found them), the
+/// tokens recovery rewound over, and the window's significant tokens.
+struct WindowParse {
+    ops: Vec<Op>,
+    errors: Vec<parser::OwnedError>,
+    rewound: usize,
+    sig: usize,
+}
+
+/// The ops to re-parse: `ops` (a copy of the block's `lo..=hi`) and where they are.
+struct Window {
+    /// Indices from the file to the block: chunk, item, then region, block (and op, region,
+    /// block for each nested level).
+    path: Vec<usize>,
+    /// Nesting depth the parser is at in the block.
     depth: u32,
-    chunk_start: u32,
-    chunk_end: u32,
+    chunk: TextRange,
+    /// Where the block starts (its first op or label); no other block the walk from the
+    /// file's top reaches starts there.
+    block_start: u32,
+    /// The window starts with the block's first op and the block has no label: the block
+    /// starts where the new first op does.
+    first_in_block: bool,
+    lo: usize,
+    hi: usize,
+    ops: Vec<Op>,
+    /// The window's first op does not touch the edit (it is the neighbour before it).
+    first_untouched: bool,
+    last_untouched: bool,
+    /// The first op's start.
+    start: u32,
+    /// The start of the first significant token after the last op.
+    target: u32,
 }
 
 fn strictly_inside(edit: TextRange, r: TextRange) -> bool {
     r.start < edit.start && edit.end < r.end
 }
 
-fn find_target(file: &crate::ast::SourceFile, edit: TextRange) -> Option<Target> {
-    let chunk =
-        file.chunks.iter().find(|c| c.range.start <= edit.start && edit.end <= c.range.end)?;
-    let mut op = chunk.items.iter().find_map(|item| match item {
-        Item::Op(op) if strictly_inside(edit, op.range) => Some(op),
-        _ => None,
+/// The region of `op` strictly holding `edit`, with its index.
+fn region_holding(op: &Op, edit: TextRange) -> Option<(usize, &Region)> {
+    op_regions(op).iter().enumerate().find(|(_, r)| strictly_inside(edit, r.range))
+}
+
+fn find_window(file: &crate::ast::SourceFile, edit: TextRange) -> Option<Window> {
+    let ci =
+        file.chunks.iter().position(|c| c.range.start <= edit.start && edit.end <= c.range.end)?;
+    let chunk = &file.chunks[ci];
+    let ii = chunk.items.iter().position(|item| match item {
+        Item::Op(op) => strictly_inside(edit, op.range),
+        _ => false,
     })?;
-    let mut depth = 0;
-    let mut in_block = false;
-    loop {
-        let regions = op_regions(op);
-        if regions.is_empty() {
-            break;
-        }
-        // The edit must be inside one op of one of the regions' blocks.
-        let child = regions
-            .iter()
-            .filter(|r| r.range.start <= edit.start && edit.end <= r.range.end)
-            .flat_map(|r| r.blocks.iter())
-            .flat_map(|b| b.ops.iter())
-            .find(|o| strictly_inside(edit, o.range))?;
-        op = child;
-        depth += parser::REGION_WEIGHT;
-        in_block = true;
-    }
-    if !in_block || matches!(op.body, OpBody::Error) {
+    let Item::Op(op) = &chunk.items[ii] else { return None };
+    let mut op = op;
+    if matches!(op.body, OpBody::Error) {
         return None;
     }
-    Some(Target {
-        range: op.range,
-        depth,
-        chunk_start: chunk.range.start,
-        chunk_end: chunk.range.end,
-    })
+    let mut path = vec![ci, ii];
+    let mut depth = 0;
+    loop {
+        let (ri, region) = region_holding(op, edit)?;
+        // The block holding the edit: the last one starting at or before it (or the first,
+        // for an edit before its first op).
+        let bi = region.blocks.partition_point(|b| b.range.start <= edit.start).saturating_sub(1);
+        if region.blocks.get(bi + 1).is_some_and(|b| edit.end >= b.range.start) {
+            return None;
+        }
+        let block = region.blocks.get(bi)?;
+        depth += parser::REGION_WEIGHT;
+        path.extend([ri, bi]);
+        let ops = &block.ops;
+        // The ops touching the edit: `f..l`.
+        let f = ops.partition_point(|o| o.range.end < edit.start);
+        let l = ops.partition_point(|o| o.range.start <= edit.end);
+        if l == f + 1
+            && strictly_inside(edit, ops[f].range)
+            && !matches!(ops[f].body, OpBody::Error)
+            && region_holding(&ops[f], edit).is_some()
+        {
+            path.push(f);
+            op = &ops[f];
+            continue;
+        }
+        let n = ops.len();
+        if n == 0 {
+            return None;
+        }
+        let lo = f.saturating_sub(1).min(n - 1);
+        let hi = l.min(n - 1);
+        // An edit before the first op: the window starts right after the block's `{` or
+        // label, with the whitespace there.
+        let start = if lo == 0 && edit.start < ops[0].range.start {
+            match &block.label {
+                Some(label) => label.range.end,
+                None if bi == 0 => region.range.start + 1,
+                None => return None,
+            }
+        } else {
+            ops[lo].range.start
+        };
+        let target = match ops.get(hi + 1) {
+            Some(next) => next.range.start,
+            // Past the last op: the block's end (its region's `}` or the next label), found
+            // from the tokens by the caller's check that a token starts there.
+            None => next_sig_start(region, bi, ops[hi].range.end)?,
+        };
+        return Some(Window {
+            path,
+            depth,
+            chunk: chunk.range,
+            block_start: block.range.start,
+            first_in_block: lo == 0 && block.label.is_none(),
+            lo,
+            hi,
+            ops: ops[lo..=hi].to_vec(),
+            first_untouched: lo < f,
+            last_untouched: hi >= l,
+            start,
+            target,
+        });
+    }
+}
+
+/// The start of the first significant token after the last op of block `bi` of `region`,
+/// which ends at `end`: the next block's label, or the region's closing `}`.
+fn next_sig_start(region: &Region, bi: usize, end: u32) -> Option<u32> {
+    match region.blocks.get(bi + 1) {
+        Some(next) => Some(next.range.start).filter(|&s| s > end),
+        // The region ends with its `}`, one byte.
+        None => region.range.end.checked_sub(1).filter(|&s| s > end),
+    }
+}
+
+/// The block `path` leads to (see [`Window::path`]).
+fn block_at_mut<'f>(file: &'f mut crate::ast::SourceFile, path: &[usize]) -> Option<&'f mut Block> {
+    let (&ci, rest) = path.split_first()?;
+    let (&ii, mut rest) = rest.split_first()?;
+    let Item::Op(op) = file.chunks.get_mut(ci)?.items.get_mut(ii)? else { return None };
+    let mut op = op;
+    loop {
+        let [ri, bi, tail @ ..] = rest else { return None };
+        let block = op_regions_mut(op).get_mut(*ri)?.blocks.get_mut(*bi)?;
+        match tail {
+            [] => return Some(block),
+            [oi, more @ ..] => {
+                op = block.ops.get_mut(*oi)?;
+                rest = more;
+            }
+        }
+    }
 }
 
 fn op_regions(op: &Op) -> &[Region] {
@@ -361,22 +652,28 @@ fn shift(offset: u32, delta: i64) -> Option<u32> {
     u32::try_from(i64::from(offset) + delta).ok()
 }
 
-/// Moves positions at or after the old op's end by the edit's length change, and token
+/// Moves positions at or after the old window's end by the edit's length change, and token
 /// indices after its last token by the change in token count.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Shifter {
-    /// Where the re-parsed op starts (the same in both texts).
+    /// Where the re-parsed window starts (the same in both texts).
     old_start: u32,
+    /// Where it ended in the old text: the start of the first token after it.
     old_end: u32,
     delta: i64,
     tok_after: u32,
     dt: i64,
-    /// Leave the ops that start after the re-parsed op (at or after `old_end`) alone, for
-    /// [`Shifter::finish`].
+    /// Leave the ops that start after the re-parsed window (at or after `old_end`) alone,
+    /// for [`Shifter::finish`].
     defer: bool,
     /// The first token whose position [`Shifter::finish`] moves (the ones before it were
     /// moved by the re-parse).
     tok_from: usize,
+    /// The start of the re-parsed block, whose ops from `deferred_from` on are the ones
+    /// [`Shifter::finish`] moves (the window's new ops before them may start past
+    /// `old_end`, so positions cannot tell them apart).
+    edited_block: u32,
+    deferred_from: u32,
 }
 
 impl Shifter {
@@ -403,7 +700,7 @@ impl Shifter {
         r.end < self.old_end
     }
 
-    fn item(&self, item: &mut Item, old: TextRange, replacement: &mut Option<Op>) {
+    fn item(&self, item: &mut Item) {
         match item {
             Item::AttrAlias(a) => {
                 if self.before(a.range) {
@@ -431,20 +728,14 @@ impl Shifter {
             }
             Item::Op(op) => {
                 if !(self.defer && op.range.start >= self.old_end) {
-                    self.op(op, old, replacement);
+                    self.op(op);
                 }
             }
             Item::Resources(r) | Item::Error(r) => self.range(r),
         }
     }
 
-    fn op(&self, op: &mut Op, old: TextRange, replacement: &mut Option<Op>) {
-        if op.range == old
-            && let Some(new) = replacement.take()
-        {
-            *op = new;
-            return;
-        }
+    fn op(&self, op: &mut Op) {
         if self.before(op.range) {
             return;
         }
@@ -465,7 +756,7 @@ impl Shifter {
                 }
                 self.opt_dict(g.properties.as_mut());
                 for r in &mut g.regions {
-                    self.region(r, old, replacement);
+                    self.region(r);
                 }
                 self.opt_dict(g.attrs.as_mut());
                 if let Some(f) = &mut g.fn_type {
@@ -477,7 +768,7 @@ impl Shifter {
                     self.ident(n);
                 }
                 self.opt_dict(m.attrs.as_mut());
-                self.region(&mut m.body, old, replacement);
+                self.region(&mut m.body);
             }
             OpBody::Func(f) => {
                 if let Some(v) = &mut f.visibility {
@@ -496,7 +787,7 @@ impl Shifter {
                 }
                 self.opt_dict(f.attrs.as_mut());
                 if let Some(body) = &mut f.body {
-                    self.region(body, old, replacement);
+                    self.region(body);
                 }
             }
             OpBody::Return(r) => {
@@ -535,7 +826,7 @@ impl Shifter {
             }
             OpBody::RegionOp(r) => {
                 self.opt_dict(r.attrs.as_mut());
-                self.region(&mut r.body, old, replacement);
+                self.region(&mut r.body);
             }
             OpBody::DeviceDecl(d) => {
                 self.ident(&mut d.sym_name);
@@ -549,17 +840,17 @@ impl Shifter {
         }
     }
 
-    fn region(&self, r: &mut Region, old: TextRange, replacement: &mut Option<Op>) {
+    fn region(&self, r: &mut Region) {
         if self.before(r.range) {
             return;
         }
         self.range(&mut r.range);
         for b in &mut r.blocks {
-            self.block(b, old, replacement);
+            self.block(b);
         }
     }
 
-    fn block(&self, b: &mut Block, old: TextRange, replacement: &mut Option<Op>) {
+    fn block(&self, b: &mut Block) {
         if self.before(b.range) {
             return;
         }
@@ -576,14 +867,14 @@ impl Shifter {
                 }
             }
         }
-        // Ops before the edited one end before it: skip them without a look.
+        // Ops before the window's end end before it: skip them without a look.
         let first = b.ops.partition_point(|o| o.range.end < self.old_end);
         for op in &mut b.ops[first..] {
             if self.defer && op.range.start >= self.old_end {
                 // This op and the ones after it are moved by `finish`.
                 break;
             }
-            self.op(op, old, replacement);
+            self.op(op);
         }
     }
 
@@ -734,47 +1025,53 @@ impl Shifter {
 }
 
 impl Shifter {
-    /// Moves what a deferring shift left: the ops that start at or after the re-parsed op's
-    /// old end, which still have the old text's positions. The enclosing ops were moved
-    /// already, so they are only descended into.
+    /// Moves what a deferring shift left: the ops after the re-parsed window, which still
+    /// have the old text's positions. The enclosing ops were moved already, so they are
+    /// only descended into.
     fn finish(self, parts: &mut Parts) {
         if let Some(tail) = parts.tokens.get_mut(self.tok_from..) {
             move_tokens(tail, self.delta);
         }
         let s = Shifter { defer: false, ..self };
-        let mut none = None;
         for chunk in &mut parts.file.chunks {
             for item in &mut chunk.items {
                 if let Item::Op(op) = item {
-                    s.finish_op(op, &mut none);
+                    s.finish_op(op);
                 }
             }
         }
     }
 
-    fn finish_op(&self, op: &mut Op, none: &mut Option<Op>) {
+    fn finish_op(&self, op: &mut Op) {
         if op.range.start >= self.old_end {
             // Untouched so far: old positions throughout.
-            self.op(op, TextRange::empty(u32::MAX), none);
+            self.op(op);
             return;
         }
         if op.range.end <= self.old_start {
-            // Before the re-parsed op: nothing in it moves.
+            // Before the window: nothing in it moves.
             return;
         }
-        // The re-parsed op (no regions) or one enclosing it.
+        // An op enclosing the window.
         for r in op_regions_mut(op) {
             for b in &mut r.blocks {
+                if b.range.start == self.edited_block {
+                    // The ops before the window and its new ops are current.
+                    for o in b.ops.iter_mut().skip(self.deferred_from as usize) {
+                        self.op(o);
+                    }
+                    continue;
+                }
                 // Sorted by start: the ops before `first` were moved or never move, except
-                // the last of them, which may enclose the re-parsed op.
+                // the last of them, which may enclose the window.
                 let first = b.ops.partition_point(|o| o.range.start < self.old_end);
                 if let Some(i) = first.checked_sub(1)
                     && let Some(o) = b.ops.get_mut(i)
                 {
-                    self.finish_op(o, none);
+                    self.finish_op(o);
                 }
                 for o in b.ops.iter_mut().skip(first) {
-                    self.op(o, TextRange::empty(u32::MAX), none);
+                    self.op(o);
                 }
             }
         }
@@ -785,6 +1082,26 @@ impl Shifter {
 pub(crate) struct Parts {
     pub(crate) file: crate::ast::SourceFile,
     pub(crate) tokens: Vec<crate::Token>,
+    /// What the parse that made them knew of its errors and chunks (`None` for a parse put
+    /// together from parts, which is never re-parsed incrementally).
+    pub(crate) meta: Option<Meta>,
+}
+
+/// Who found a syntax error: the lexer, or the parse of the statement (op or top-level
+/// item) starting at an offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Lex,
+    Stmt(u32),
+}
+
+/// A parse's knowledge of its errors and chunks, for an incremental re-parse.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    /// Per chunk.
+    pub(crate) chunks: Vec<parser::ChunkMeta>,
+    /// Per error of [`Parse::errors`], in its order.
+    pub(crate) owners: Vec<Owner>,
 }
 
 /// A parse's tree and tokens, whose positions after an incremental re-parse may wait to be
@@ -865,8 +1182,21 @@ impl Tree {
     }
 }
 
+impl Clone for Parts {
+    fn clone(&self) -> Parts {
+        // With the room to spare the lexer leaves (see `lexer::token_headroom`).
+        let mut tokens = Vec::with_capacity(self.tokens.capacity());
+        tokens.extend_from_slice(&self.tokens);
+        Parts { file: self.file.clone(), tokens, meta: self.meta.clone() }
+    }
+}
+
 impl Parts {
     fn empty() -> Parts {
-        Parts { file: crate::ast::SourceFile { chunks: Vec::new() }, tokens: Vec::new() }
+        Parts {
+            file: crate::ast::SourceFile { chunks: Vec::new() },
+            tokens: Vec::new(),
+            meta: None,
+        }
     }
 }

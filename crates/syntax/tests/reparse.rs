@@ -204,7 +204,14 @@ fn check_chained_edits(name: &str, text: &str, seed: u64, chains: usize) -> usiz
         let mut text = text.to_owned();
         let mut patched = parse(&text);
         for step in 0..4 {
-            let Some((range, insert)) = random_edit(&mut rng, &text) else { continue };
+            // Typing, or (every other edit) a whole-line, comment or breaking edit.
+            let edit = if rng.below(2) == 0 {
+                random_edit(&mut rng, &text)
+            } else {
+                let class = CLASSES[rng.below(CLASSES.len())];
+                class_edit(&mut rng, &text, class)
+            };
+            let Some((range, insert)) = edit else { continue };
             let mut new_text = text.clone();
             new_text.replace_range(range.start as usize..range.end as usize, &insert);
             if patched.reparse_edit(&new_text, range, insert.len() as u32).is_none() {
@@ -330,4 +337,424 @@ fn shape(file: &syntax::ast::SourceFile) -> String {
         }
     }
     out
+}
+
+/// The kinds of edit people make to whole lines and between ops, beyond typing in one op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Copies of one to three op lines inserted before an op line.
+    InsertOps,
+    /// One to three consecutive op lines deleted.
+    DeleteOps,
+    /// A block of 100 op lines pasted before an op line.
+    Paste100,
+    /// One to three consecutive op lines replaced by one to three others.
+    ReplaceOps,
+    /// A comment line inserted before an op line.
+    CommentLine,
+    /// A trailing comment typed at the end of an op line.
+    TrailingComment,
+    /// A blank line inserted before an op line.
+    BlankLine,
+    /// An op line's indentation grown or shrunk by two spaces.
+    Indent,
+    /// One `>` or `)` of an op line deleted: the op no longer parses.
+    Break,
+}
+
+const CLASSES: &[Class] = &[
+    Class::InsertOps,
+    Class::DeleteOps,
+    Class::Paste100,
+    Class::ReplaceOps,
+    Class::CommentLine,
+    Class::TrailingComment,
+    Class::BlankLine,
+    Class::Indent,
+    Class::Break,
+];
+
+/// The ranges (line break included) of the lines holding an op of a function body: the
+/// indented lines starting with `%`.
+fn op_lines(text: &str) -> Vec<TextRange> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start_matches(' ');
+        if line.len() > trimmed.len() && trimmed.starts_with('%') && line.ends_with('\n') {
+            out.push(TextRange::new(start as u32, (start + line.len()) as u32));
+        }
+        start += line.len();
+    }
+    out
+}
+
+fn slice(text: &str, r: TextRange) -> &str {
+    &text[r.start as usize..r.end as usize]
+}
+
+/// One random edit of `class`, or `None` when the text has nothing to make it from.
+fn class_edit(rng: &mut Rng, text: &str, class: Class) -> Option<(TextRange, String)> {
+    let lines = op_lines(text);
+    if lines.is_empty() {
+        return None;
+    }
+    let i = rng.below(lines.len());
+    let line = lines[i];
+    // `k` consecutive op lines from `i`, if they are adjacent.
+    let run = |k: usize| {
+        let last = lines.get(i + k - 1)?;
+        let adjacent = lines[i..i + k].windows(2).all(|w| w[0].end == w[1].start);
+        adjacent.then(|| TextRange::new(line.start, last.end))
+    };
+    let some_lines = |rng: &mut Rng, n: usize| -> String {
+        (0..n).map(|_| slice(text, lines[rng.below(lines.len())])).collect()
+    };
+    let edit = match class {
+        Class::InsertOps => {
+            let n = 1 + rng.below(3);
+            (TextRange::empty(line.start), some_lines(rng, n))
+        }
+        Class::DeleteOps => (run(1 + rng.below(3))?, String::new()),
+        Class::Paste100 => (TextRange::empty(line.start), some_lines(rng, 100)),
+        Class::ReplaceOps => {
+            let n = 1 + rng.below(3);
+            (run(1 + rng.below(3))?, some_lines(rng, n))
+        }
+        Class::CommentLine => (TextRange::empty(line.start), "    // a note\n".to_owned()),
+        Class::TrailingComment => (TextRange::empty(line.end - 1), " // note".to_owned()),
+        Class::BlankLine => (TextRange::empty(line.start), "\n".to_owned()),
+        Class::Indent => {
+            if rng.below(2) == 0 {
+                (TextRange::empty(line.start), "  ".to_owned())
+            } else {
+                (TextRange::new(line.start, line.start + 2), String::new())
+            }
+        }
+        Class::Break => {
+            let body = slice(text, line);
+            let closers: Vec<usize> = body.match_indices(['>', ')']).map(|(k, _)| k).collect();
+            let k = closers[rng.below(closers.len().max(1)).min(closers.len().checked_sub(1)?)];
+            let at = line.start + k as u32;
+            (TextRange::new(at, at + 1), String::new())
+        }
+    };
+    Some(edit)
+}
+
+fn apply(text: &str, range: TextRange, insert: &str) -> String {
+    let mut new_text = text.to_owned();
+    new_text.replace_range(range.start as usize..range.end as usize, insert);
+    new_text
+}
+
+/// Re-parses `edit` of `text` from `current` (a parse of `text`), and checks the result
+/// equals a fresh parse when accepted. Returns the fresh parse and whether it was accepted.
+fn reparse_checked(
+    name: &str,
+    current: &syntax::Parse,
+    text: &str,
+    (range, insert): (TextRange, &str),
+    what: &str,
+) -> (String, syntax::Parse, bool) {
+    let new_text = apply(text, range, insert);
+    let fresh = parse(&new_text);
+    let mut patched = current.clone();
+    let accepted = match patched.reparse_edit(&new_text, range, insert.len() as u32) {
+        Some(op) => {
+            assert!(
+                patched == fresh,
+                "{name}: {what} {range:?} -> {insert:?} differs from parsing from scratch"
+            );
+            check_op_edit(current, &fresh, op, range, insert.len() as u32);
+            true
+        }
+        None => {
+            assert!(patched == *current, "{name}: a refused reparse changed the parse");
+            false
+        }
+    };
+    (new_text, fresh, accepted)
+}
+
+/// The `OpEdit` contract: the ops of one block within `old` were replaced by those within
+/// `new`, everything before is unchanged and everything after moved.
+fn check_op_edit(
+    old: &syntax::Parse,
+    new: &syntax::Parse,
+    op: syntax::OpEdit,
+    edit: TextRange,
+    new_len: u32,
+) {
+    assert_eq!(op.old.start, op.new.start);
+    assert!(op.old.start <= edit.start && edit.end <= op.old.end, "{op:?} covers {edit:?}");
+    let delta = i64::from(new_len) - i64::from(edit.len());
+    assert_eq!(i64::from(op.new.end) - i64::from(op.old.end), delta);
+    // Every op's range in the old parse, mapped to the new text, is in the new parse unless
+    // it lies within `old`; and the new parse has exactly `new_ops` more ops within `new`.
+    let ranges = |p: &syntax::Parse| {
+        let mut out = Vec::new();
+        fn walk(o: &syntax::ast::Op, out: &mut Vec<TextRange>) {
+            out.push(o.range);
+            let regions: &[syntax::ast::Region] = match &o.body {
+                syntax::ast::OpBody::Generic(g) => &g.regions,
+                syntax::ast::OpBody::Module(m) => std::slice::from_ref(&m.body),
+                syntax::ast::OpBody::Func(f) => f.body.as_slice(),
+                syntax::ast::OpBody::RegionOp(r) => std::slice::from_ref(&r.body),
+                _ => &[],
+            };
+            for b in regions.iter().flat_map(|r| &r.blocks) {
+                for inner in &b.ops {
+                    walk(inner, out);
+                }
+            }
+        }
+        for c in &p.file().chunks {
+            for item in &c.items {
+                if let syntax::ast::Item::Op(o) = item {
+                    walk(o, &mut out);
+                }
+            }
+        }
+        out
+    };
+    let within = |r: TextRange, w: TextRange| w.start <= r.start && r.end <= w.end;
+    let old_kept: Vec<TextRange> = ranges(old)
+        .into_iter()
+        .filter(|r| !within(*r, op.old))
+        .map(|r| {
+            let m = |o: u32| if o >= op.old.end { (i64::from(o) + delta) as u32 } else { o };
+            TextRange::new(m(r.start), m(r.end))
+        })
+        .collect();
+    let new_all = ranges(new);
+    let new_kept: Vec<TextRange> =
+        new_all.iter().copied().filter(|r| !within(*r, op.new)).collect();
+    assert_eq!(old_kept, new_kept, "{op:?}: the ops outside the edit moved as it says");
+    let replaced_old = ranges(old).into_iter().filter(|r| within(*r, op.old)).count();
+    let replaced_new = new_all.iter().filter(|r| within(**r, op.new)).count();
+    // Nested ops of replaced ops count too; top-level ones are at least the counts given.
+    assert!(replaced_old >= op.old_ops as usize && replaced_new >= op.new_ops as usize);
+}
+
+/// Tallies of accepted edits per class: the edit, and its undo (a removed comment, a fixed
+/// op, deleted lines put back).
+#[derive(Default)]
+struct Tally(Vec<((Class, bool), usize, usize)>);
+
+impl Tally {
+    fn add(&mut self, key: (Class, bool), accepted: bool) {
+        match self.0.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(t) => {
+                t.1 += usize::from(accepted);
+                t.2 += 1;
+            }
+            None => self.0.push((key, usize::from(accepted), 1)),
+        }
+    }
+
+    /// The share of `class` edits (or their undos) accepted, in percent.
+    fn rate(&self, class: Class, undo: bool) -> usize {
+        self.0.iter().find(|(k, _, _)| *k == (class, undo)).map_or(0, |(_, a, n)| a * 100 / n)
+    }
+
+    fn report(&self) -> String {
+        self.0
+            .iter()
+            .map(|((c, undo), a, n)| {
+                format!("{c:?}{}: {a}/{n}\n", if *undo { " undone" } else { "" })
+            })
+            .collect()
+    }
+}
+
+/// Applies `edits` random edits of every class to `text` (each from the text as written),
+/// then undoes each from the patched parse (the fix of a break, the removal of a comment);
+/// tallies the accepted ones.
+fn check_classes(name: &str, text: &str, seed: u64, edits: usize, tally: &mut Tally) {
+    let mut rng = Rng(seed | 1);
+    let original = parse(text);
+    for step in 0..edits {
+        let class = CLASSES[step % CLASSES.len()];
+        let Some((range, insert)) = class_edit(&mut rng, text, class) else { continue };
+        let what = format!("{class:?} (seed {seed}, step {step})");
+        let (new_text, fresh, accepted) =
+            reparse_checked(name, &original, text, (range, &insert), &what);
+        tally.add((class, false), accepted);
+        let undo_range = TextRange::new(range.start, range.start + insert.len() as u32);
+        let what = format!("undoing {what}");
+        let (back, _, undone) =
+            reparse_checked(name, &fresh, &new_text, (undo_range, slice(text, range)), &what);
+        assert_eq!(back, text);
+        tally.add((class, true), undone);
+    }
+}
+
+/// A module of `n` ops in the shape the generator and tt-mlir print.
+fn generated(n: usize) -> String {
+    let t = "tensor<64x64xbf16, #l>";
+    let mut s = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\nmodule {\n  func.func @main(%a: ",
+    );
+    s.push_str(&format!("{t}) -> {t} {{\n"));
+    let mut prev = "%a".to_owned();
+    for i in 0..n {
+        let op = ["relu", "exp", "gelu", "softmax"][i % 4];
+        let props =
+            if op == "softmax" { " <{dimension = 1 : si32, numericStable = true}>" } else { "" };
+        s.push_str(&format!(
+            "    %{i} = \"ttnn.{op}\"({prev}){props} : ({t}) -> {t} loc(\"op{i}\")\n"
+        ));
+        prev = format!("%{i}");
+    }
+    s.push_str(&format!("    return {prev} : {t}\n  }}\n}}\n"));
+    s
+}
+
+#[test]
+fn reparsing_whole_line_comment_and_breaking_edits_of_a_generated_module_equals_parsing_from_scratch()
+ {
+    let text = generated(400);
+    let mut tally = Tally::default();
+    for seed in 1..=4 {
+        check_classes("generated", &text, seed, CLASSES.len() * 20, &mut tally);
+    }
+    let report = tally.report();
+    // In a function of ops each on its line, the fast path takes every class.
+    for &class in CLASSES {
+        for undo in [false, true] {
+            assert!(tally.rate(class, undo) >= 95, "too few accepted:\n{report}");
+        }
+    }
+}
+
+#[test]
+fn reparsing_whole_line_comment_and_breaking_edits_of_samples_and_corpus_equals_parsing_from_scratch()
+ {
+    let mut tally = Tally::default();
+    for (name, text) in sample_files() {
+        for seed in 1..=3 {
+            check_classes(&name, &text, seed, CLASSES.len() * 4, &mut tally);
+        }
+    }
+    for (i, path) in corpus_files().iter().enumerate().step_by(3) {
+        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        check_classes(&path.display().to_string(), &text, i as u64 + 5, CLASSES.len(), &mut tally);
+    }
+    let report = tally.report();
+    // Refused: edits next to ops that share a line, or after a syntax error.
+    for &class in CLASSES {
+        for undo in [false, true] {
+            assert!(tally.rate(class, undo) >= 85, "too few accepted:\n{report}");
+        }
+    }
+}
+
+/// Applies `edit` (`^` marks where the old text is replaced by `insert`, `old` is its
+/// length) to `text` and shows the `OpEdit` with the texts of its ranges.
+fn check_op_edit_of(text: &str, at: &str, old: u32, insert: &str, expect: expect_test::Expect) {
+    let start = text.find(at).expect("the marker is in the text") as u32;
+    let range = TextRange::new(start, start + old);
+    let new_text = apply(text, range, insert);
+    let mut patched = parse(text);
+    let shown = match patched.reparse_edit(&new_text, range, insert.len() as u32) {
+        Some(op) => {
+            assert!(patched == parse(&new_text));
+            format!(
+                "ops {}: {} -> {}, errors changed: {}\nold {:?}\nnew {:?}",
+                op.first_op,
+                op.old_ops,
+                op.new_ops,
+                op.errors_changed,
+                slice(text, op.old),
+                slice(&new_text, op.new)
+            )
+        }
+        None => "refused".to_owned(),
+    };
+    expect.assert_eq(&shown);
+}
+
+const FUNC: &str = "func.func @f(%a: i32) -> i32 {\n  %0 = \"t.a\"(%a) : (i32) -> i32\n  %1 = \"t.b\"(%0) : (i32) -> i32\n  %2 = \"t.c\"(%1) : (i32) -> i32\n  return %2 : i32\n}\n";
+
+#[test]
+fn an_op_edit_names_the_ops_replaced_and_nothing_for_trivia() {
+    use expect_test::expect;
+    // Typing inside an op: that op.
+    check_op_edit_of(
+        FUNC,
+        "t.b",
+        3,
+        "t.bb",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: false
+        old "%1 = \"t.b\"(%0) : (i32) -> i32"
+        new "%1 = \"t.bb\"(%0) : (i32) -> i32""#]],
+    );
+    // An op line inserted: no op before, one after.
+    check_op_edit_of(
+        FUNC,
+        "  %1",
+        0,
+        "  %9 = \"t.x\"(%0) : (i32) -> i32\n",
+        expect![[r#"
+        ops 1: 0 -> 1, errors changed: false
+        old ""
+        new "  %9 = \"t.x\"(%0) : (i32) -> i32\n""#]],
+    );
+    // An op line deleted.
+    check_op_edit_of(
+        FUNC,
+        "  %1",
+        32,
+        "",
+        expect![[r#"
+        ops 1: 1 -> 0, errors changed: false
+        old "  %1 = \"t.b\"(%0) : (i32) -> i32\n"
+        new """#]],
+    );
+    // A comment line: no op replaced, the edit's own range.
+    check_op_edit_of(
+        FUNC,
+        "  %1",
+        0,
+        "  // note\n",
+        expect![[r#"
+        ops 1: 0 -> 0, errors changed: false
+        old ""
+        new "  // note\n""#]],
+    );
+    // A trailing comment touches the op it follows, which parses the same.
+    check_op_edit_of(
+        FUNC,
+        "\n  %2",
+        0,
+        " // note",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: false
+        old "%1 = \"t.b\"(%0) : (i32) -> i32"
+        new "%1 = \"t.b\"(%0) : (i32) -> i32 // note""#]],
+    );
+    // Breaking an op, then (from the broken text) fixing it.
+    check_op_edit_of(
+        FUNC,
+        ") : (i32) -> i32\n  %2",
+        1,
+        "",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: true
+        old "%1 = \"t.b\"(%0) : (i32) -> i32"
+        new "%1 = \"t.b\"(%0 : (i32) -> i32""#]],
+    );
+    let broken = FUNC.replacen("(%0) :", "(%0 :", 1);
+    check_op_edit_of(
+        &broken,
+        " : (i32) -> i32\n  %2",
+        0,
+        ")",
+        expect![[r#"
+        ops 1: 1 -> 1, errors changed: true
+        old "%1 = \"t.b\"(%0 : (i32) -> i32"
+        new "%1 = \"t.b\"(%0) : (i32) -> i32""#]],
+    );
 }

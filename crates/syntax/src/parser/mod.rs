@@ -32,10 +32,28 @@ pub(crate) type PResult<T> = Result<T, Recovered>;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Recovered;
 
+/// What a chunk's parse leaves for an incremental re-parse to reason about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkMeta {
+    /// The chunk's significant tokens (its recovery fuel is four per token and 1024).
+    pub(crate) sig: usize,
+    /// Tokens recovery rewound over, at most (exact after a parse from scratch).
+    pub(crate) spent: usize,
+    /// True when recovery ran out of fuel somewhere in the chunk.
+    pub(crate) exhausted: bool,
+}
+
+/// A syntax error with the start of the innermost statement (op or top-level item) whose
+/// parse found it.
+pub(crate) type OwnedError = (SyntaxError, u32);
+
+/// Parses the file's chunks; `errors` gets the syntax errors with their statements, `meta`
+/// one entry per chunk.
 pub(crate) fn parse_file(
     text: &str,
     tokens: &[Token],
-    errors: &mut Vec<SyntaxError>,
+    errors: &mut Vec<OwnedError>,
+    meta: &mut Vec<ChunkMeta>,
 ) -> SourceFile {
     // A `// -----` line splits the file into independent chunks, as `--split-input-file` does.
     let mut chunks = Vec::new();
@@ -44,7 +62,7 @@ pub(crate) fn parse_file(
     for (i, t) in tokens.iter().enumerate() {
         if t.kind == TokenKind::Comment && t.range.slice(text).trim_end() == "// -----" {
             let range = TextRange::new(chunk_start, t.range.start);
-            chunks.push(parse_chunk(text, tokens, &sig, range, errors));
+            chunks.push(parse_chunk(text, tokens, &sig, range, errors, meta));
             sig.clear();
             chunk_start = t.range.end;
         } else if !t.kind.is_trivia() {
@@ -52,7 +70,7 @@ pub(crate) fn parse_file(
         }
     }
     let range = TextRange::new(chunk_start, text.len() as u32);
-    chunks.push(parse_chunk(text, tokens, &sig, range, errors));
+    chunks.push(parse_chunk(text, tokens, &sig, range, errors, meta));
     SourceFile { chunks }
 }
 
@@ -61,7 +79,8 @@ fn parse_chunk(
     tokens: &[Token],
     sig: &[u32],
     range: TextRange,
-    errors: &mut Vec<SyntaxError>,
+    errors: &mut Vec<OwnedError>,
+    meta: &mut Vec<ChunkMeta>,
 ) -> Chunk {
     // Recovery may re-expose a few times the chunk's tokens in total; see `recover_statement`.
     let rewind_fuel = sig.len().saturating_mul(4).saturating_add(1024);
@@ -74,6 +93,8 @@ fn parse_chunk(
         errors,
         depth: 0,
         rewind_fuel,
+        exhausted: false,
+        stmt: range.start,
         hit_end: Cell::new(false),
     };
     let mut items = Vec::new();
@@ -86,24 +107,45 @@ fn parse_chunk(
             items.push(Item::Error(t.range));
         }
     }
+    meta.push(ChunkMeta {
+        sig: sig.len(),
+        spent: rewind_fuel - p.rewind_fuel,
+        exhausted: p.exhausted,
+    });
     Chunk { range, items }
 }
 
-/// Parses one op of a block the way [`parse_chunk`] would reach it: `sig` holds the chunk's
-/// significant tokens from the one before the op on, `pos` is the op's first, and `depth` is
-/// the nesting the enclosing regions use. Returns the op, the significant-token index the
-/// parse stopped at, the errors it found, and whether it looked past the end of `sig` (for
-/// [`crate::Parse::reparse_edit`], which gives the parser a window of the chunk).
-pub(crate) fn parse_block_op(
+/// What [`parse_block_ops`] found.
+pub(crate) struct BlockOps {
+    pub(crate) ops: Vec<crate::ast::Op>,
+    /// The errors, in the order the parse found them, with their statements.
+    pub(crate) errors: Vec<OwnedError>,
+    /// True when the parse stopped exactly at the target token, having seen no `}`, block
+    /// label or end of input before it.
+    pub(crate) reached: bool,
+    /// True when the parser looked for a token past the end of `sig`.
+    pub(crate) hit_end: bool,
+    /// Tokens recovery rewound over (the chunk's parse spends them from its `rewind_fuel`).
+    pub(crate) rewound: usize,
+}
+
+/// Parses ops of one block the way [`parse_chunk`]'s block loop reaches them: `sig` holds
+/// significant tokens of the chunk from the one before the first op on, `pos` is the first
+/// op's first, `target` the index (into `sig`) of the first token after the ops, and `depth`
+/// the nesting the enclosing regions use. For [`crate::Parse::reparse_edit`], which gives the
+/// parser a window of the chunk. Recovery has fuel enough never to run dry; `rewound` says
+/// how much it used.
+pub(crate) fn parse_block_ops(
     text: &str,
     tokens: &[Token],
     sig: &[u32],
     pos: usize,
+    target: usize,
     end: u32,
     depth: u32,
-) -> (crate::ast::Op, usize, Vec<SyntaxError>, bool) {
+) -> BlockOps {
     let mut errors = Vec::new();
-    let rewind_fuel = sig.len().saturating_mul(4).saturating_add(1024);
+    let rewind_fuel = usize::MAX / 2;
     let mut p = Parser {
         text,
         tokens,
@@ -113,11 +155,31 @@ pub(crate) fn parse_block_op(
         errors: &mut errors,
         depth,
         rewind_fuel,
+        exhausted: false,
+        stmt: sig.get(pos).map_or(end, |&i| tokens[i as usize].range.start),
         hit_end: Cell::new(false),
     };
-    let op = p.op();
-    let (after, hit_end) = (p.pos, p.hit_end.get());
-    (op, after, errors, hit_end)
+    let mut ops = Vec::new();
+    let mut reached = true;
+    // `region_inner`'s loop, up to the target.
+    while p.pos < target {
+        match p.nth(0) {
+            None | Some(TokenKind::RBrace | TokenKind::CaretId) => {
+                reached = false;
+                break;
+            }
+            Some(_) => {
+                let before = p.pos;
+                ops.push(p.op());
+                if p.pos == before {
+                    p.bump();
+                }
+            }
+        }
+    }
+    reached &= p.pos == target;
+    let (hit_end, rewound) = (p.hit_end.get(), rewind_fuel - p.rewind_fuel);
+    BlockOps { ops, errors, reached, hit_end, rewound }
 }
 
 pub(crate) struct Parser<'a> {
@@ -128,10 +190,14 @@ pub(crate) struct Parser<'a> {
     pos: usize,
     /// End offset of the chunk, for diagnostics at the end of input.
     end: u32,
-    errors: &'a mut Vec<SyntaxError>,
+    errors: &'a mut Vec<OwnedError>,
     depth: u32,
     /// Tokens recovery may still rewind over (see `recover_statement`).
     rewind_fuel: usize,
+    /// Set when a rewind was refused for want of fuel.
+    exhausted: bool,
+    /// The start of the innermost statement being parsed, which owns the errors found.
+    stmt: u32,
     /// Set when the parser looked for a token past the end of `sig`.
     hit_end: Cell<bool>,
 }
@@ -261,7 +327,7 @@ impl<'a> Parser<'a> {
     // ---- diagnostics --------------------------------------------------------------------
 
     pub(crate) fn error(&mut self, code: &'static str, message: String, range: TextRange) {
-        self.errors.push(SyntaxError::new(code, message, range));
+        self.errors.push((SyntaxError::new(code, message, range), self.stmt));
     }
 
     /// Records "expected X, found Y" at the current token.
@@ -389,6 +455,7 @@ impl<'a> Parser<'a> {
             self.rewind_fuel -= rewind;
             self.pos = start_pos;
         } else {
+            self.exhausted = true;
             first = self.pos == start_pos;
         }
         let mut depth = 0u32;
@@ -423,6 +490,14 @@ impl<'a> Parser<'a> {
     // ---- top level ----------------------------------------------------------------------
 
     fn item(&mut self) -> Item {
+        let start = self.cur_start();
+        let outer = std::mem::replace(&mut self.stmt, start);
+        let item = self.item_inner();
+        self.stmt = outer;
+        item
+    }
+
+    fn item_inner(&mut self) -> Item {
         let start = self.cur_start();
         let start_pos = self.save();
         match self.nth(0) {

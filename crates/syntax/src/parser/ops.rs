@@ -17,6 +17,14 @@ impl Parser<'_> {
     /// Parses one operation; on error, records it and skips to the next statement.
     pub(crate) fn op(&mut self) -> Op {
         let start = self.cur_start();
+        let outer = std::mem::replace(&mut self.stmt, start);
+        let op = self.op_inner();
+        self.stmt = outer;
+        op
+    }
+
+    fn op_inner(&mut self) -> Op {
+        let start = self.cur_start();
         let start_pos = self.save();
         let results = match self.op_results() {
             Ok(r) => r,
