@@ -91,6 +91,7 @@ fn op_configs_decode_with_any_key_order() {
                 matmul_program_config: MatmulProgramConfig(MultiCast2D { grid: CoreCoord { x: 8, y: 8 }, in0_block_w: 2, out_subblock_h: 1, out_subblock_w: 4, out_block_h: 4, out_block_w: 4, per_core_m: 4, per_core_n: 4, transpose_mcast: false, fused_activation: None, fuse_batch: true })
               %2 = ttnn.to_memory_config
                 memory_config: MemoryConfig(MemoryConfig { buffer: L1, memory_layout: Some(BlockSharded), shard_spec: Some(ShardSpec { core_ranges: CoreRangeSet { ranges: [CoreRange { start: CoreCoord { x: 0, y: 0 }, end: CoreCoord { x: 7, y: 0 } }] }, shape: [32, 128], row_major_orientation: true }) })
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
         "#]],
     );
 }
@@ -114,7 +115,11 @@ fn conv2d_slice_configs_decode_and_bad_ones_are_reported() {
                 conv2d_slice_config: Conv2dSliceConfig(Conv2dSliceConfig { slice_type: L1Full, num_slices: 0 })
               %2 = ttnn.conv2d
               %3 = ttnn.conv2d
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
             error[invalid-attribute] "#ttnn.conv2d_slice_config<dram_diagonal, 2>": invalid `#ttnn.conv2d_slice_config`: unknown conv2d slice type `dram_diagonal`
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
             error[invalid-attribute] "#ttnn.conv2d_slice_config<dram_width>": invalid `#ttnn.conv2d_slice_config`: a conv2d slice config is `<slice type, number of slices>`
         "##]],
     );
@@ -223,4 +228,66 @@ module {
     assert_eq!(generic.funcs[0].body, custom.funcs[0].body);
     assert_eq!(custom.device.as_ref().map(|d| d.chip_ids.clone()), Some(vec![0, 1]));
     assert_eq!(generic.device, custom.device);
+}
+
+#[test]
+fn an_op_the_model_knows_with_too_few_operands_or_results_is_an_error() {
+    check(
+        r#"func.func @f(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttnn.matmul"() : () -> tensor<32x32xbf16>
+  %1 = "ttnn.matmul"(%a) : (tensor<32x32xbf16>) -> tensor<32x32xbf16>
+  %2 = "ttnn.matmul"(%a, %a) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16>
+  "ttnn.relu"(%2) : (tensor<32x32xbf16>) -> ()
+  %3:2 = "ttnn.concat"(%a, %a, %a) <{dim = 0 : si32}> : (tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>) -> (tensor<96x32xbf16>, tensor<96x32xbf16>)
+  %4 = "ttnn.frobnicate"() : () -> tensor<32x32xbf16>
+  return %2 : tensor<32x32xbf16>
+}
+"#,
+        expect![[r#"
+            func @f (1 args)
+              %0 = ttnn.matmul
+              %1 = ttnn.matmul
+              %2 = ttnn.matmul
+              ttnn.relu#0 = ttnn.relu
+              %3 = ttnn.concat
+              %4 = ttnn.frobnicate
+            error[wrong-operand-count] "\"ttnn.matmul\"": `ttnn.matmul` takes 2 operand(s), but has 0
+            error[wrong-operand-count] "\"ttnn.matmul\"": `ttnn.matmul` takes 2 operand(s), but has 1
+            error[wrong-result-count] "\"ttnn.relu\"": `ttnn.relu` has 1 result(s), but defines 0
+            error[wrong-result-count] "\"ttnn.concat\"": `ttnn.concat` has 1 result(s), but defines 2
+        "#]],
+    );
+}
+
+#[test]
+fn a_layout_on_a_zero_sized_grid_is_an_error() {
+    check(
+        r#"func.func @f(%a: tensor<32x32xbf16, #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <0x0>, memref<1x1x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<l1>>, <block_sharded>>>) {
+  return
+}
+"#,
+        expect![[r##"
+            func @f (1 args)
+              arg0: L1 block_sharded 0x0, 1x1 tiles per core (bf16)
+            error[zero-sized-grid] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <0x0>, memref<1x1x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<l1>>, <block_sharded>>": the layout's grid is 0x0: a grid needs at least one core in each dimension
+        "##]],
+    );
+}
+
+#[test]
+fn a_tensor_whose_bytes_overflow_64_bits_is_an_error() {
+    check(
+        r#"func.func @f(%a: tensor<18446744073709551615x32xbf16>, %b: tensor<4294967296x4294967296xf32>, %c: tensor<64x64xbf16, #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<18446744073709551615x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>>) {
+  return
+}
+"#,
+        expect![[r##"
+            func @f (3 args)
+              arg2: DRAM interleaved, 18446744073709551615x2 tiles total (bf16)
+            error[tensor-too-large] "tensor<18446744073709551615x32xbf16>": this tensor's size in bytes overflows 64 bits: no device can hold it
+            error[tensor-too-large] "tensor<4294967296x4294967296xf32>": this tensor's size in bytes overflows 64 bits: no device can hold it
+            error[tensor-too-large] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<18446744073709551615x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>": this layout's shard size in bytes overflows 64 bits: no core can hold it
+            warning[layout-shape-mismatch] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<18446744073709551615x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>": layout memref is 18446744073709551615x2, but a 64x64 tensor in this layout needs 2x2
+        "##]],
+    );
 }
