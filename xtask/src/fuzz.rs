@@ -1,5 +1,7 @@
-//! `cargo xtask fuzz [--iterations N] [--seed S] [--time SECS] [--jobs J] [--corpus DIR]`:
-//! a mutation fuzzer for the syntax and lowering layers, in plain Rust on stable.
+//! `cargo xtask fuzz [--iterations N] [--seed S] [--time SECS] [--jobs J] [--corpus DIR]
+//! [--commands all|LIST]`: a mutation fuzzer for the syntax and lowering layers, in plain Rust
+//! on stable; with `--commands`, for what the CLI commands do (see `fuzz_commands`), round
+//! robin over the listed commands, with a time and a memory cap per run.
 //!
 //! Seeds are the corpus files (when the corpus is present) and generated graphs. Each
 //! iteration mutates one seed a few times (byte flips, slice inserts and deletes, chunk
@@ -26,6 +28,7 @@ use std::{
 };
 
 use crate::{
+    fuzz_commands::{self, BIG, Command, SLOW},
     r#gen::{GraphKind, generate},
     util::{Flags, Rng, read_text, workspace_root, write_file},
 };
@@ -34,6 +37,11 @@ use crate::{
 /// linear, so a window finds the same bugs at many more executions per second.
 const WINDOW: usize = 64 * 1024;
 
+/// The window for `--commands`: a command runs the optimizer and the verifier, superlinear
+/// in places, so a smaller window keeps a run short and the executions many; most corpus
+/// files are smaller than this and are taken whole.
+const COMMAND_WINDOW: usize = 16 * 1024;
+
 /// At most this many failures are written to disk; the rest are only counted.
 const MAX_SAVED: usize = 20;
 
@@ -41,7 +49,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let flags = Flags::parse(
         "fuzz",
         args,
-        &["--iterations", "--seed", "--time", "--jobs", "--corpus"],
+        &["--iterations", "--seed", "--time", "--jobs", "--corpus", "--commands"],
         &[],
     )?;
     let seed: u64 = flags.parsed("--seed", 0)?;
@@ -53,6 +61,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let default_iterations = if time.is_some() { u64::MAX } else { 10_000 };
     let iterations: u64 = flags.parsed("--iterations", default_iterations)?;
     let jobs: usize = flags.parsed("--jobs", 1)?;
+    let commands = flags.value("--commands").map(Command::parse_list).transpose()?;
     let corpus = match flags.value("--corpus") {
         Some(d) => PathBuf::from(d),
         None => {
@@ -70,6 +79,16 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         seeds.len(),
         seeds.len() - corpus_seeds
     )?;
+    if let Some(c) = &commands {
+        let names: Vec<&str> = c.iter().map(|c| c.name()).collect();
+        writeln!(
+            out,
+            "commands: {}; a run over {} s or {} MiB is a finding",
+            names.join(", "),
+            SLOW.as_secs(),
+            BIG >> 20
+        )?;
+    }
     out.flush()?;
 
     let ctx = Ctx {
@@ -81,6 +100,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         failures: Mutex::new(Vec::new()),
+        commands: commands.clone().unwrap_or_default(),
+        stats: Mutex::new(vec![CommandStats::default(); Command::ALL.len()]),
     };
     let started = Instant::now();
     let previous_hook = std::panic::take_hook();
@@ -113,13 +134,37 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 
     let mut failures = ctx.failures.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     failures.sort_by_key(|f| f.iteration);
+    let count = |k: Kind| failures.iter().filter(|f| f.kind == k).count();
     writeln!(
         out,
         "executions: {n} in {secs:.1} s ({:.0} exec/s); panics: {}; invariant violations: {}",
         n as f64 / secs.max(1e-9),
-        failures.iter().filter(|f| f.panic).count(),
-        failures.iter().filter(|f| !f.panic).count()
+        count(Kind::Panic),
+        count(Kind::Invariant)
     )?;
+    if commands.is_some() {
+        writeln!(
+            out,
+            "over {} s: {}; over {} MiB: {}",
+            SLOW.as_secs(),
+            count(Kind::Slow),
+            BIG >> 20,
+            count(Kind::Big)
+        )?;
+        let stats = ctx.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (c, st) in Command::ALL.iter().zip(stats.iter()) {
+            if st.runs > 0 {
+                writeln!(
+                    out,
+                    "  {:<15} {:>9} runs, slowest {:>8.1} ms, largest peak {:>7.1} MiB",
+                    c.name(),
+                    st.runs,
+                    st.slowest.as_secs_f64() * 1e3,
+                    st.peak as f64 / f64::from(1u32 << 20)
+                )?;
+            }
+        }
+    }
     if failures.is_empty() {
         return Ok(());
     }
@@ -135,12 +180,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             continue;
         }
         seen.push(key);
-        let kind = if f.panic { "panic" } else { "invariant" };
+        let kind = f.kind.name();
         let stem = format!("{kind}-seed{seed}-iter{}", f.iteration);
         write_file(&dir.join(format!("{stem}.mlir")), f.input.as_bytes())?;
         let about = format!(
-            "{kind} at iteration {} of `cargo xtask fuzz --seed {seed}`\nmutated from: {}\n\n{}\n",
-            f.iteration, f.seed_name, f.message
+            "{kind} at iteration {} of `cargo xtask fuzz --seed {seed}{}`\nmutated from: {}\n\n{}\n",
+            f.iteration,
+            commands.as_ref().map_or(String::new(), |c| format!(
+                " --commands {}",
+                c.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")
+            )),
+            f.seed_name,
+            f.message
         );
         write_file(&dir.join(format!("{stem}.txt")), about.as_bytes())?;
         writeln!(out, "  {kind} from {}: {}", f.seed_name, f.message.lines().next().unwrap_or(""))?;
@@ -161,9 +212,36 @@ struct Seed {
 struct Failure {
     iteration: u64,
     seed_name: String,
-    panic: bool,
+    kind: Kind,
     message: String,
     input: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Panic,
+    Invariant,
+    Slow,
+    Big,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Panic => "panic",
+            Kind::Invariant => "invariant",
+            Kind::Slow => "slow",
+            Kind::Big => "big",
+        }
+    }
+}
+
+/// Per command: how many runs, the slowest and the largest peak allocation.
+#[derive(Debug, Clone, Copy, Default)]
+struct CommandStats {
+    runs: u64,
+    slowest: Duration,
+    peak: u64,
 }
 
 struct Ctx<'a> {
@@ -175,6 +253,9 @@ struct Ctx<'a> {
     done: AtomicU64,
     stop: AtomicBool,
     failures: Mutex<Vec<Failure>>,
+    /// Empty: the syntax-and-lowering pipeline only; else the commands to drive.
+    commands: Vec<Command>,
+    stats: Mutex<Vec<CommandStats>>,
 }
 
 impl Ctx<'_> {
@@ -191,33 +272,100 @@ impl Ctx<'_> {
                 return;
             }
             let mut rng = Rng::new(self.seed ^ iteration.wrapping_mul(0xA076_1D64_78BD_642F));
-            let seed_idx = rng.below(self.seeds.len());
-            let bytes = mutate(&mut rng, self.seeds, seed_idx);
+            let command = (!self.commands.is_empty())
+                .then(|| self.commands[iteration as usize % self.commands.len()]);
+            let seed_idx = self.pick_seed(&mut rng, command);
+            let window = if command.is_some() { COMMAND_WINDOW } else { WINDOW };
+            let bytes = mutate(&mut rng, self.seeds, seed_idx, window);
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            let outcome = std::panic::catch_unwind(|| exercise(&text));
-            let failure = match outcome {
-                Ok(Ok(())) => None,
-                Ok(Err(message)) => Some((false, message)),
-                Err(_) => {
-                    let message = LAST_PANIC
-                        .with(|p| p.borrow_mut().take())
-                        .unwrap_or_else(|| "panic without a message".to_owned());
-                    Some((true, message))
+            let mut failures = Vec::new();
+            match command {
+                None => match std::panic::catch_unwind(|| exercise(&text)) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(message)) => failures.push((Kind::Invariant, message)),
+                    Err(_) => failures.push((Kind::Panic, last_panic())),
+                },
+                Some(c) => {
+                    let extras = fuzz_commands::extras(&mut rng, &text);
+                    let (outcome, took, peak) =
+                        fuzz_commands::measured(|| fuzz_commands::run(c, &text, &extras));
+                    match outcome {
+                        Ok(Ok(())) => {}
+                        Ok(Err(message)) => failures.push((Kind::Invariant, message)),
+                        Err(_) => failures.push((Kind::Panic, last_panic())),
+                    }
+                    let about = || {
+                        format!(
+                            "command `{}`; overrides {:?}; target {:?}; session requests {:?}",
+                            c.name(),
+                            extras.overrides,
+                            extras.target,
+                            extras
+                                .requests
+                                .iter()
+                                .map(|r| String::from_utf8_lossy(r))
+                                .collect::<Vec<_>>()
+                        )
+                    };
+                    if took > SLOW {
+                        failures.push((
+                            Kind::Slow,
+                            format!("took {:.1} s: {}", took.as_secs_f64(), about()),
+                        ));
+                    }
+                    if peak > BIG {
+                        failures.push((
+                            Kind::Big,
+                            format!("peaked at {} MiB: {}", peak >> 20, about()),
+                        ));
+                    }
+                    if let Some((_, m)) = failures.first_mut()
+                        && !m.starts_with("took")
+                        && !m.starts_with("peaked")
+                    {
+                        m.push_str(&format!("\n{}", about()));
+                    }
+                    let mut stats =
+                        self.stats.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let st = &mut stats[Command::ALL.iter().position(|x| *x == c).unwrap_or(0)];
+                    st.runs += 1;
+                    st.slowest = st.slowest.max(took);
+                    st.peak = st.peak.max(peak);
                 }
-            };
-            if let Some((panic, message)) = failure {
+            }
+            for (kind, message) in failures {
                 let f = Failure {
                     iteration,
                     seed_name: self.seeds[seed_idx].name.clone(),
-                    panic,
+                    kind,
                     message,
-                    input: text,
+                    input: text.clone(),
                 };
                 self.failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(f);
             }
             self.done.fetch_add(1, Ordering::Relaxed);
         }
     }
+
+    /// A seed for the run: TTIR model files for `import` when the corpus has them, so the
+    /// importer sees mostly its own dialect; any seed otherwise.
+    fn pick_seed(&self, rng: &mut Rng, command: Option<Command>) -> usize {
+        if command == Some(Command::Import) && rng.chance(80) {
+            let ttir: Vec<usize> = (0..self.seeds.len())
+                .filter(|&i| self.seeds[i].name.starts_with("ttir-models"))
+                .collect();
+            if !ttir.is_empty() {
+                return ttir[rng.below(ttir.len())];
+            }
+        }
+        rng.below(self.seeds.len())
+    }
+}
+
+fn last_panic() -> String {
+    LAST_PANIC
+        .with(|p| p.borrow_mut().take())
+        .unwrap_or_else(|| "panic without a message".to_owned())
 }
 
 /// Runs the whole syntax-and-lowering pipeline on one input. `Err` is an invariant violation;
@@ -278,7 +426,7 @@ fn load_seeds(corpus: &Path) -> anyhow::Result<Vec<Seed>> {
 
 /// Fragments that steer mutations toward the parser's interesting states: bracket kinds,
 /// MLIR punctuation, the resource section markers, split markers and half-finished tokens.
-const TOKENS: &[&str] = &[
+pub(crate) const TOKENS: &[&str] = &[
     "(",
     ")",
     "[",
@@ -369,14 +517,24 @@ const BAD_UTF8: &[&[u8]] = &[
     b"\xfe\xff",
 ];
 
-fn mutate(rng: &mut Rng, seeds: &[Seed], idx: usize) -> Vec<u8> {
+fn mutate(rng: &mut Rng, seeds: &[Seed], idx: usize, window: usize) -> Vec<u8> {
     let src = &seeds[idx].bytes;
-    let mut data = if src.len() > WINDOW && rng.chance(85) {
-        let start = rng.below(src.len() - WINDOW + 1);
-        src[start..start + WINDOW].to_vec()
+    let data = if src.len() > window && rng.chance(85) {
+        let start = rng.below(src.len() - window + 1);
+        src[start..start + window].to_vec()
     } else {
         src.clone()
     };
+    mutate_with(rng, data, seeds, TOKENS)
+}
+
+/// Mutates `bytes` a few times with the same operators as corpus files, steering inserts with
+/// `tokens` (an overrides text, a target file, a session request line).
+pub(crate) fn mutate_bytes(rng: &mut Rng, bytes: &[u8], tokens: &[&str]) -> Vec<u8> {
+    mutate_with(rng, bytes.to_vec(), &[], tokens)
+}
+
+fn mutate_with(rng: &mut Rng, mut data: Vec<u8>, seeds: &[Seed], tokens: &[&str]) -> Vec<u8> {
     let max_rounds = if rng.chance(10) { 32 } else { 4 };
     let rounds = 1 + rng.below(max_rounds);
     for _ in 0..rounds {
@@ -403,7 +561,7 @@ fn mutate(rng: &mut Rng, seeds: &[Seed], idx: usize) -> Vec<u8> {
                 let to = if rng.chance(50) { start + n } else { at };
                 data.splice(to..to, chunk);
             }
-            4 => {
+            4 if !seeds.is_empty() => {
                 let other = &seeds[rng.below(seeds.len())].bytes;
                 if !other.is_empty() {
                     let n = 1 + rng.below(1024.min(other.len()));
@@ -412,7 +570,7 @@ fn mutate(rng: &mut Rng, seeds: &[Seed], idx: usize) -> Vec<u8> {
                 }
             }
             5 | 6 => {
-                let t = rng.pick(TOKENS);
+                let t = rng.pick(tokens);
                 data.splice(at..at, t.bytes());
             }
             7 => {
@@ -464,7 +622,7 @@ mod tests {
             },
             Seed { name: "b".to_owned(), bytes: b"#x = #ttnn.buffer_type<dram>".to_vec() },
         ];
-        let run = |s: u64| mutate(&mut Rng::new(s), &seeds, 0);
+        let run = |s: u64| mutate(&mut Rng::new(s), &seeds, 0, WINDOW);
         assert_eq!(run(5), run(5));
         let changed = (0..50).filter(|&s| run(s) != seeds[0].bytes).count();
         assert!(changed >= 45, "only {changed} of 50 mutations changed the input");

@@ -2,6 +2,7 @@
 //!
 //! A small dispatcher on the first argument; each task lives in its own module.
 
+mod alloc;
 mod bench;
 mod bench_edits;
 mod bench_lsp;
@@ -10,6 +11,7 @@ mod bench_parse;
 mod calibrate;
 mod corpus;
 mod fuzz;
+mod fuzz_commands;
 mod models;
 mod optimize_corpus;
 // `gen` is a reserved keyword in edition 2024, hence the raw identifier.
@@ -17,9 +19,10 @@ mod r#gen;
 mod tidy;
 mod util;
 
-/// The same allocator as the `ttnn-analyzer` binary, so the benchmarks measure what users run.
+/// The same allocator as the `ttnn-analyzer` binary, so the benchmarks measure what users run,
+/// with a per-thread count of live bytes for the fuzzer's memory cap (a few adds per call).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Counting = alloc::Counting;
 
 const TASKS: &str = "calibrate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
 

@@ -6,6 +6,8 @@ use camino::Utf8PathBuf;
 use clap::{Args, ValueEnum};
 use ide::{AnalysisHost, Change, Diagnostic, Options, PlanReport, Policy, Severity};
 
+pub(crate) use cli::short_layout;
+
 use crate::{common, input, output, render};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -151,28 +153,6 @@ pub(crate) fn summary(r: &PlanReport, conversions: usize) -> String {
         r.merges.len(),
         conversions
     )
-}
-
-pub(crate) fn short_layout(l: Option<&ttnn_types::TtnnLayout>) -> String {
-    let Some(l) = l else { return "-".to_owned() };
-    let buffer = match l.buffer {
-        ttnn_types::BufferType::Dram => "DRAM",
-        ttnn_types::BufferType::L1 => "L1",
-        ttnn_types::BufferType::SystemMemory => "host",
-        _ => "other",
-    };
-    match l.memory_layout {
-        Some(ttnn_types::TensorMemoryLayout::Interleaved) => format!("{buffer} il"),
-        Some(ttnn_types::TensorMemoryLayout::HeightSharded) => {
-            format!("{buffer} hs {}", l.grid2d().volume())
-        }
-        Some(ttnn_types::TensorMemoryLayout::WidthSharded) => {
-            format!("{buffer} ws {}", l.grid2d().volume())
-        }
-        Some(ttnn_types::TensorMemoryLayout::BlockSharded) => format!("{buffer} bs {}", l.grid2d()),
-        Some(ttnn_types::TensorMemoryLayout::NdSharded) => format!("{buffer} nd"),
-        None => buffer.to_owned(),
-    }
 }
 
 fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {

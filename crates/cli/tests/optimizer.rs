@@ -149,3 +149,21 @@ fn optimize_imports_a_ttir_file_first() {
     assert!(stderr.starts_with("note: `test-data/import/mixed_ops.mlir` is TTIR"), "{stderr}");
     assert!(text.contains("\"ttnn.conv2d\"") && !text.contains("\"ttir."), "{text}");
 }
+
+/// Ops of the wrong shape reached the optimizer once: `check` now reports them as errors, so
+/// `optimize` refuses the file as it refuses one with syntax errors.
+#[test]
+fn optimize_refuses_ops_with_missing_operands_empty_grids_or_overflowing_sizes() {
+    let (code, stdout, stderr) = run(&["optimize", "test-data/check/err/malformed_ops.mlir"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stdout, "");
+    let codes: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("error["))
+        .filter_map(|l| l.split(']').next())
+        .collect();
+    expect_test::expect![[r#"
+        ["tensor-too-large", "wrong-operand-count", "zero-sized-grid", "wrong-operand-count"]
+        last: not optimizing `test-data/check/err/malformed_ops.mlir`: it has errors"#]]
+    .assert_eq(&format!("{codes:?}\nlast: {}", stderr.lines().last().unwrap_or("")));
+}

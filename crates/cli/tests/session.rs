@@ -162,3 +162,95 @@ fn optimize_refuses_a_file_with_errors() {
             {"ok":false,"error":"not optimizing: the file has 1 error(s); see `diagnostics`"}"#]],
     );
 }
+
+/// Runs one session over raw stdin bytes (which need not be UTF-8) and returns the replies.
+fn session_bytes(stdin_bytes: &[u8]) -> Vec<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ttnn-analyzer"))
+        .arg("session")
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the CLI binary runs");
+    child.stdin.take().expect("stdin is piped").write_all(stdin_bytes).expect("stdin takes it");
+    let out = child.wait_with_output().expect("the session exits");
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_request_line_that_is_not_utf8_is_answered_with_an_error_and_the_session_goes_on() {
+    let replies = session_bytes(b"{\"cmd\":\"st\xffats\"}\n{\"cmd\":\"shutdown\"}\n");
+    expect![[r#"
+        {"ok":false,"error":"malformed request: the line is not UTF-8 (invalid byte at offset 10)"}
+        {"ok":true}"#]]
+    .assert_eq(&replies.join("\n"));
+}
+
+#[test]
+fn an_op_or_params_that_is_not_one_override_field_is_an_error_and_sets_nothing() {
+    check(
+        &[
+            json!({"cmd": "open", "path": "test-data/samples/ffn.mlir"}),
+            json!({"cmd": "set_override", "op": "a=dram,b", "params": "l1"}),
+            json!({"cmd": "set_override", "op": "ffn.act", "params": "dram,ffn.up=dram"}),
+            json!({"cmd": "set_override", "op": "ffn.act", "params": "dram\nmax-legal-layouts=1"}),
+            json!({"cmd": "set_override", "op": "ffn act", "params": "dram"}),
+            json!({"cmd": "set_override", "op": "", "params": "dram"}),
+            json!({"cmd": "clear_override", "op": "a,b"}),
+        ],
+        expect![[r#"
+            {"file":"test-data/samples/ffn.mlir","errors":0,"ok":true}
+            {"ok":false,"error":"`op` must be one override field, without whitespace, `,` or `=`: \"a=dram,b\""}
+            {"ok":false,"error":"`params` must be one override field, without whitespace, `,` or `=`: \"dram,ffn.up=dram\""}
+            {"ok":false,"error":"`params` must be one override field, without whitespace, `,` or `=`: \"dram\\nmax-legal-layouts=1\""}
+            {"ok":false,"error":"`op` must be one override field, without whitespace, `,` or `=`: \"ffn act\""}
+            {"ok":false,"error":"`op` must not be empty"}
+            {"ok":false,"error":"`op` must be one override field, without whitespace, `,` or `=`: \"a,b\""}"#]],
+    );
+}
+
+/// A newline in a batch entry's params once started a new overrides line, so a set could
+/// change `max-legal-layouts` for the whole file.
+#[test]
+fn a_batch_whose_params_hold_a_newline_fails_and_applies_no_global_option() {
+    let replies = session(&[
+        json!({"cmd": "open", "path": "test-data/samples/ffn.mlir"}),
+        json!({"cmd": "cost"}),
+        json!({"cmd": "batch", "sets": [
+            [{"op": "ffn.act", "params": "dram:interleaved\nmax-legal-layouts=1"}],
+        ]}),
+        json!({"cmd": "cost"}),
+    ]);
+    expect![[r#"
+        {"ok":false,"error":"`params` must be one override field, without whitespace, `,` or `=`: \"dram:interleaved\\nmax-legal-layouts=1\""}"#]]
+    .assert_eq(&replies[2].to_string());
+    assert_eq!(replies[1]["total_ns"], replies[3]["total_ns"], "{replies:?}");
+}
+
+#[test]
+fn fields_of_the_wrong_type_or_unknown_fields_are_errors() {
+    check(
+        &[
+            json!({"cmd": "open", "path": "test-data/samples/ffn.mlir"}),
+            json!({"cmd": "optimize", "text": "yes"}),
+            json!({"cmd": "stats", "detail": 1}),
+            json!({"cmd": "cost", "policy": 5}),
+            json!({"cmd": "cost", "polcy": "df-sharding"}),
+            json!({"cmd": "set_override", "op": "ffn.act", "params": "dram", "option": 7}),
+            json!({"cmd": "edit", "range": {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}, "text": ""}),
+            json!({"cmd": "batch", "sets": [[{"op": "ffn.act", "params": "dram", "extra": 1}]]}),
+            json!({"cmd": 3}),
+        ],
+        expect![[r#"
+            {"file":"test-data/samples/ffn.mlir","errors":0,"ok":true}
+            {"ok":false,"error":"`text` must be `true` or `false`"}
+            {"ok":false,"error":"`detail` must be `true` or `false`"}
+            {"ok":false,"error":"`policy` must be a string"}
+            {"ok":false,"error":"unknown field `polcy` in `cost`"}
+            {"ok":false,"error":"`option` must be a string"}
+            {"ok":false,"error":"invalid `range`: invalid value: integer `-1`, expected u32"}
+            {"ok":false,"error":"unknown field `extra` in a `batch` entry"}
+            {"ok":false,"error":"`cmd` (a string) is required"}"#]],
+    );
+}

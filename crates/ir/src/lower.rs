@@ -631,6 +631,7 @@ impl<'a> Lower<'a> {
                     match self.attr(enc) {
                         AttrValue::Dialect { decoded: Some(d), text, .. } => match *d {
                             Decoded::Layout(l) => {
+                                self.check_layout_bounds(&l, enc.range);
                                 self.check_layout(&tt, &l, enc.range);
                                 tt.layout = Some(l);
                             }
@@ -640,6 +641,7 @@ impl<'a> Lower<'a> {
                         _ => tt.other_encoding = Some(self.norm(enc.range)),
                     }
                 }
+                self.check_tensor_size(&tt, t.range);
                 Ty::Tensor(tt)
             }
             ast::TypeKind::Dialect { dialect, name, .. }
@@ -702,6 +704,44 @@ impl<'a> Lower<'a> {
                 self.element(target, depth + 1)
             }
             _ => None,
+        }
+    }
+
+    /// Refuses a tensor whose size in bytes does not fit in 64 bits (with its last two dims
+    /// padded to whole tiles, as the op model and the L1 accounting size it): every later
+    /// computation on it would overflow.
+    fn check_tensor_size(&mut self, tt: &TensorType, range: TextRange) {
+        let Some(shape) = tt.static_shape() else { return };
+        if padded_bytes(&shape, tt.element.bytes()).is_none() {
+            self.diags.push(error(
+                range,
+                "tensor-too-large",
+                "this tensor's size in bytes overflows 64 bits: no device can hold it".to_owned(),
+            ));
+        }
+    }
+
+    /// Refuses a layout on a grid with no cores, or whose shard does not fit in 64 bits.
+    fn check_layout_bounds(&mut self, l: &ttnn_types::TtnnLayout, range: TextRange) {
+        if l.grid.contains(&0) {
+            let grid = l.grid.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
+            self.diags.push(error(
+                range,
+                "zero-sized-grid",
+                format!(
+                    "the layout's grid is {grid}: a grid needs at least one core in each dimension"
+                ),
+            ));
+        }
+        let shard =
+            l.memref_shape.iter().try_fold(l.memref_element.bytes(), |acc, &d| acc.checked_mul(d));
+        if shard.is_none() {
+            self.diags.push(error(
+                range,
+                "tensor-too-large",
+                "this layout's shard size in bytes overflows 64 bits: no core can hold it"
+                    .to_owned(),
+            ));
         }
     }
 
@@ -1232,6 +1272,9 @@ impl<'a> Lower<'a> {
                 ),
             ));
         }
+        if data.form == OpForm::Generic {
+            self.check_arity(o, uses.len(), declared_results);
+        }
         let mut operand_ranges = Vec::new();
         for (i, u) in uses.iter().enumerate() {
             let (v, def) = self.resolve(u, defs, index);
@@ -1259,6 +1302,41 @@ impl<'a> Lower<'a> {
         sm.operand_ranges.push(operand_ranges);
         sm.result_type_ranges.push(result_type_ranges);
         data
+    }
+
+    /// Reports an op of a kind the op model knows with more or fewer operands or results
+    /// than its declaration allows: the model reads operands by position.
+    fn check_arity(&mut self, o: &ast::Op, operands: usize, results: usize) {
+        let Some(a) = opmodel::arity::op_arity(&o.name.text) else { return };
+        let expected = |min: u32, max: u32| match (min, max) {
+            (min, max) if min == max => format!("{min}"),
+            (min, opmodel::arity::ANY) => format!("at least {min}"),
+            (min, max) => format!("{min} to {max}"),
+        };
+        let outside =
+            |n: usize, min: u32, max: u32| u32::try_from(n).map_or(true, |n| n < min || n > max);
+        if outside(operands, a.min_operands, a.max_operands) {
+            self.diags.push(error(
+                o.name.range,
+                "wrong-operand-count",
+                format!(
+                    "`{}` takes {} operand(s), but has {operands}",
+                    o.name.text,
+                    expected(a.min_operands, a.max_operands)
+                ),
+            ));
+        }
+        if outside(results, a.min_results, a.max_results) {
+            self.diags.push(error(
+                o.name.range,
+                "wrong-result-count",
+                format!(
+                    "`{}` has {} result(s), but defines {results}",
+                    o.name.text,
+                    expected(a.min_results, a.max_results)
+                ),
+            ));
+        }
     }
 
     /// Checks the terminator `r` against the signature; `defs` are the defining ops' indices
@@ -1294,6 +1372,16 @@ impl<'a> Lower<'a> {
             }
         }
     }
+}
+
+/// Bytes of a tensor of `shape` with `elem_bytes` per element and its last two dims padded
+/// to whole tiles; `None` when that overflows.
+fn padded_bytes(shape: &[u64], elem_bytes: u64) -> Option<u64> {
+    let n = shape.len();
+    shape.iter().enumerate().try_fold(elem_bytes, |acc, (i, &d)| {
+        let d = if i + 2 >= n { d.checked_next_multiple_of(ttnn_types::TILE)? } else { d };
+        acc.checked_mul(d)
+    })
 }
 
 fn parse_int(text: &str) -> Option<i128> {

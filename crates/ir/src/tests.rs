@@ -320,3 +320,65 @@ fn value_definition_errors_are_reported_and_a_repeated_key_resolves_to_its_last_
     let body = &lowered.funcs[0].body;
     assert_eq!(body.result_of(body.ops[2].operands[0]), Some((1, 0)));
 }
+
+#[test]
+fn an_op_the_model_knows_with_too_few_operands_or_results_is_an_error() {
+    check(
+        r#"func.func @f(%a: tensor<32x32xbf16>) -> tensor<32x32xbf16> {
+  %0 = "ttnn.matmul"() : () -> tensor<32x32xbf16>
+  %1 = "ttnn.matmul"(%a) : (tensor<32x32xbf16>) -> tensor<32x32xbf16>
+  %2 = "ttnn.matmul"(%a, %a) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16>
+  "ttnn.relu"(%2) : (tensor<32x32xbf16>) -> ()
+  %3:2 = "ttnn.concat"(%a, %a, %a) <{dim = 0 : si32}> : (tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>) -> (tensor<96x32xbf16>, tensor<96x32xbf16>)
+  %4 = "ttnn.frobnicate"() : () -> tensor<32x32xbf16>
+  return %2 : tensor<32x32xbf16>
+}
+"#,
+        expect![[r#"
+            func @f (1 args)
+              %0 = ttnn.matmul
+              %1 = ttnn.matmul
+              %2 = ttnn.matmul
+              ttnn.relu#0 = ttnn.relu
+              %3 = ttnn.concat
+              %4 = ttnn.frobnicate
+            error[wrong-operand-count] "\"ttnn.matmul\"": `ttnn.matmul` takes 2 operand(s), but has 0
+            error[wrong-operand-count] "\"ttnn.matmul\"": `ttnn.matmul` takes 2 operand(s), but has 1
+            error[wrong-result-count] "\"ttnn.relu\"": `ttnn.relu` has 1 result(s), but defines 0
+            error[wrong-result-count] "\"ttnn.concat\"": `ttnn.concat` has 1 result(s), but defines 2
+        "#]],
+    );
+}
+
+#[test]
+fn a_layout_on_a_zero_sized_grid_is_an_error() {
+    check(
+        r#"func.func @f(%a: tensor<32x32xbf16, #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <0x0>, memref<1x1x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<l1>>, <block_sharded>>>) {
+  return
+}
+"#,
+        expect![[r##"
+            func @f (1 args)
+              arg0: L1 block_sharded 0x0, 1x1 tiles per core (bf16)
+            error[zero-sized-grid] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <0x0>, memref<1x1x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<l1>>, <block_sharded>>": the layout's grid is 0x0: a grid needs at least one core in each dimension
+        "##]],
+    );
+}
+
+#[test]
+fn a_tensor_whose_bytes_overflow_64_bits_is_an_error() {
+    check(
+        r#"func.func @f(%a: tensor<18446744073709551615x32xbf16>, %b: tensor<4294967296x4294967296xf32>, %c: tensor<64x64xbf16, #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<18446744073709551615x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>>) {
+  return
+}
+"#,
+        expect![[r##"
+            func @f (3 args)
+              arg2: DRAM interleaved, 18446744073709551615x2 tiles total (bf16)
+            error[tensor-too-large] "tensor<18446744073709551615x32xbf16>": this tensor's size in bytes overflows 64 bits: no device can hold it
+            error[tensor-too-large] "tensor<4294967296x4294967296xf32>": this tensor's size in bytes overflows 64 bits: no device can hold it
+            error[tensor-too-large] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<18446744073709551615x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>": this layout's shard size in bytes overflows 64 bits: no core can hold it
+            warning[layout-shape-mismatch] "#ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<18446744073709551615x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>": layout memref is 18446744073709551615x2, but a 64x64 tensor in this layout needs 2x2
+        "##]],
+    );
+}

@@ -14,6 +14,7 @@
 //! `peak + l1_in_use <= target.usable_l1_per_core()`.
 
 mod analytical;
+pub mod arity;
 mod cache;
 pub mod calibration;
 mod conv;

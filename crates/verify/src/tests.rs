@@ -330,7 +330,10 @@ func.func @f(%x: tensor<1x1x401408x3xbf16, #x>, %w: tensor<768x3x16x16xbf16, #w>
             peak L1: 3129472 / 1325652 bytes per core (236.1%)
             out of L1 at: whole (@f op 0)
             error[l1-out-of-memory] line 6: out of L1: the op alone needs 3129472 bytes per core, 1325652 usable
+            error[wrong-operand-count] line 6: `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
+            error[wrong-operand-count] line 7: `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
             error[op-model-rejects] line 8: invalid: ttnn.conv2d: 2 slices exceed the 1 a 14-wide sliced output dimension allows
+            error[wrong-operand-count] line 8: `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
         "#]],
     );
 }
