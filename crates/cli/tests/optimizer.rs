@@ -149,3 +149,61 @@ fn optimize_imports_a_ttir_file_first() {
     assert!(stderr.starts_with("note: `test-data/import/mixed_ops.mlir` is TTIR"), "{stderr}");
     assert!(text.contains("\"ttnn.conv2d\"") && !text.contains("\"ttir."), "{text}");
 }
+
+/// Writes `text` to a temporary `.mlir` file named after `tag`, runs `optimize` on it with
+/// `args` and returns (exit status, optimized text, stderr with the path replaced by `IN`).
+fn optimize_text(tag: &str, text: &str, args: &[&str]) -> (i32, String, String) {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-{tag}-{}.mlir", std::process::id()));
+    let output = dir.join(format!("ttnn-opt-{tag}-{}.out.mlir", std::process::id()));
+    std::fs::write(&input, text).expect("temp dir is writable");
+    let (input_s, output_s) = (input.to_string_lossy(), output.to_string_lossy());
+    let mut all = vec!["optimize", &input_s, "-o", &output_s];
+    all.extend_from_slice(args);
+    let (code, _, stderr) = run(&all);
+    let optimized = std::fs::read_to_string(&output).unwrap_or_default();
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+    (code, optimized, stderr.replace(input_s.as_ref(), "IN"))
+}
+
+/// tt-mlir's TTIR tests spell the TTNN layouts they expect in `CHECK` comments; the file is
+/// still TTIR, and is imported before it is planned.
+#[test]
+fn optimize_imports_a_ttir_file_whose_comments_mention_ttnn_layouts() {
+    let text = r#"module {
+  func.func @main(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+    // CHECK: #[[L:.*]] = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+    %0 = "ttir.add"(%a, %b) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("add_0")
+    %1 = "ttir.relu"(%0) : (tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("relu_1")
+    return %1 : tensor<64x64xbf16>
+  }
+}
+"#;
+    let (code, optimized, stderr) =
+        optimize_text("ttir-comments", text, &["--policy", "df-sharding"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.starts_with("note: `IN` is TTIR; imported it to TTNN first"), "{stderr}");
+    assert!(optimized.contains("\"ttnn.add\"") && !optimized.contains("\"ttir."), "{optimized}");
+}
+
+/// A TTIR op left in a TTNN file is kept as written, and `optimize` names it.
+#[test]
+fn optimize_names_the_ops_it_cannot_plan() {
+    let text = r#"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @main(%a: tensor<64x64xbf16, #l>) -> tensor<64x64xbf16, #l> {
+    %0 = "ttnn.relu"(%a) : (tensor<64x64xbf16, #l>) -> tensor<64x64xbf16, #l> loc("relu_0")
+    %1 = "ttir.exp"(%0) : (tensor<64x64xbf16, #l>) -> tensor<64x64xbf16, #l> loc("exp_1")
+    return %1 : tensor<64x64xbf16, #l>
+  }
+}
+"#;
+    let (code, _, stderr) = optimize_text("unplannable", text, &["--policy", "df-sharding"]);
+    assert_eq!(code, 0, "{stderr}");
+    expect_test::expect![[r#"
+        warning: `IN` has ops the optimizer cannot plan (left as written): `ttir.exp` at `exp_1`
+    "#]]
+    .assert_eq(stderr.lines().next().map(|l| format!("{l}\n")).as_deref().unwrap_or(""));
+}
