@@ -207,3 +207,89 @@ module {
     "#]]
     .assert_eq(stderr.lines().next().map(|l| format!("{l}\n")).as_deref().unwrap_or(""));
 }
+
+/// Two relus in DRAM, for the `insert-memreconfig` tests.
+const TWO_RELUS: &str = r#"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @main(%a: tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> {
+    %0 = "ttnn.relu"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("r0")
+    %1 = "ttnn.relu"(%0) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("r1")
+    return %1 : tensor<256x256xbf16, #l>
+  }
+}
+"#;
+
+/// The human report's lines about op `op`: its row and the indented lines under it.
+fn report_lines(stdout: &str, op: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for l in stdout.lines() {
+        if !l.starts_with(' ') {
+            inside = l.starts_with(&format!("{op} "));
+        }
+        if inside {
+            out.push_str(l.trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// tt-mlir converts the operand an `insert-memreconfig` names to the op's own output layout
+/// when the op is in no L1 chain; here the op is kept in L1 interleaved by its override.
+#[test]
+fn insert_memreconfig_converts_an_operand_of_an_op_outside_any_chain() {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-reconfig-{}.mlir", std::process::id()));
+    std::fs::write(&input, TWO_RELUS).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "optimize",
+        &input_s,
+        "--policy",
+        "df-sharding",
+        "--override-output-layout",
+        "r0=dram,r1=l1:interleaved",
+        "--insert-memreconfig",
+        "r1=0",
+        "--report",
+        "human",
+    ]);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"ttnn.to_memory_config\""), "{stdout}");
+    expect_test::expect![[r#"
+        r1                           ttnn.relu              DRAM il      L1 il        -                    its layout is fixed (as written)
+            operand 0: reshard to L1 interleaved, 1x1 tiles per core (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
+    "#]]
+    .assert_eq(&report_lines(&stderr, "r1"));
+}
+
+/// `df-sharding-merge` may decline the chain an `insert-memreconfig` op is in; the user's
+/// conversion then stays, as for an op outside any chain (here from row-major to tiles).
+#[test]
+fn a_declined_chain_keeps_the_users_insert_memreconfig() {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-declined-{}.mlir", std::process::id()));
+    std::fs::write(&input, TWO_RELUS).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let (code, _, stderr) = run(&[
+        "optimize",
+        &input_s,
+        "--policy",
+        "df-sharding-merge",
+        "--override-output-layout",
+        "r0=1x1:dram:interleaved:row_major:bf16",
+        "--insert-memreconfig",
+        "r1=0",
+        "--report",
+        "human",
+    ]);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    expect_test::expect![[r#"
+        r1                           ttnn.relu              DRAM il      DRAM il      #0 1/1 declined      its chain was declined: the cost model estimates 10.2 µs in L1 (reshards and spill included) against 4.1 µs out of it
+            operand 0: reshard to DRAM interleaved, 8x8 tiles total (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
+    "#]].assert_eq(&report_lines(&stderr, "r1"));
+}
