@@ -665,14 +665,14 @@ impl OpKind {
         matches!(self, OpKind::Fixed(_) | OpKind::Creation(CreationOp::Empty) | OpKind::ToLayout)
     }
 
-    /// Ops tt-mlir's rule book only ever queries with a null output hint (SDPA, rotary,
+    /// Ops tt-mlir's rule book only ever queries with a null output hint (SDPA, llama rotary,
     /// head concat, split-QKV, typecast, where).
     #[must_use]
     pub fn null_hint_only(&self) -> bool {
         matches!(
             self,
             OpKind::Sdpa(_)
-                | OpKind::RotaryEmbedding { .. }
+                | OpKind::RotaryEmbedding { llama: true }
                 | OpKind::Heads(HeadsOp::NlpConcatHeadsDecode | HeadsOp::SplitQkv)
                 | OpKind::Typecast
                 | OpKind::Ternary(TernaryOp::Where)
