@@ -153,7 +153,9 @@ pub(crate) fn unplannable_ops(r: &PlanReport) -> Vec<String> {
     let foreign: Vec<String> = r
         .ops
         .iter()
-        .filter(|d| !["ttnn.", "ttcore.", "func."].iter().any(|p| d.kind.starts_with(p)))
+        .filter(|d| {
+            d.kind != "call" && !["ttnn.", "ttcore.", "func."].iter().any(|p| d.kind.starts_with(p))
+        })
         .map(|d| format!("`{}` at `{}`", d.kind, d.op))
         .collect();
     let mut shown: Vec<String> = foreign.iter().take(10).cloned().collect();

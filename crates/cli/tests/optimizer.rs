@@ -293,3 +293,60 @@ fn a_declined_chain_keeps_the_users_insert_memreconfig() {
             operand 0: reshard to DRAM interleaved, 8x8 tiles total (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
     "#]].assert_eq(&report_lines(&stderr, "r1"));
 }
+
+/// A split file whose second module calls a CPU-hoisted private function returning system
+/// memory, with `#layout` meaning another layout in each module. The call's result type is
+/// the callee's, so the optimizer must leave it alone (mlir-opt rejected the retyped call).
+#[test]
+fn a_call_keeps_its_callees_result_type_in_a_split_file() {
+    let text = r#"#dram = #ttnn.buffer_type<dram>
+#layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @main(%arg0: tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> {
+    %0 = "ttnn.relu"(%arg0) : (tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> loc("r")
+    return %0 : tensor<32x32xbf16, #layout>
+  }
+}
+
+// -----
+
+#system_memory = #ttnn.buffer_type<system_memory>
+#dram = #ttnn.buffer_type<dram>
+#layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x32xbf16, #system_memory>>
+#layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func private @hoisted(%arg0: tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> attributes {ttir.cpu_hoisted} {
+    return %arg0 : tensor<32x32xbf16, #layout>
+  }
+  func.func @main(%arg0: tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> {
+    %0 = call @hoisted(%arg0) : (tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout>
+    return %0 : tensor<32x32xbf16, #layout>
+  }
+}
+"#;
+    for policy in ["df-sharding", "df-sharding-merge"] {
+        let (code, optimized, stderr) = optimize_text("split-call", text, &["--policy", policy]);
+        assert_eq!(code, 0, "{stderr}");
+        let call = optimized.lines().find(|l| l.contains("@hoisted") && !l.contains("func.func"));
+        expect_test::expect![[r#"
+            %0 = "func.call"(%arg0) <{callee = @hoisted}> : (tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout>
+        "#]]
+        .assert_eq(&format!("{}\n", call.unwrap_or("no call").trim()));
+        let mlir_opt = std::path::Path::new("/usr/lib/llvm-19/bin/mlir-opt");
+        if mlir_opt.exists() {
+            let mut child = Command::new(mlir_opt)
+                .args(["--allow-unregistered-dialect", "--split-input-file", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("mlir-opt runs");
+            if let Some(mut stdin) = child.stdin.take() {
+                std::io::Write::write_all(&mut stdin, optimized.as_bytes())
+                    .expect("mlir-opt reads");
+            }
+            let out = child.wait_with_output().expect("mlir-opt finishes");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}

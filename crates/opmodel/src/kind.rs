@@ -179,6 +179,9 @@ op_names! {
         PrepareConv3dWeights => "ttnn.prepare_conv3d_weights",
         FillCache => "ttnn.fill_cache", UpdateCache => "ttnn.update_cache",
         PagedFillCache => "ttnn.paged_fill_cache", PagedUpdateCache => "ttnn.paged_update_cache",
+        // A call's result types are the callee's, which the optimizer does not re-type
+        // (private and CPU-hoisted functions return system memory, say).
+        Call => "call", FuncCall => "func.call",
     }
 }
 
