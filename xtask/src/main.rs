@@ -17,6 +17,7 @@ mod optimize_corpus;
 // `gen` is a reserved keyword in edition 2024, hence the raw identifier.
 mod r#gen;
 mod tidy;
+mod ttmlir_tests;
 mod util;
 
 /// The same allocator as the `ttnn-analyzer` binary, so the benchmarks measure what users run,
@@ -24,7 +25,7 @@ mod util;
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
-const TASKS: &str = "calibrate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
+const TASKS: &str = "calibrate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus, ttmlir-tests";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,6 +41,7 @@ fn main() -> anyhow::Result<()> {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("gen") => r#gen::run(&args[1..]),
         Some("models") => models::run(&args[1..]),
+        Some("ttmlir-tests") => ttmlir_tests::run(&args[1..]),
         Some(other) => Err(anyhow::format_err!("unknown task `{other}`, expected one of: {TASKS}")),
         None => {
             Err(anyhow::format_err!("usage: cargo xtask <task>, where task is one of: {TASKS}"))

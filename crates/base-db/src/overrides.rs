@@ -173,30 +173,59 @@ pub struct OverrideError {
     pub is_warning: bool,
 }
 
-/// Options tt-mlir's pipeline accepts that have no effect on this analysis. They are accepted
-/// with a warning so an existing option string can be pasted as is.
-const IGNORED_OPTIONS: &[&str] = &[
-    "enable-optimizer",
-    "memory-layout-analysis-enabled",
-    "optimization-level",
-    "system-desc-path",
-    "mock-system-desc-arch",
+/// Options of tt-mlir's pipeline that do not change which layouts its optimizer picks (the
+/// device description, traces, checks), and options whose listed value is what this analysis
+/// always does (`enable-optimizer=true`: it always optimizes). Accepted with an
+/// `ignored-option` warning, so an existing option string can be pasted as is.
+const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
+    ("system-desc-path", None),
+    ("mock-system-desc-arch", None),
+    ("check-unique-locs", None),
+    ("max-fallback-attempts", None),
+    ("enable-decision-trace", None),
+    ("decision-trace-dir", None),
+    ("enable-optimizer", Some(&["true", "1"])),
+    ("memory-layout-analysis-enabled", Some(&["true", "1"])),
+    ("optimization-level", Some(&["2"])),
+    ("memreconfig-enabled", Some(&["true", "1"])),
+    ("enable-greedy-optimizer", Some(&["false", "0"])),
+    ("l1-interleaved-fallback-analysis-enabled", Some(&["false", "0"])),
+    ("memory-layout-analysis-policy", Some(&["DFSharding"])),
+];
+
+/// Options of tt-mlir's pipeline that change its plan in ways this analysis does not
+/// reproduce: accepted with an `unsupported-option` warning naming them, so the plan is not
+/// taken for tt-mlir's. (The options above with another value land here too.)
+const UNSUPPORTED_OPTIONS: &[&str] = &[
     "tensor-l1-usage-cap",
-    "memreconfig-enabled",
-    "enable-greedy-optimizer",
-    "l1-interleaved-fallback-analysis-enabled",
-    "memory-layout-analysis-policy",
-    "check-unique-locs",
-    "max-fallback-attempts",
-    "enable-decision-trace",
-    "decision-trace-dir",
     "experimental-weight-dtype",
     "experimental-kv-cache-dtype",
     "mesh-shape",
     "mesh-topology",
     "override-conv3d-config",
+    "enable-const-eval",
+    "disable-workarounds",
+    "enable-create-d2m-subgraphs",
 ];
 
+/// What this analysis does where an option asks for something else, for the warning.
+fn unsupported_reason(name: &str, value: &str) -> String {
+    match name {
+        "enable-optimizer" | "optimization-level" | "memory-layout-analysis-enabled" => {
+            "this analysis always runs the memory-layout optimizer with sharding".to_owned()
+        }
+        "memreconfig-enabled" => "reshards and conversions are always inserted".to_owned(),
+        "enable-greedy-optimizer" | "memory-layout-analysis-policy" => {
+            "the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`".to_owned()
+        }
+        "l1-interleaved-fallback-analysis-enabled" => {
+            "the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented"
+                .to_owned()
+        }
+        "tensor-l1-usage-cap" => "the L1 budget comes from the target description".to_owned(),
+        _ => format!("`{name}={value}` has no equivalent in this analysis"),
+    }
+}
 /// Parses an overrides text. Never fails: problems are in `errors`.
 #[must_use]
 pub fn parse_overrides(text: &str) -> OverrideFile {
@@ -312,17 +341,38 @@ fn parse_option(
                 range_of(value_at, value),
             ),
         },
-        _ if IGNORED_OPTIONS.contains(&name) => push(
-            out,
-            OverrideError {
-                code: "ignored-option",
-                message: format!(
-                    "`{name}` is a tt-mlir pipeline option with no effect on this analysis"
-                ),
-                range: name_range,
-                is_warning: true,
-            },
-        ),
+        _ if IGNORED_OPTIONS
+            .iter()
+            .any(|(n, values)| *n == name && values.is_none_or(|v| v.contains(&value))) =>
+        {
+            push(
+                out,
+                OverrideError {
+                    code: "ignored-option",
+                    message: format!(
+                        "`{name}` is a tt-mlir pipeline option with no effect on this analysis"
+                    ),
+                    range: name_range,
+                    is_warning: true,
+                },
+            );
+        }
+        _ if IGNORED_OPTIONS.iter().any(|(n, _)| *n == name)
+            || UNSUPPORTED_OPTIONS.contains(&name) =>
+        {
+            push(
+                out,
+                OverrideError {
+                    code: "unsupported-option",
+                    message: format!(
+                        "`{name}={value}` changes tt-mlir's plan and is not supported here: {}",
+                        unsupported_reason(name, value)
+                    ),
+                    range: range_of(at, opt),
+                    is_warning: true,
+                },
+            );
+        }
         _ => error(out, "unknown-option", format!("unknown option `{name}`"), name_range),
     }
 }
@@ -644,6 +694,21 @@ mod tests {
                 error[invalid-conv2d-parameter] 83..98 "activation#none": `activation` expects `relu` (omit the key for no activation), found `none`
                 error[unknown-option] 99..109 "frobnicate": unknown option `frobnicate`
                 warning[ignored-option] 112..128 "enable-optimizer": `enable-optimizer` is a tt-mlir pipeline option with no effect on this analysis
+            "#]],
+        );
+    }
+
+    #[test]
+    fn options_that_change_tt_mlirs_plan_are_reported_as_unsupported() {
+        check(
+            "enable-optimizer=true optimization-level=1 l1-interleaved-fallback-analysis-enabled=true\nenable-greedy-optimizer=true tensor-l1-usage-cap=0.5 system-desc-path=x.ttsys\n",
+            expect![[r#"
+                warning[ignored-option] 0..16 "enable-optimizer": `enable-optimizer` is a tt-mlir pipeline option with no effect on this analysis
+                warning[unsupported-option] 22..42 "optimization-level=1": `optimization-level=1` changes tt-mlir's plan and is not supported here: this analysis always runs the memory-layout optimizer with sharding
+                warning[unsupported-option] 43..88 "l1-interleaved-fallback-analysis-enabled=true": `l1-interleaved-fallback-analysis-enabled=true` changes tt-mlir's plan and is not supported here: the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented
+                warning[unsupported-option] 89..117 "enable-greedy-optimizer=true": `enable-greedy-optimizer=true` changes tt-mlir's plan and is not supported here: the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`
+                warning[unsupported-option] 118..141 "tensor-l1-usage-cap=0.5": `tensor-l1-usage-cap=0.5` changes tt-mlir's plan and is not supported here: the L1 budget comes from the target description
+                warning[ignored-option] 142..158 "system-desc-path": `system-desc-path` is a tt-mlir pipeline option with no effect on this analysis
             "#]],
         );
     }

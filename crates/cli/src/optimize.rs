@@ -112,6 +112,15 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let report = analysis.plan_report(file).map_err(cancelled)?;
+    let unplannable = unplannable_ops(&report);
+    if !unplannable.is_empty() {
+        let _ = writeln!(
+            stderr,
+            "warning: `{}` has ops the optimizer cannot plan (left as written): {}",
+            input.path,
+            unplannable.join(", ")
+        );
+    }
     let final_ir = analysis.final_ir(file).map_err(cancelled)?;
     match &args.output {
         Some(path) => output::write_file(path, final_ir.text.as_bytes())?,
@@ -137,6 +146,25 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
         written.map_err(output::stdout_error)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ops of the planned functions that are not TTNN ops (a `ttir.` op left in a TTNN file,
+/// say), as `kind` at `op`, at most ten, then how many more: the optimizer keeps them as
+/// written, and a plan that silently skipped them reads like a plan that placed them.
+pub(crate) fn unplannable_ops(r: &PlanReport) -> Vec<String> {
+    let foreign: Vec<String> = r
+        .ops
+        .iter()
+        .filter(|d| {
+            d.kind != "call" && !["ttnn.", "ttcore.", "func."].iter().any(|p| d.kind.starts_with(p))
+        })
+        .map(|d| format!("`{}` at `{}`", d.kind, d.op))
+        .collect();
+    let mut shown: Vec<String> = foreign.iter().take(10).cloned().collect();
+    if foreign.len() > shown.len() {
+        shown.push(format!("and {} more", foreign.len() - shown.len()));
+    }
+    shown
 }
 
 /// One line: what the policy did.

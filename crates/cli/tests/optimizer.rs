@@ -167,3 +167,204 @@ fn optimize_refuses_ops_with_missing_operands_empty_grids_or_overflowing_sizes()
         last: not optimizing `test-data/check/err/malformed_ops.mlir`: it has errors"#]]
     .assert_eq(&format!("{codes:?}\nlast: {}", stderr.lines().last().unwrap_or("")));
 }
+
+/// Writes `text` to a temporary `.mlir` file named after `tag`, runs `optimize` on it with
+/// `args` and returns (exit status, optimized text, stderr with the path replaced by `IN`).
+fn optimize_text(tag: &str, text: &str, args: &[&str]) -> (i32, String, String) {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-{tag}-{}.mlir", std::process::id()));
+    let output = dir.join(format!("ttnn-opt-{tag}-{}.out.mlir", std::process::id()));
+    std::fs::write(&input, text).expect("temp dir is writable");
+    let (input_s, output_s) = (input.to_string_lossy(), output.to_string_lossy());
+    let mut all = vec!["optimize", &input_s, "-o", &output_s];
+    all.extend_from_slice(args);
+    let (code, _, stderr) = run(&all);
+    let optimized = std::fs::read_to_string(&output).unwrap_or_default();
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+    (code, optimized, stderr.replace(input_s.as_ref(), "IN"))
+}
+
+/// tt-mlir's TTIR tests spell the TTNN layouts they expect in `CHECK` comments; the file is
+/// still TTIR, and is imported before it is planned.
+#[test]
+fn optimize_imports_a_ttir_file_whose_comments_mention_ttnn_layouts() {
+    let text = r#"module {
+  func.func @main(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
+    // CHECK: #[[L:.*]] = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+    %0 = "ttir.add"(%a, %b) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("add_0")
+    %1 = "ttir.relu"(%0) : (tensor<64x64xbf16>) -> tensor<64x64xbf16> loc("relu_1")
+    return %1 : tensor<64x64xbf16>
+  }
+}
+"#;
+    let (code, optimized, stderr) =
+        optimize_text("ttir-comments", text, &["--policy", "df-sharding"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.starts_with("note: `IN` is TTIR; imported it to TTNN first"), "{stderr}");
+    assert!(optimized.contains("\"ttnn.add\"") && !optimized.contains("\"ttir."), "{optimized}");
+}
+
+/// A TTIR op left in a TTNN file is kept as written, and `optimize` names it.
+#[test]
+fn optimize_names_the_ops_it_cannot_plan() {
+    let text = r#"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @main(%a: tensor<64x64xbf16, #l>) -> tensor<64x64xbf16, #l> {
+    %0 = "ttnn.relu"(%a) : (tensor<64x64xbf16, #l>) -> tensor<64x64xbf16, #l> loc("relu_0")
+    %1 = "ttir.exp"(%0) : (tensor<64x64xbf16, #l>) -> tensor<64x64xbf16, #l> loc("exp_1")
+    return %1 : tensor<64x64xbf16, #l>
+  }
+}
+"#;
+    let (code, _, stderr) = optimize_text("unplannable", text, &["--policy", "df-sharding"]);
+    assert_eq!(code, 0, "{stderr}");
+    expect_test::expect![[r#"
+        warning: `IN` has ops the optimizer cannot plan (left as written): `ttir.exp` at `exp_1`
+    "#]]
+    .assert_eq(stderr.lines().next().map(|l| format!("{l}\n")).as_deref().unwrap_or(""));
+}
+
+/// Two relus in DRAM, for the `insert-memreconfig` tests.
+const TWO_RELUS: &str = r#"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<8x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @main(%a: tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> {
+    %0 = "ttnn.relu"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("r0")
+    %1 = "ttnn.relu"(%0) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc("r1")
+    return %1 : tensor<256x256xbf16, #l>
+  }
+}
+"#;
+
+/// The human report's lines about op `op`: its row and the indented lines under it.
+fn report_lines(stdout: &str, op: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for l in stdout.lines() {
+        if !l.starts_with(' ') {
+            inside = l.starts_with(&format!("{op} "));
+        }
+        if inside {
+            out.push_str(l.trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// tt-mlir converts the operand an `insert-memreconfig` names to the op's own output layout
+/// when the op is in no L1 chain; here the op is kept in L1 interleaved by its override.
+#[test]
+fn insert_memreconfig_converts_an_operand_of_an_op_outside_any_chain() {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-reconfig-{}.mlir", std::process::id()));
+    std::fs::write(&input, TWO_RELUS).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&[
+        "optimize",
+        &input_s,
+        "--policy",
+        "df-sharding",
+        "--override-output-layout",
+        "r0=dram,r1=l1:interleaved",
+        "--insert-memreconfig",
+        "r1=0",
+        "--report",
+        "human",
+    ]);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"ttnn.to_memory_config\""), "{stdout}");
+    expect_test::expect![[r#"
+        r1                           ttnn.relu              DRAM il      L1 il        -                    its layout is fixed (as written)
+            operand 0: reshard to L1 interleaved, 1x1 tiles per core (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
+    "#]]
+    .assert_eq(&report_lines(&stderr, "r1"));
+}
+
+/// `df-sharding-merge` may decline the chain an `insert-memreconfig` op is in; the user's
+/// conversion then stays, as for an op outside any chain (here from row-major to tiles).
+#[test]
+fn a_declined_chain_keeps_the_users_insert_memreconfig() {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-declined-{}.mlir", std::process::id()));
+    std::fs::write(&input, TWO_RELUS).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let (code, _, stderr) = run(&[
+        "optimize",
+        &input_s,
+        "--policy",
+        "df-sharding-merge",
+        "--override-output-layout",
+        "r0=1x1:dram:interleaved:row_major:bf16",
+        "--insert-memreconfig",
+        "r1=0",
+        "--report",
+        "human",
+    ]);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    expect_test::expect![[r#"
+        r1                           ttnn.relu              DRAM il      DRAM il      #0 1/1 declined      its chain was declined: the cost model estimates 10.2 µs in L1 (reshards and spill included) against 4.1 µs out of it
+            operand 0: reshard to DRAM interleaved, 8x8 tiles total (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
+    "#]].assert_eq(&report_lines(&stderr, "r1"));
+}
+
+/// A split file whose second module calls a CPU-hoisted private function returning system
+/// memory, with `#layout` meaning another layout in each module. The call's result type is
+/// the callee's, so the optimizer must leave it alone (mlir-opt rejected the retyped call).
+#[test]
+fn a_call_keeps_its_callees_result_type_in_a_split_file() {
+    let text = r#"#dram = #ttnn.buffer_type<dram>
+#layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @main(%arg0: tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> {
+    %0 = "ttnn.relu"(%arg0) : (tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> loc("r")
+    return %0 : tensor<32x32xbf16, #layout>
+  }
+}
+
+// -----
+
+#system_memory = #ttnn.buffer_type<system_memory>
+#dram = #ttnn.buffer_type<dram>
+#layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x32xbf16, #system_memory>>
+#layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func private @hoisted(%arg0: tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> attributes {ttir.cpu_hoisted} {
+    return %arg0 : tensor<32x32xbf16, #layout>
+  }
+  func.func @main(%arg0: tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout> {
+    %0 = call @hoisted(%arg0) : (tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout>
+    return %0 : tensor<32x32xbf16, #layout>
+  }
+}
+"#;
+    for policy in ["df-sharding", "df-sharding-merge"] {
+        let (code, optimized, stderr) = optimize_text("split-call", text, &["--policy", policy]);
+        assert_eq!(code, 0, "{stderr}");
+        let call = optimized.lines().find(|l| l.contains("@hoisted") && !l.contains("func.func"));
+        expect_test::expect![[r#"
+            %0 = "func.call"(%arg0) <{callee = @hoisted}> : (tensor<32x32xbf16, #layout>) -> tensor<32x32xbf16, #layout>
+        "#]]
+        .assert_eq(&format!("{}\n", call.unwrap_or("no call").trim()));
+        let mlir_opt = std::path::Path::new("/usr/lib/llvm-19/bin/mlir-opt");
+        if mlir_opt.exists() {
+            let mut child = Command::new(mlir_opt)
+                .args(["--allow-unregistered-dialect", "--split-input-file", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("mlir-opt runs");
+            if let Some(mut stdin) = child.stdin.take() {
+                std::io::Write::write_all(&mut stdin, optimized.as_bytes())
+                    .expect("mlir-opt reads");
+            }
+            let out = child.wait_with_output().expect("mlir-opt finishes");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}

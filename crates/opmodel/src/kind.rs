@@ -179,6 +179,9 @@ op_names! {
         PrepareConv3dWeights => "ttnn.prepare_conv3d_weights",
         FillCache => "ttnn.fill_cache", UpdateCache => "ttnn.update_cache",
         PagedFillCache => "ttnn.paged_fill_cache", PagedUpdateCache => "ttnn.paged_update_cache",
+        // A call's result types are the callee's, which the optimizer does not re-type
+        // (private and CPU-hoisted functions return system memory, say).
+        Call => "call", FuncCall => "func.call",
     }
 }
 
@@ -665,14 +668,14 @@ impl OpKind {
         matches!(self, OpKind::Fixed(_) | OpKind::Creation(CreationOp::Empty) | OpKind::ToLayout)
     }
 
-    /// Ops tt-mlir's rule book only ever queries with a null output hint (SDPA, rotary,
+    /// Ops tt-mlir's rule book only ever queries with a null output hint (SDPA, llama rotary,
     /// head concat, split-QKV, typecast, where).
     #[must_use]
     pub fn null_hint_only(&self) -> bool {
         matches!(
             self,
             OpKind::Sdpa(_)
-                | OpKind::RotaryEmbedding { .. }
+                | OpKind::RotaryEmbedding { llama: true }
                 | OpKind::Heads(HeadsOp::NlpConcatHeadsDecode | HeadsOp::SplitQkv)
                 | OpKind::Typecast
                 | OpKind::Ternary(TernaryOp::Where)

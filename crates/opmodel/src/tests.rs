@@ -2158,19 +2158,35 @@ fn rotary_embedding_rejects_a_width_sharded_input() {
     );
 }
 
+/// tt-metal's rotary embedding writes a sharded output from an interleaved input, height
+/// sharded over the most cores that divide its tile rows (tt-mlir's rope tests expect it).
 #[test]
-fn rotary_embedding_rejects_an_explicit_sharded_hint() {
+fn rotary_embedding_height_shards_its_output_as_tt_metal_does() {
     let s = [1, 8, 32, 128];
-    check(
+    let query = |hint| {
         q("ttnn.rotary_embedding")
             .input(&s, dram(&s))
             .input(&s, dram(&s))
             .input(&s, dram(&s))
             .out(&s)
-            .hint(hs(&s, 8)),
-        expect![
-            "error: unsupported: ttnn.rotary_embedding is only queried with a null output hint; a sharded output (L1 height_sharded 8x1, 1x4 tiles per core (bf16)) is rejected"
-        ],
+            .hint(hint)
+    };
+    check(
+        query(hs(&s, 8)),
+        expect![[r#"
+        cb 57344 tensor 8192 peak 65536 out 8192
+        L1 height_sharded 8x1, 1x4 tiles per core (bf16)"#]],
+    );
+    // A hint on other cores gets the layout tt-metal computes, not the hint.
+    check(
+        query(hs(&s, 4)),
+        expect![[r#"
+        cb 57344 tensor 8192 peak 65536 out 8192
+        L1 height_sharded 8x1, 1x4 tiles per core (bf16)"#]],
+    );
+    check(
+        query(ws(&s, 4)),
+        expect!["error: unsupported: ttnn.rotary_embedding cannot write a width_sharded output"],
     );
 }
 

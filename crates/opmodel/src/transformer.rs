@@ -76,9 +76,12 @@ pub(crate) fn sdpa(ctx: &Ctx<'_>, op: SdpaOp) -> Result<Estimate, OpError> {
 /// rotary_embedding(_llama): input height-sharded or interleaved only; null hint only; whole
 /// rows of input, cos, sin, the rotated copy and two products (+ the llama transform matrix).
 pub(crate) fn rotary(ctx: &Ctx<'_>, llama: bool) -> Result<Estimate, OpError> {
-    reject_sharded_hint(ctx)?;
+    if llama {
+        reject_sharded_hint(ctx)?;
+    }
     let input = ctx.input(0)?;
-    let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
+    let out =
+        if llama { ctx.resolve_output(NullPolicy::InheritInput0)? } else { rotary_output(ctx)? };
     let wt = ctx.in_wt(0);
     let tb = ctx.in_tb(0);
     let extra = if llama { 2 } else { 0 };
@@ -89,6 +92,55 @@ pub(crate) fn rotary(ctx: &Ctx<'_>, llama: bool) -> Result<Estimate, OpError> {
         tb * (7 * wt + extra)
     };
     Ok(Estimate::new(cb, out))
+}
+
+/// `ttnn.rotary_embedding`'s output, by tt-metal's `RotaryEmbedding::validate` and
+/// `compute_output_specs` (ttnn/cpp/ttnn/operations/experimental/transformer/rotary_embedding/
+/// device/rotary_embedding_device_operation.cpp): a sharded input must not be width sharded
+/// and its shard must span the whole width; a sharded output must not be width sharded and
+/// takes the input's shard spec, or, from an interleaved input, height sharding over the
+/// largest number of worker cores that divides the tile rows evenly.
+fn rotary_output(ctx: &Ctx<'_>) -> Result<ttnn_types::TtnnLayout, OpError> {
+    let input = ctx.input(0)?;
+    let (rows, wt) = tiles_2d(&input.shape);
+    if input.layout.is_l1_sharded() {
+        if input.layout.memory_layout == Some(TensorMemoryLayout::WidthSharded) {
+            return Err(unsupported(format!("{} rejects a width_sharded input", ctx.name())));
+        }
+        if input.layout.shard_tiles().1 != wt.max(1) {
+            return Err(unsupported(format!(
+                "{}: a sharded input's shard must span the whole width ({wt} tiles)",
+                ctx.name()
+            )));
+        }
+    }
+    let hint = match &ctx.q.output {
+        OutputHint::Layout(l) | OutputHint::Partial(l) if l.is_sharded() => l,
+        _ => return ctx.resolve_output(NullPolicy::InheritInput0),
+    };
+    if hint.memory_layout == Some(TensorMemoryLayout::WidthSharded) {
+        return Err(unsupported(format!("{} cannot write a width_sharded output", ctx.name())));
+    }
+    if input.layout.is_l1_sharded() {
+        return crate::util::like(
+            &input.layout,
+            &ctx.q.output_shape,
+            ctx.q.output_dtype,
+            ctx.worker(),
+        );
+    }
+    let cores = (1..=ctx.worker().volume().min(rows.max(1)))
+        .rev()
+        .find(|n| rows.is_multiple_of(*n))
+        .unwrap_or(1);
+    crate::util::sharded(
+        &ctx.q.output_shape,
+        ctx.q.output_dtype,
+        PageLayout::Tile,
+        TensorMemoryLayout::HeightSharded,
+        ttnn_types::Grid::new(cores, 1),
+        ctx.worker(),
+    )
 }
 
 pub(crate) fn heads(ctx: &Ctx<'_>, op: HeadsOp) -> Result<Estimate, OpError> {

@@ -362,11 +362,11 @@ pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
         let reason = decline_reason(&cost, spill);
         let out = out.get_or_insert_with(|| (*parts).clone());
         decline(&mut out.chains[idx], &reason);
-        for (&i, (l, config)) in chain.ops.iter().zip(fallback.iter()) {
+        for (&i, (l, config, user)) in chain.ops.iter().zip(fallback.iter()) {
             if let Some((_, at)) = layout.locate(i)
                 && let Some(p) = out.ops.get_mut(at)
             {
-                decline_op(p, &reason, l.clone(), config.clone());
+                decline_op(p, &reason, l.clone(), config.clone(), user);
             }
         }
     }
@@ -374,7 +374,8 @@ pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
 }
 
 /// Per op of a chain: the layout and config it takes outside L1.
-pub type ChainFallback = Vec<(Option<TtnnLayout>, OpConfig)>;
+pub type ChainFallback =
+    Vec<(Option<TtnnLayout>, OpConfig, Vec<Option<crate::planning::Conversion>>)>;
 
 /// Where each op of a chain goes when the chain is declined: its fallback layout and the
 /// config for it; `None` when some op's only legal layouts are sharded (the op model
@@ -392,7 +393,21 @@ pub(crate) fn chain_fallback(
             return None;
         }
         let config = crate::planning::config_for_in(db, op, layout.as_ref(), reads);
-        out.push((layout, config));
+        // Only an op with an `insert-memreconfig` reads its group's op data for this.
+        let asks = reads == crate::problem::Reads::Overrides
+            && layout::op_overrides(db, op).is_some_and(|o| !o.reshard_operands.is_empty());
+        let func = op.func(db);
+        let user = asks
+            .then(|| ir::func_frame(db, func)?.op_index(op.key(db)))
+            .flatten()
+            .and_then(|i| {
+                let (g, at) = ir::func_groups(db, func).locate(i)?;
+                let group = ir::func_group(db, func, g);
+                let data = group.get(at)?;
+                Some(crate::planning::user_reconfigs(db, op, data, layout.as_ref(), reads))
+            })
+            .unwrap_or_default();
+        out.push((layout, config, user));
     }
     Some(Arc::new(out))
 }

@@ -535,9 +535,9 @@ impl Merger<'_> {
         if let Some(ch) = self.chain_mut(c) {
             decline(ch, &reason);
         }
-        for (&i, (layout, config)) in members.iter().zip(fallback.iter()) {
+        for (&i, (layout, config, user)) in members.iter().zip(fallback.iter()) {
             let p = self.plan_mut(i);
-            decline_op(p, &reason, layout.clone(), config.clone());
+            decline_op(p, &reason, layout.clone(), config.clone(), user);
         }
     }
 
@@ -693,10 +693,14 @@ pub(crate) fn decline_op(
     reason: &str,
     layout: Option<TtnnLayout>,
     config: OpConfig,
+    user: &[Option<crate::planning::Conversion>],
 ) {
     p.layout = layout;
     p.config = config;
-    p.expected_operands.iter_mut().for_each(|e| *e = None);
+    // A user's `insert-memreconfig` outlives the chain: it converts as outside any chain.
+    for (k, e) in p.expected_operands.iter_mut().enumerate() {
+        *e = user.get(k).cloned().flatten();
+    }
     p.reason = format!("its chain was declined: {reason}").into();
 }
 

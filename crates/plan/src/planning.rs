@@ -279,14 +279,67 @@ fn base_plan(
         },
         None => String::new(),
     };
+    let expected_operands = user_reconfigs(db, op, data, layout.as_ref(), reads);
     OpPlan {
         layout,
         config,
         chain: None,
-        expected_operands: vec![None; data.operands.len()],
+        expected_operands,
         spill: None,
         reason: reason.into(),
         reserved: 0,
+    }
+}
+
+/// Per operand of an op outside an L1 chain (never in one, or its chain declined): the
+/// conversion its `insert-memreconfig` override asks for, to [`reconfig_target`].
+pub(crate) fn user_reconfigs(
+    db: &dyn Db,
+    op: OpId,
+    data: &ir::OpData,
+    layout: Option<&TtnnLayout>,
+    reads: Reads,
+) -> Vec<Option<Conversion>> {
+    let mut out = vec![None; data.operands.len()];
+    if reads == Reads::Overrides
+        && let Some(o) = layout::op_overrides(db, op)
+        && let Some(layout) = layout
+    {
+        for &k in &o.reshard_operands {
+            let target =
+                data.operand_types.get(k as usize).and_then(|t| reconfig_target(t, layout));
+            if let (Some(slot), Some(target)) = (out.get_mut(k as usize), target) {
+                *slot = Some(Conversion { layout: target, reason: USER_RECONFIG.into() });
+            }
+        }
+    }
+    out
+}
+
+/// The reason of a conversion `insert-memreconfig` asks for on an op outside an L1 chain.
+pub(crate) const USER_RECONFIG: &str =
+    "requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does";
+
+/// Where `insert-memreconfig` converts an operand of type `operand` of an op outside an L1
+/// chain: tt-mlir's target is the op's own result layout (`processMemReconfigEdges`); for an
+/// operand of another shape, the same buffer, memory layout and page layout over its shape.
+/// `None` for an operand that is not a static tensor, or a sharded result of another shape.
+pub(crate) fn reconfig_target(operand: &ir::Ty, result: &TtnnLayout) -> Option<TtnnLayout> {
+    let t = operand.as_tensor()?;
+    let shape = t.static_shape()?;
+    let dtype = t.data_type().or_else(|| result.data_type())?;
+    let page = result.page_layout();
+    match result.memory_layout {
+        Some(ttnn_types::TensorMemoryLayout::Interleaved) if result.is_l1() => {
+            Some(TtnnLayout::l1_interleaved(&shape, dtype, page, result.grid2d()))
+        }
+        Some(ttnn_types::TensorMemoryLayout::Interleaved) => {
+            Some(TtnnLayout::dram_interleaved(&shape, dtype, page))
+        }
+        _ => {
+            let written = t.layout.as_ref()?;
+            (written.memref_shape == result.memref_shape).then(|| result.clone())
+        }
     }
 }
 
