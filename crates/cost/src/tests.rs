@@ -795,3 +795,62 @@ fn the_cost_cache_answers_as_the_model_does_and_keeps_targets_apart() {
     assert_ne!(seen[0], seen[1], "the two targets cost the add differently");
     assert_eq!(seen[0], seen[2]);
 }
+
+fn conv(cin: u64, cout: u64, hw: u64, kernel: u64, stride: u64) -> OpKind {
+    OpKind::Conv2d(opmodel::ConvAttrs {
+        in_channels: cin,
+        out_channels: cout,
+        batch: 8,
+        input_h: hw,
+        input_w: hw,
+        kernel: [kernel; 2],
+        stride: [stride; 2],
+        padding: [kernel / 2; 4],
+        dilation: [1; 2],
+        groups: 1,
+        output_padding: [0; 2],
+    })
+}
+
+#[test]
+fn a_resnet_1x1_conv_reads_its_prepared_weights_once_and_lands_near_its_roofline() {
+    // ResNet-50's last 1x1 conv, 512 -> 2048 channels on 7x7, batch 8: 392 output pixels
+    // (13 tile rows) x 64 tile columns, K = 16 tiles. The OIHW weight 2048x512x1x1 tile pads
+    // to 2048 x 512 x 1024 elements (2 GB); tt-metal reads the prepared [512, 2048] matrix
+    // (2 MiB). Roofline: 872 MFLOP (tile padded) at 64 x 4096 FLOP/cycle = 3.3 µs, bytes
+    // (2 MiB weights + 0.4 + 1.6 MiB activations) at 264.96 B/ns = 16.0 µs. The cheapest
+    // split is 2 x 8 tile blocks on 56 cores (16 output tiles of K = 16 at HiFi4: 16 384 cycles); the
+    // weight column blocks are multicast down the core columns (NoC).
+    let x = dram(&[1, 1, 392, 512]);
+    let w = dram(&[2048, 512, 1, 1]);
+    let y = dram(&[1, 1, 392, 2048]);
+    let c = n150().op_cost(&conv(512, 2048, 7, 1, 1), &[x, w], &y, &OpConfig::None);
+    check(
+        &c,
+        expect![[r#"
+            33162 ns = dispatch 3000 + max(compute 16384, memory 30162 ~ dram 15954 + noc 8686 + l1 5523), dram-bound
+            872415232 flops on 56 cores; bytes dram 4227072, noc 15564800, l1 19791872"#]],
+    );
+}
+
+#[test]
+fn a_3x3_conv_reads_its_activation_once_per_window_position_from_l1() {
+    // The same shapes with a 3x3 kernel: the reader copies 9 input pixels per output pixel
+    // into its im2col block, so L1 traffic grows by 8 activation reads; a 1x1 conv has none.
+    let x = dram(&[1, 1, 392, 512]);
+    let y = dram(&[1, 1, 392, 512]);
+    let model = n150();
+    let one = model.op_cost(
+        &conv(512, 512, 7, 1, 1),
+        &[x.clone(), dram(&[512, 512, 1, 1])],
+        &y,
+        &OpConfig::None,
+    );
+    let three =
+        model.op_cost(&conv(512, 512, 7, 3, 1), &[x, dram(&[512, 512, 3, 3])], &y, &OpConfig::None);
+    let act = 13 * 16 * 2048;
+    let weights = |k: u64| 16 * k * 16 * 2048;
+    assert_eq!(one.dram_bytes, act + weights(1) + act);
+    assert_eq!(three.dram_bytes, act + weights(9) + act);
+    assert!(three.l1_bytes >= one.l1_bytes + 8 * act + weights(9) - weights(1), "{three}");
+}

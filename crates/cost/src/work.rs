@@ -133,6 +133,11 @@ pub(crate) enum Read {
     Whole,
     /// Only as many bytes as the output has (slices, gathers, embedding tables).
     AtMostOutput,
+    /// Exactly these bytes, whatever the operand's own layout holds: a convolution's weights
+    /// as tt-metal reads them after weight preparation (`[Kh x Kw x Cin / groups, Cout]`, tile
+    /// padded once), not the OIHW tensor whose 1x1 or 3x3 trailing dims would each pad to a
+    /// whole tile. Preparation itself runs once at load (const-eval).
+    Exactly(u64),
 }
 
 /// What one op computes, independent of where its tensors live.
@@ -152,6 +157,11 @@ pub(crate) struct Analysis {
     /// The fidelity the config asks for, if any.
     pub(crate) fidelity: Option<MathFidelity>,
     pub(crate) reads: Vec<Read>,
+    /// How many times, as `(numerator, denominator)`, the kernel reads each byte of input 0
+    /// from L1: a convolution's activation reader copies `Kh x Kw` input pixels per output
+    /// pixel into its im2col block, and so does pooling's reader, so with strides `sh, sw` each
+    /// input byte is read `Kh x Kw / (sh x sw)` times. `(1, 1)` for other ops.
+    pub(crate) window_reads: (u64, u64),
 }
 
 impl Analysis {
@@ -165,6 +175,7 @@ impl Analysis {
             matmul: None,
             fidelity: None,
             reads: vec![Read::Whole; n_inputs],
+            window_reads: (1, 1),
         }
     }
 
@@ -222,15 +233,19 @@ pub(crate) fn analyze(
         }
         OpKind::SparseMatmul => matmul(inputs, output, config, n, false, None),
         OpKind::Conv2d(a) | OpKind::ConvTranspose2d(a) | OpKind::Conv1d(a) | OpKind::Conv3d(a) => {
-            conv(inputs, output, config, n, a.in_channels, a.groups, a.kernel)
+            conv(inputs, output, config, n, a)
         }
         OpKind::Pool2d { op, attrs } => {
             let window = attrs.conv.kernel[0].max(1).saturating_mul(attrs.conv.kernel[1].max(1));
+            let reads =
+                (window, attrs.conv.stride[0].max(1).saturating_mul(attrs.conv.stride[1].max(1)));
             match op {
                 PoolOp::MaxPool2d | PoolOp::MaxPool2dWithIndices => {
-                    eltwise(REDUCE_MAX.times(window))
+                    Analysis { window_reads: reads, ..eltwise(REDUCE_MAX.times(window)) }
                 }
-                PoolOp::AvgPool2d => eltwise(REDUCE_SUM.times(window)),
+                PoolOp::AvgPool2d => {
+                    Analysis { window_reads: reads, ..eltwise(REDUCE_SUM.times(window)) }
+                }
                 PoolOp::GlobalAvgPool2d => reduce(&in0, out_tiles, REDUCE_SUM, n),
             }
         }
@@ -487,20 +502,17 @@ fn conv(
     output: &Shaped<'_>,
     config: &OpConfig,
     n: usize,
-    in_channels: u64,
-    groups: u64,
-    kernel: [u64; 2],
+    attrs: &opmodel::ConvAttrs,
 ) -> Analysis {
+    let (in_channels, groups, kernel) = (attrs.in_channels, attrs.groups, attrs.kernel);
     let (pixels, cout) = collapse_last(output.shape);
     let cin = if in_channels > 0 {
         in_channels
     } else {
         inputs.first().map_or(1, |a| collapse_last(a.shape).1)
     };
-    let k = (cin / groups.max(1))
-        .max(1)
-        .saturating_mul(kernel[0].max(1))
-        .saturating_mul(kernel[1].max(1));
+    let window = kernel[0].max(1).saturating_mul(kernel[1].max(1));
+    let k = (cin / groups.max(1)).max(1).saturating_mul(window);
     let rows = div_ceil(pixels, TILE).max(1);
     let dims = MatmulDims {
         rows,
@@ -513,11 +525,22 @@ fn conv(
         ops = ops.plus(ADD);
     }
     ops = ops.plus(activation_ops(fused_activation(config)));
-    Analysis {
+    let mut a = Analysis {
         matmul: Some(dims),
         fidelity: config_fidelity(config),
+        window_reads: (window, attrs.stride[0].max(1).saturating_mul(attrs.stride[1].max(1))),
         ..Analysis::new(dims.rows.saturating_mul(dims.cols), ops, n)
+    };
+    // The prepared weight matrix: `inner x cols` tiles in the weight's data type.
+    if let (Some(w), Some(r)) = (inputs.get(1), a.reads.get_mut(1)) {
+        let dtype = match config {
+            OpConfig::Conv2d { conv, .. } => conv.weights_dtype.unwrap_or(w.dtype),
+            _ => w.dtype,
+        };
+        let tiles = dims.inner.saturating_mul(dims.cols);
+        *r = Read::Exactly(tiles.saturating_mul(dtype.tile_bytes()));
     }
+    a
 }
 
 /// Attention: `Q K^T` and `P V` (`4 * S * Skv * D` FLOPs per head) plus a stable softmax over
