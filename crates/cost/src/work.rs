@@ -280,6 +280,9 @@ pub(crate) fn analyze(
         OpKind::Sampling => Analysis::new(in0.tiles(), SFPU.times(4), n),
         OpKind::RotaryEmbedding { .. } => eltwise(MUL.times(2).plus(ADD)),
         OpKind::Sdpa(_) => attention(inputs, output, n),
+        // Loading const-eval results from the runtime's cache runs no kernel: they were
+        // computed at load and stay where the const-eval function put them.
+        OpKind::Unknown(name) if name == "ttcore.load_cached" => Analysis::free(n),
         OpKind::D2MSubgraph | OpKind::Unknown(_) => eltwise(SFPU),
         // Only the gathered rows of the table (embedding operand 1) or source (gather and
         // slice operand 0) are read; indices are read whole.

@@ -300,3 +300,148 @@ impl FuncOut {
         }
     }
 }
+
+/// What [`FuncOut::hoist_const_eval`] moved out of a function.
+pub(crate) struct ConstEval {
+    /// The const-eval function's body; its arguments are `args`, in order.
+    pub(crate) body: FuncOut,
+    /// Indices of the outer function's arguments the const-eval function takes.
+    pub(crate) args: Vec<usize>,
+}
+
+impl FuncOut {
+    /// The ops the device runs once, at load, moved into a const-eval function, as tt-mlir's
+    /// `const-eval-hoist-transform` does: every op whose operands all derive from arguments
+    /// marked `parameter` or `constant` (`const_args`, by argument index), from creation ops
+    /// (ops taking at most the device) or from other such ops. The function is replaced by one
+    /// `ttcore.load_cached` of `callee` at the first hoisted op, producing the hoisted values
+    /// the rest of the function (or its return) uses. Creation ops a hoisted op reads are
+    /// copied into the const-eval function; the originals stay while the outer function still
+    /// uses them. `None` when nothing can be hoisted.
+    ///
+    /// Call after [`FuncOut::remove_dead_ops`], so that only live ops move.
+    pub(crate) fn hoist_const_eval(
+        &mut self,
+        const_args: &[bool],
+        callee: &str,
+        mesh_shape: &str,
+    ) -> Option<ConstEval> {
+        let device = self.device.id as usize;
+        let mut constant = vec![false; self.values.len()];
+        let mut arg_index: FxHashMap<usize, usize> = FxHashMap::default();
+        for (i, (_, def)) in self.values.iter().enumerate() {
+            if *def == Def::Arg {
+                let k = arg_index.len();
+                arg_index.insert(i, k);
+                constant[i] = const_args.get(k).copied().unwrap_or(false);
+            }
+        }
+        constant[device] = true;
+        let creation = |op: &OutOp| {
+            op.pure_op
+                && op.name != "ttnn.get_device"
+                && op.operands.iter().all(|o| *o as usize == device)
+        };
+        let mut hoisted = vec![false; self.ops.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            let all_const = op.operands.iter().all(|o| constant[*o as usize]);
+            if creation(op) {
+                for r in &op.results {
+                    constant[*r as usize] = true;
+                }
+            } else if op.pure_op && !op.results.is_empty() && all_const && !op.operands.is_empty() {
+                hoisted[i] = true;
+                for r in &op.results {
+                    constant[*r as usize] = true;
+                }
+            }
+        }
+        let first = hoisted.iter().position(|h| *h)?;
+        // Values the outer function keeps using: the load_cached results.
+        let mut produced = vec![false; self.values.len()];
+        for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| **h) {
+            for r in &op.results {
+                produced[*r as usize] = true;
+            }
+        }
+        let mut exported = vec![false; self.values.len()];
+        for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| !**h) {
+            for o in &op.operands {
+                exported[*o as usize] |= produced[*o as usize];
+            }
+        }
+        for r in &self.returns {
+            exported[r.id as usize] |= produced[r.id as usize];
+        }
+        // Creation ops a hoisted op reads are copied in.
+        let mut read_by_hoisted = vec![false; self.values.len()];
+        for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| **h) {
+            for o in &op.operands {
+                read_by_hoisted[*o as usize] = true;
+            }
+        }
+        let mut body = FuncOut::new(mesh_shape);
+        let mut map: FxHashMap<ValueId, Val> = FxHashMap::default();
+        map.insert(self.device.id, body.device());
+        let mut args = Vec::new();
+        for (i, (ty, def)) in self.values.iter().enumerate() {
+            if *def == Def::Arg && read_by_hoisted[i] {
+                args.push(arg_index.get(&i).copied().unwrap_or(0));
+                map.insert(i as ValueId, body.add_arg(ty.clone()));
+            }
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            let copied_creation =
+                creation(op) && op.results.iter().any(|r| read_by_hoisted[*r as usize]);
+            if !hoisted[i] && !copied_creation {
+                continue;
+            }
+            let operands: Vec<Val> =
+                op.operands.iter().filter_map(|o| map.get(o).cloned()).collect();
+            let operand_refs: Vec<&Val> = operands.iter().collect();
+            let tys = op.results.iter().map(|r| self.values[*r as usize].0.clone()).collect();
+            let vals = body.push_op(
+                &op.name,
+                op.form.clone(),
+                &operand_refs,
+                op.props.clone(),
+                tys,
+                op.loc.clone(),
+                op.pure_op,
+            );
+            for (r, v) in op.results.iter().zip(vals) {
+                map.insert(*r, v);
+            }
+        }
+        let exports: Vec<ValueId> =
+            (0..self.values.len()).filter(|v| exported[*v]).map(|v| v as ValueId).collect();
+        body.returns = exports.iter().filter_map(|v| map.get(v).cloned()).collect();
+        body.remove_dead_ops();
+        // The outer function: one load_cached in place of the hoisted ops.
+        let operands: Vec<ValueId> = (0..self.values.len())
+            .filter(|v| self.values[*v].1 == Def::Arg && read_by_hoisted[*v])
+            .map(|v| v as ValueId)
+            .collect();
+        let load = OutOp {
+            name: "ttcore.load_cached".to_owned(),
+            form: Form::Generic { raw_props: None, attrs: None },
+            operands,
+            props: vec![("callee".to_owned(), format!("@{callee}"))],
+            results: exports,
+            loc: callee.to_owned(),
+            pure_op: true,
+        };
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for (i, op) in std::mem::take(&mut self.ops).into_iter().enumerate() {
+            if i == first {
+                ops.push(load.clone());
+            }
+            if !hoisted[i] {
+                ops.push(op);
+            }
+        }
+        self.ops = ops;
+        self.remove_dead_ops();
+        Some(ConstEval { body, args })
+    }
+}

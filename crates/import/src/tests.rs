@@ -513,3 +513,49 @@ fn malformed_input_reports_syntax_errors_and_still_produces_a_clean_module() {
     "#]]
     .assert_debug_eq(&codes);
 }
+
+#[test]
+fn ops_that_derive_only_from_parameters_and_constants_move_into_a_const_eval_function() {
+    // The weight's transpose and the constant's typecast depend on nothing the caller feeds
+    // per inference, so tt-mlir hoists them and the runtime runs them once, at load; the
+    // matmul reads the input and stays. The `full` is copied into the const-eval function
+    // (a hoisted op reads it) and also stays, for the add that is not hoisted.
+    check(
+        r#"func.func @main(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %w: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %c: tensor<32x32xf32> {ttcore.argument_type = #ttcore.argument_type<constant>}) -> (tensor<32x32xbf16>, tensor<32x32xbf16>) {
+  %0 = "ttir.transpose"(%w) <{dim0 = 0 : si32, dim1 = 1 : si32}> : (tensor<32x64xbf16>) -> tensor<64x32xbf16> loc("w_t")
+  %1 = "ttir.matmul"(%x, %0) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("mm")
+  %2 = "ttir.constant"() <{value = dense<1.0> : tensor<32x32xbf16>}> : () -> tensor<32x32xbf16> loc("one")
+  %3 = "ttir.typecast"(%c) : (tensor<32x32xf32>) -> tensor<32x32xbf16> loc("c_bf16")
+  %4 = "ttir.add"(%3, %2) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("c_plus_one")
+  %5 = "ttir.add"(%1, %2) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("mm_plus_one")
+  return %5, %4 : tensor<32x32xbf16>, tensor<32x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @main(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<32x32xf32, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<constant>}) -> (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @main_const_eval_0}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) loc("main_const_eval_0")
+                %2 = "ttnn.matmul"(%arg0, %1#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout3>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm")
+                %3 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one")
+                %4 = "ttnn.add"(%2, %3) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm_plus_one")
+                return %4, %1#1 : tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
+              }
+              func.func private @main_const_eval_0(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device_1")
+                %1 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout3> loc("w_t")
+                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one_1")
+                %3 = "ttnn.typecast"(%arg1) : (tensor<32x32xf32, #ttnn_layout1>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_bf16")
+                %4 = "ttnn.add"(%3, %2) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_plus_one")
+                return %1, %4 : tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>
+              }
+            }
+        "#]],
+    );
+}
