@@ -445,3 +445,199 @@ impl FuncOut {
         Some(ConstEval { body, args })
     }
 }
+
+impl FuncOut {
+    /// Merges reshape chains as tt-mlir's canonicalizer does: a reshape of a reshape reads
+    /// the first one's input instead, and when that input already has the result's type the
+    /// pair disappears (uses read the input). Run before [`FuncOut::remove_dead_ops`], which
+    /// then drops the reshapes nobody reads any more. A 32x128256 tensor reshaped to
+    /// 32x1x128256 and back would otherwise pay twice for a layout that pads every row to a
+    /// whole tile.
+    pub(crate) fn fold_reshape_chains(&mut self) {
+        const RESHAPE: &str = "ttnn.reshape";
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            for o in &mut self.ops[i].operands {
+                if let Some(r) = replace.get(o) {
+                    *o = *r;
+                }
+            }
+            let op = &self.ops[i];
+            if op.name == RESHAPE
+                && let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice())
+            {
+                let (input, result) = (*input, *result);
+                let source = producer
+                    .get(&input)
+                    .and_then(|p| self.ops.get(*p))
+                    .filter(|p| p.name == RESHAPE)
+                    .and_then(|p| p.operands.first().copied());
+                if let Some(source) = source {
+                    if self.values[source as usize].0 == self.values[result as usize].0 {
+                        replace.insert(result, source);
+                    } else {
+                        self.ops[i].operands[0] = source;
+                    }
+                }
+                producer.insert(result, i);
+            }
+        }
+        for r in &mut self.returns {
+            if let Some(s) = replace.get(&r.id) {
+                r.id = *s;
+            }
+        }
+    }
+}
+
+/// Elementwise ops a reshape commutes with: one result, each element from the same position
+/// of the (broadcast) operands.
+const ELEMENTWISE: &[&str] = &[
+    "ttnn.abs",
+    "ttnn.add",
+    "ttnn.clamp_scalar",
+    "ttnn.divide",
+    "ttnn.exp",
+    "ttnn.gelu",
+    "ttnn.hardsigmoid",
+    "ttnn.leaky_relu",
+    "ttnn.maximum",
+    "ttnn.minimum",
+    "ttnn.multiply",
+    "ttnn.neg",
+    "ttnn.relu",
+    "ttnn.relu6",
+    "ttnn.sigmoid",
+    "ttnn.silu",
+    "ttnn.subtract",
+    "ttnn.tanh",
+    "ttnn.typecast",
+];
+
+impl FuncOut {
+    /// Keeps convolution nets in the flattened `1x1x(N·H·W)xC` form between convs, as
+    /// tt-mlir's inverse-op erasure does: an elementwise op whose operands come from
+    /// reshapes out of that form (`_unflatten`) runs on the flattened tensor instead, and the
+    /// reshape moves after it, where it meets the next conv's `_flatten` (folded by
+    /// [`FuncOut::fold_reshape_chains`]) or sinks further. Other operands must be per-channel
+    /// vectors (`1x..x1xC` or scalars), which broadcast the same in both forms. Without this
+    /// every elementwise op between convs pays the 4-D form's tile padding (7x7 spatial dims
+    /// pad to 32x32: 4.6x the bytes).
+    pub(crate) fn sink_unflatten_reshapes(&mut self) {
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for mut op in std::mem::take(&mut self.ops) {
+            for o in &mut op.operands {
+                if let Some(r) = replace.get(o) {
+                    *o = *r;
+                }
+            }
+            let sunk = self.sink_through(&op, &ops, &producer);
+            if let Some((flat_operands, reshape_at)) = sunk {
+                let result = op.results[0];
+                let OutTy::Tensor(t) = self.values[result as usize].0.clone() else {
+                    keep(&mut ops, op, &mut producer);
+                    continue;
+                };
+                let reshape: &OutOp = &ops[reshape_at];
+                let flat_shape = match &self.values[reshape.operands[0] as usize].0 {
+                    OutTy::Tensor(s) => s.shape.clone(),
+                    // `sink_through` only accepts tensor sources.
+                    _ => t.shape.clone(),
+                };
+                let (loc, props) = (reshape.loc.clone(), reshape.props.clone());
+                self.values[result as usize].0 = OutTy::Tensor(t.reshaped(flat_shape));
+                op.operands = flat_operands;
+                let out = self.values.len() as ValueId;
+                self.values.push((OutTy::Tensor(t), Def::Op));
+                replace.insert(result, out);
+                ops.push(op);
+                producer.insert(out, ops.len());
+                ops.push(OutOp {
+                    name: "ttnn.reshape".to_owned(),
+                    form: Form::Generic { raw_props: None, attrs: None },
+                    operands: vec![result],
+                    props,
+                    results: vec![out],
+                    loc,
+                    pure_op: true,
+                });
+                continue;
+            }
+            keep(&mut ops, op, &mut producer);
+        }
+        self.ops = ops;
+        for r in &mut self.returns {
+            if let Some(s) = replace.get(&r.id) {
+                r.id = *s;
+            }
+        }
+    }
+
+    /// For an elementwise `op` that can run on the flattened form: its operands in that form
+    /// and the index (in `ops`) of one of the reshapes it reads.
+    fn sink_through(
+        &self,
+        op: &OutOp,
+        ops: &[OutOp],
+        producer: &FxHashMap<ValueId, usize>,
+    ) -> Option<(Vec<ValueId>, usize)> {
+        if !ELEMENTWISE.contains(&op.name.as_str()) || op.results.len() != 1 {
+            return None;
+        }
+        let shape = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t.shape.clone()),
+            _ => None,
+        };
+        let result_shape = shape(op.results[0])?;
+        let channels = *result_shape.last()?;
+        let mut flat: Option<Vec<u64>> = None;
+        let mut at = None;
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for &o in &op.operands {
+            let unflatten = producer
+                .get(&o)
+                .and_then(|p| ops.get(*p).map(|r| (*p, r)))
+                .filter(|(_, r)| r.name == "ttnn.reshape")
+                .and_then(|(p, r)| Some((p, *r.operands.first()?)));
+            let from = unflatten.and_then(|(_, src)| shape(src));
+            match (unflatten, from) {
+                (Some((p, src)), Some(s))
+                    if s.len() == 4
+                        && s[0] == 1
+                        && s[1] == 1
+                        && s.last() == Some(&channels)
+                        && shape(o).as_deref() == Some(result_shape.as_slice()) =>
+                {
+                    if flat.as_ref().is_some_and(|f| *f != s) {
+                        return None;
+                    }
+                    flat = Some(s);
+                    at = Some(p);
+                    operands.push(src);
+                }
+                _ => {
+                    let s = shape(o)?;
+                    let (last, rest) = s.split_last().unwrap_or((&1, &[]));
+                    let per_channel =
+                        (*last == 1 || *last == channels) && rest.iter().all(|d| *d == 1);
+                    if !per_channel || s.len() > 4 {
+                        return None;
+                    }
+                    operands.push(o);
+                }
+            }
+        }
+        Some((operands, at?))
+    }
+}
+
+/// Keeps an op as it is, noting what produces its results.
+fn keep(ops: &mut Vec<OutOp>, op: OutOp, producer: &mut FxHashMap<ValueId, usize>) {
+    for r in &op.results {
+        producer.insert(*r, ops.len());
+    }
+    ops.push(op);
+}
