@@ -8,6 +8,7 @@ mod bench_opmodel;
 mod bench_parse;
 mod calibrate;
 mod corpus;
+mod cost_validate;
 mod fuzz;
 mod models;
 mod optimize_corpus;
@@ -19,12 +20,13 @@ mod util;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const TASKS: &str = "calibrate, bench, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
+const TASKS: &str = "calibrate, cost-validate, bench, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("calibrate") => calibrate::run(),
+        Some("cost-validate") => cost_validate::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("bench-lsp") => bench_lsp::run(&args[1..]),
         Some("bench-opmodel") => bench_opmodel::run(),

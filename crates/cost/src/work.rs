@@ -60,8 +60,19 @@ impl UnitOps {
         let sfpu_instr = self.sfpu.saturating_mul(1u64.saturating_add(ls)).saturating_add(
             self.sfpu_transcendental.saturating_mul(fig.sfpu_transcendental_ops.saturating_add(ls)),
         );
+        // The matrix engine sustains `matmul_efficiency_pct` of its peak at this fidelity.
+        let index = usize::try_from(passes.clamp(1, 4) - 1).unwrap_or(0);
+        let efficiency = fig.matmul_efficiency_pct.get(index).copied().unwrap_or(100).clamp(1, 100);
+        let matmul_rate = u128::from(fig.matmul_flops_per_cycle.max(1)) * u128::from(efficiency);
+        let matmul = if self.matmul == 0 {
+            0
+        } else {
+            let work =
+                t.saturating_mul(u128::from(self.matmul)).saturating_mul(p).saturating_mul(100);
+            ceil_ratio(work, matmul_rate)
+        };
         [
-            term(self.matmul, p, fig.matmul_flops_per_cycle),
+            matmul,
             term(self.fpu_add, 1, fig.fpu_eltwise_ops_per_cycle),
             term(self.fpu_mul, p, fig.fpu_eltwise_ops_per_cycle),
             term(self.reduce_sum, p, fig.fpu_reduce_flops_per_cycle),
