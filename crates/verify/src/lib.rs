@@ -93,6 +93,12 @@ pub struct OpReport {
     pub live_l1_after: u64,
     /// False when the op model does not know the op (it is then only assumed valid in DRAM).
     pub known_op: bool,
+    /// The cost model's estimated device time of the op in its layouts as written, in ns,
+    /// when the op model evaluated the op.
+    pub time_ns: Option<u64>,
+    /// What bounds that time: `compute`, `dram`, `noc`, `l1`, `overhead` (dispatch) or
+    /// `free`.
+    pub bound: Option<&'static str>,
 }
 
 /// The verdict on a whole file.
