@@ -269,6 +269,38 @@ impl CostModel {
         best.unwrap_or_default()
     }
 
+    /// The op's roofline in ns: the larger of its FLOPs at the chip's peak (every worker at
+    /// the matrix engine's LoFi rate) and the bytes of its operands and result, without tile
+    /// or shard padding, at the sustained DRAM bandwidth. No dispatch: it is what the kernel
+    /// could not beat on any layout. 0 for ops that run no kernel.
+    #[must_use]
+    pub fn roofline_ns(
+        &self,
+        kind: &OpKind,
+        inputs: &[TensorDesc],
+        output: &TensorDesc,
+        config: &OpConfig,
+    ) -> u64 {
+        let fig = &self.figures;
+        let in_shaped: Vec<Shaped<'_>> =
+            inputs.iter().map(|t| shaped(&t.shape, &t.layout)).collect();
+        let out_shaped = shaped(&output.shape, &output.layout);
+        let a = analyze(kind, &in_shaped, &out_shaped, config);
+        if a.free || is_view(kind, inputs, output) {
+            return 0;
+        }
+        let logical =
+            |s: &Shaped<'_>| crate::tensor::volume(s.shape).saturating_mul(s.dtype.elem_bytes());
+        let bytes =
+            in_shaped.iter().chain([&out_shaped]).map(logical).fold(0u64, u64::saturating_add);
+        let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
+        let peak = u128::from(fig.matmul_flops_per_cycle.max(1))
+            * u128::from(fig.worker_cores())
+            * u128::from(fig.aiclk_mhz.max(1));
+        let compute = crate::figures::ceil_ratio(u128::from(flops) * 1000, peak);
+        compute.max(fig.dram_time(bytes, fig.worker_cores()).ceil())
+    }
+
     /// The device time of moving a tensor into another layout (`to_memory_config`, or
     /// `to_layout` when the page layout or data type changes).
     ///

@@ -182,8 +182,8 @@ pub(crate) fn func(target: &Target, model: &dyn OpModel, f: &LoweredFunc, report
             live_l1_before: live_before,
             live_l1_after: live_after,
             known_op: verdict.known,
-            time_ns: verdict.cost.map(|c| c.total_ns),
-            bound: verdict.cost.map(|c| c.bound.keyword()),
+            cost: verdict.cost.map(|c| c.0),
+            roofline_ns: verdict.cost.map(|c| c.1),
         });
     }
 
@@ -236,8 +236,8 @@ struct Verdict {
     op_peak: Option<u64>,
     /// The value whose buffer the op's first result aliases.
     alias_of: Option<ValueRef>,
-    /// The cost model's device time for the op in its layouts as written.
-    cost: Option<cost::OpCost>,
+    /// The cost model's device time for the op in its layouts as written, and its roofline.
+    cost: Option<(cost::OpCost, u64)>,
 }
 
 #[expect(clippy::too_many_arguments, reason = "one call site; the pieces are all different")]
@@ -384,8 +384,11 @@ fn check_op(
         _ => TtnnLayout::dram_interleaved(&output_shape, output_dtype, PageLayout::Tile),
     };
     let costed_output = TensorDesc { shape: output_shape.clone(), layout: costed_output };
-    verdict.cost =
-        Some(cost::CostModel::for_target(target).op_cost(&kind, &inputs, &costed_output, &config));
+    let cost_model = cost::CostModel::for_target(target);
+    verdict.cost = Some((
+        cost_model.op_cost(&kind, &inputs, &costed_output, &config),
+        cost_model.roofline_ns(&kind, &inputs, &costed_output, &config),
+    ));
     let q = OpQuery {
         kind,
         inputs,

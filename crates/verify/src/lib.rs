@@ -93,12 +93,11 @@ pub struct OpReport {
     pub live_l1_after: u64,
     /// False when the op model does not know the op (it is then only assumed valid in DRAM).
     pub known_op: bool,
-    /// The cost model's estimated device time of the op in its layouts as written, in ns,
-    /// when the op model evaluated the op.
-    pub time_ns: Option<u64>,
-    /// What bounds that time: `compute`, `dram`, `noc`, `l1`, `overhead` (dispatch) or
-    /// `free`.
-    pub bound: Option<&'static str>,
+    /// The cost model's estimate of the op's device time in its layouts as written (its
+    /// `total_ns`, what bounds it, its cores), when the op model evaluated the op.
+    pub cost: Option<cost::OpCost>,
+    /// The op's roofline (`cost::CostModel::roofline_ns`), alongside `cost`.
+    pub roofline_ns: Option<u64>,
 }
 
 /// The verdict on a whole file.
