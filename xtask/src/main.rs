@@ -10,6 +10,7 @@ mod bench_opmodel;
 mod bench_parse;
 mod calibrate;
 mod corpus;
+mod cost_validate;
 mod fuzz;
 mod fuzz_commands;
 mod models;
@@ -25,12 +26,13 @@ mod util;
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
-const TASKS: &str = "calibrate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus, ttmlir-tests";
+const TASKS: &str = "calibrate, cost-validate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus, ttmlir-tests";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("calibrate") => calibrate::run(),
+        Some("cost-validate") => cost_validate::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("bench-edits") => bench_edits::run(&args[1..]),
         Some("bench-lsp") => bench_lsp::run(&args[1..]),

@@ -186,19 +186,20 @@ pub(crate) fn summary(r: &PlanReport, conversions: usize) -> String {
 fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<28} {:<22} {:<12} {:<12} {:<20} reason",
-        "op", "kind", "written", "planned", "chain"
+        "{:<28} {:<22} {:<12} {:<12} {:<20} {:>10} reason",
+        "op", "kind", "written", "planned", "chain", "device µs"
     )?;
     for d in &r.ops {
         let chain = d.chain.map_or("-".to_owned(), |(c, p, n, s)| format!("#{c} {p}/{n} {s}"));
         writeln!(
             out,
-            "{:<28} {:<22} {:<12} {:<12} {:<20} {}",
+            "{:<28} {:<22} {:<12} {:<12} {:<20} {:>10.1} {}",
             d.op,
             d.kind,
             short_layout(d.written.as_ref()),
             short_layout(d.planned.as_ref()),
             chain,
+            d.time_ns as f64 / 1e3,
             d.reason
         )?;
         for (k, l, why) in &d.reshards {
@@ -251,6 +252,7 @@ fn json_report(
             "reason": d.reason,
             "reshards": d.reshards.iter().map(|(k, l, why)| serde_json::json!({"operand": k, "layout": layout(Some(l)), "reason": why})).collect::<Vec<_>>(),
             "spill": d.spill.as_ref().map(|(l, why)| serde_json::json!({"layout": layout(Some(l)), "reason": why})),
+            "time_ns": d.time_ns,
         });
         writeln!(out, "{v}")?;
     }

@@ -541,6 +541,7 @@ fn cost_json(c: &ide::CostSummary) -> Value {
         "spill_ns": c.spill_ns,
         "written_ns": c.written_ns,
         "lower_bound_ns": c.lower_bound_ns,
+        "load_ns": c.load_ns,
         "ratio_to_lower_bound": ratio,
     })
 }

@@ -175,5 +175,7 @@ fn op_json(op: &verify::OpReport) -> serde_json::Value {
         "error": op.error,
         "l1": op.l1.map(|l| serde_json::json!({"cb": l.cb, "tensor": l.tensor, "output": l.output})),
         "live_l1_before": op.live_l1_before,
+        "time_ns": op.cost.map(|c| c.total_ns),
+        "bound": op.cost.map(|c| c.bound.keyword()),
     })
 }

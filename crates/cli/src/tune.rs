@@ -741,6 +741,8 @@ mod tests {
             live_l1_before: 0,
             live_l1_after: 0,
             known_op: true,
+            cost: None,
+            roofline_ns: None,
         };
         let report = |ops: Vec<verify::OpReport>| verify::Report {
             violations: ops.iter().filter(|o| !o.valid).count(),

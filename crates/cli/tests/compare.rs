@@ -63,6 +63,7 @@ fn the_mlp_block_compares_written_ir_with_both_policies() {
     expect![[r#"
         mlp_block: 7 ops, target n150, usable L1 1325652 B per core
         lower bound: 126.0 µs
+        estimated device time per inference; const-eval at load (once): 0.0 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
         as-written           150.9    1.20x        0/7         0       0          290816      21.9%               0             0
@@ -77,6 +78,7 @@ fn the_attention_block_with_a_fork_and_a_concat_compares_cleanly() {
     expect![[r#"
         attention_block: 19 ops, target n150, usable L1 1325652 B per core
         lower bound: 88.7 µs
+        estimated device time per inference; const-eval at load (once): 0.0 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
         as-written           104.8    1.18x       0/19         0       0          262144      19.8%               0             0
@@ -90,12 +92,13 @@ fn the_attention_block_with_a_fork_and_a_concat_compares_cleanly() {
 fn the_residual_conv_block_compares_cleanly() {
     expect![[r#"
         residual_conv_block: 6 ops, target n150, usable L1 1325652 B per core
-        lower bound: 412.1 µs
+        lower bound: 24.7 µs
+        estimated device time per inference; const-eval at load (once): 0.0 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
-        as-written           808.2    1.96x        0/6         0       0           50432       3.8%               0             0
-        df-sharding          856.8    2.08x        5/6         1       1          103296       7.8%               0             0
-        df-sharding-merge    808.2    1.96x        0/6         0       0           50432       3.8%               0             0
+        as-written            28.0    1.13x        0/6         0       0           50432       3.8%               0             0
+        df-sharding           31.8    1.28x        5/6         1       1          103296       7.8%               0             0
+        df-sharding-merge     28.0    1.13x        0/6         0       0           50432       3.8%               0             0
     "#]]
     .assert_eq(&table("residual_conv_block"));
 }
@@ -120,6 +123,7 @@ fn json_output_is_one_object_per_configuration() {
                 "configuration",
                 "time_ns",
                 "lower_bound_ns",
+                "load_ns",
                 "ops",
                 "ops_in_l1",
                 "reshards",
@@ -146,9 +150,9 @@ fn the_human_table_has_a_wall_time_column_unless_told_otherwise() {
     let (code, stdout, stderr) = run(&["report", "--compare", "test-data/models/mlp_block.mlir"]);
     assert_eq!(code, 0, "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[3].ends_with("optimize ms"), "{stdout}");
-    assert!(lines[4].ends_with(" -"), "the baseline is not optimized: {stdout}");
-    for policy_row in &lines[5..7] {
+    assert!(lines[4].ends_with("optimize ms"), "{stdout}");
+    assert!(lines[5].ends_with(" -"), "the baseline is not optimized: {stdout}");
+    for policy_row in &lines[6..8] {
         let ms = policy_row.rsplit(' ').next().expect("a last cell");
         assert!(ms.parse::<f64>().is_ok_and(|ms| ms > 0.0), "{policy_row}");
     }
@@ -180,12 +184,13 @@ fn a_ttir_file_is_imported_before_it_is_compared() {
     assert_eq!(code, 0, "no policy introduces a violation:\n{stdout}");
     expect![[r#"
         mixed_ops: 41 ops (imported from TTIR), target n150, usable L1 1325652 B per core
-        lower bound: 123.0 µs
+        lower bound: 117.4 µs
+        estimated device time per inference; const-eval at load (once): 0.0 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
-        as-written           130.2    1.06x       0/41         0       0           51200       3.9%               0             0
-        df-sharding          142.4    1.16x       4/41         1       4           51200       3.9%               0             0
-        df-sharding-merge    133.3    1.08x       2/41         1       0           51200       3.9%               0             0
+        as-written           124.6    1.06x       0/41         0       0           51200       3.9%               0             0
+        df-sharding          136.8    1.17x       4/41         1       4           51200       3.9%               0             0
+        df-sharding-merge    127.7    1.09x       2/41         1       0           51200       3.9%               0             0
     "#]]
     .assert_eq(&stdout);
 }
@@ -231,4 +236,23 @@ fn the_chart_never_overwrites_the_input() {
     ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("refusing to overwrite"), "{stderr}");
+}
+
+#[test]
+fn const_eval_time_is_reported_at_load_and_left_out_of_every_configuration() {
+    // The weight's transpose runs at load: the rows hold the matmul and the relu only.
+    let (code, stdout, stderr) =
+        run(&["report", "--compare", "--no-timing", "test-data/import/const_eval.mlir"]);
+    assert_eq!(stderr, "");
+    assert_eq!(code, 0, "{stdout}");
+    expect![[r#"
+        const_eval: 3 ops (imported from TTIR), target n150, usable L1 1325652 B per core
+        lower bound: 12.5 µs
+        estimated device time per inference; const-eval at load (once): 19.9 µs
+
+        configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
+        as-written            19.0    1.53x        0/3         0       0           18432       1.4%               0             0
+        df-sharding           21.6    1.73x        2/3         0       1           67584       5.1%               0             0
+        df-sharding-merge     19.0    1.53x        0/3         0       0           18432       1.4%               0             0
+    "#]].assert_eq(&stdout);
 }

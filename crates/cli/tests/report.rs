@@ -77,17 +77,27 @@ fn report_prints_one_json_object_per_op_for_the_ffn_sample() {
             v.as_object().expect("an object").keys().map(String::as_str).collect();
         assert_eq!(
             keys,
-            ["op", "kind", "result_layout", "valid", "error", "l1", "live_l1_before"],
+            [
+                "op",
+                "kind",
+                "result_layout",
+                "valid",
+                "error",
+                "l1",
+                "live_l1_before",
+                "time_ns",
+                "bound"
+            ],
             "{line}"
         );
     }
     expect![[r#"
-        {"op":"ffn.up","kind":"ttnn.matmul","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,128]},"valid":true,"error":null,"l1":{"cb":114688,"tensor":0,"output":0},"live_l1_before":0}
-        {"op":"ffn.up_bias","kind":"ttnn.add","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,128]},"valid":true,"error":null,"l1":{"cb":12288,"tensor":0,"output":0},"live_l1_before":0}
-        {"op":"ffn.act","kind":"ttnn.gelu","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,128]},"valid":true,"error":null,"l1":{"cb":8192,"tensor":0,"output":0},"live_l1_before":0}
-        {"op":"ffn.down","kind":"ttnn.matmul","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,32]},"valid":true,"error":null,"l1":{"cb":90112,"tensor":0,"output":0},"live_l1_before":0}
-        {"op":"ffn.residual","kind":"ttnn.add","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,32]},"valid":true,"error":null,"l1":{"cb":12288,"tensor":0,"output":0},"live_l1_before":0}
-        {"op":"ffn.out","kind":"ttnn.relu","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,32]},"valid":true,"error":null,"l1":{"cb":8192,"tensor":0,"output":0},"live_l1_before":0}
+        {"op":"ffn.up","kind":"ttnn.matmul","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,128]},"valid":true,"error":null,"l1":{"cb":114688,"tensor":0,"output":0},"live_l1_before":0,"time_ns":71434,"bound":"dram"}
+        {"op":"ffn.up_bias","kind":"ttnn.add","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,128]},"valid":true,"error":null,"l1":{"cb":12288,"tensor":0,"output":0},"live_l1_before":0,"time_ns":20908,"bound":"dram"}
+        {"op":"ffn.act","kind":"ttnn.gelu","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,128]},"valid":true,"error":null,"l1":{"cb":8192,"tensor":0,"output":0},"live_l1_before":0,"time_ns":19854,"bound":"dram"}
+        {"op":"ffn.down","kind":"ttnn.matmul","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,32]},"valid":true,"error":null,"l1":{"cb":90112,"tensor":0,"output":0},"live_l1_before":0,"time_ns":101002,"bound":"dram"}
+        {"op":"ffn.residual","kind":"ttnn.add","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,32]},"valid":true,"error":null,"l1":{"cb":12288,"tensor":0,"output":0},"live_l1_before":0,"time_ns":9321,"bound":"dram"}
+        {"op":"ffn.out","kind":"ttnn.relu","result_layout":{"buffer":"dram","memory_layout":"interleaved","grid":[1,1],"shard_shape":[8,32]},"valid":true,"error":null,"l1":{"cb":8192,"tensor":0,"output":0},"live_l1_before":0,"time_ns":7214,"bound":"dram"}
     "#]]
     .assert_eq(&stdout);
 }
@@ -135,7 +145,7 @@ fn an_out_of_memory_point_fails_the_report_with_a_diagnostic() {
     let (code, json, stderr) = run(&["report", "--format", "json", file.path()]);
     assert_eq!(code, 1);
     let sum = json.lines().nth(2).expect("a line per op");
-    expect![[r#"{"op":"sum","kind":"ttnn.add","result_layout":{"buffer":"l1","memory_layout":"interleaved","grid":[8,8],"shard_shape":[1,256]},"valid":false,"error":"out of L1: needs 1585152 bytes per core (1048576 live + 536576 for the op), 1325652 usable","l1":{"cb":12288,"tensor":524288,"output":524288},"live_l1_before":1048576}"#]].assert_eq(sum);
+    expect![[r#"{"op":"sum","kind":"ttnn.add","result_layout":{"buffer":"l1","memory_layout":"interleaved","grid":[8,8],"shard_shape":[1,256]},"valid":false,"error":"out of L1: needs 1585152 bytes per core (1048576 live + 536576 for the op), 1325652 usable","l1":{"cb":12288,"tensor":524288,"output":524288},"live_l1_before":1048576,"time_ns":76728,"bound":"noc"}"#]].assert_eq(sum);
     assert!(stderr.contains(r#""code":"l1-out-of-memory""#), "{stderr}");
 }
 

@@ -24,6 +24,10 @@ pub struct Figures {
     /// Matrix-engine FLOPs per core per cycle at LoFi (one fidelity pass).
     /// Each further pass (HiFi2/3/4) divides it.
     pub matmul_flops_per_cycle: u64,
+    /// The share of that peak a matmul kernel sustains, in percent, by fidelity (LoFi, HiFi2,
+    /// HiFi3, HiFi4): unpacking, packing and the math thread's loop overheads do not hide
+    /// behind fewer fidelity passes. Fitted to tt-metal's GEMM report; see the doc.
+    pub matmul_efficiency_pct: [u64; 4],
     /// Matrix-engine elementwise add/sub ops per core per cycle (mul divides by the passes).
     pub fpu_eltwise_ops_per_cycle: u64,
     /// Matrix-engine reduction FLOPs per core per cycle (sum/mean divide by the passes).
@@ -58,6 +62,7 @@ impl Figures {
             aiclk_mhz: 1000,
             worker_grid: Grid::new(8, 8),
             matmul_flops_per_cycle: 4096,
+            matmul_efficiency_pct: [53, 53, 65, 77],
             fpu_eltwise_ops_per_cycle: 128,
             fpu_reduce_flops_per_cycle: 512,
             sfpu_lanes: 32,
@@ -221,8 +226,8 @@ impl fmt::Display for Figures {
         )?;
         writeln!(
             f,
-            "  matmul                 {} FLOP/cycle/core (LoFi)",
-            self.matmul_flops_per_cycle
+            "  matmul                 {} FLOP/cycle/core (LoFi), sustained {:?}% (LoFi..HiFi4)",
+            self.matmul_flops_per_cycle, self.matmul_efficiency_pct
         )?;
         writeln!(f, "  fpu eltwise            {} op/cycle/core", self.fpu_eltwise_ops_per_cycle)?;
         writeln!(

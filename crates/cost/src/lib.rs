@@ -30,6 +30,7 @@ mod cost;
 mod figures;
 mod model;
 mod tensor;
+mod validation;
 mod work;
 
 pub use crate::{
@@ -37,6 +38,7 @@ pub use crate::{
     cost::{Bound, OpCost, PlanCost},
     figures::Figures,
     model::{CostModel, OpUnit, PlanStep, UnitTensor},
+    validation::validation_table,
 };
 
 #[cfg(test)]

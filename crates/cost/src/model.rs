@@ -241,7 +241,7 @@ impl CostModel {
                 let b = Blocking::new(sh, sw, true);
                 vec![Placement::blocked(fig, &d, b, Some(output.layout.num_cores()))]
             }
-            (Some(d), None) => auto_placements(fig, kind, &d, false),
+            (Some(d), None) => auto_placements(fig, config, &d, false),
             (None, _) => vec![match inputs.first() {
                 Some(i) if a.rowwise && is_l1_sharded(&i.layout) => {
                     Placement::of_layout(fig, &a, &i.shape, &i.layout)
@@ -267,6 +267,38 @@ impl CostModel {
             keep_cheaper(&mut best, self.evaluate(&a, placement, &operands, out));
         }
         best.unwrap_or_default()
+    }
+
+    /// The op's roofline in ns: the larger of its FLOPs at the chip's peak (every worker at
+    /// the matrix engine's LoFi rate) and the bytes of its operands and result, without tile
+    /// or shard padding, at the sustained DRAM bandwidth. No dispatch: it is what the kernel
+    /// could not beat on any layout. 0 for ops that run no kernel.
+    #[must_use]
+    pub fn roofline_ns(
+        &self,
+        kind: &OpKind,
+        inputs: &[TensorDesc],
+        output: &TensorDesc,
+        config: &OpConfig,
+    ) -> u64 {
+        let fig = &self.figures;
+        let in_shaped: Vec<Shaped<'_>> =
+            inputs.iter().map(|t| shaped(&t.shape, &t.layout)).collect();
+        let out_shaped = shaped(&output.shape, &output.layout);
+        let a = analyze(kind, &in_shaped, &out_shaped, config);
+        if a.free || is_view(kind, inputs, output) {
+            return 0;
+        }
+        let logical =
+            |s: &Shaped<'_>| crate::tensor::volume(s.shape).saturating_mul(s.dtype.elem_bytes());
+        let bytes =
+            in_shaped.iter().chain([&out_shaped]).map(logical).fold(0u64, u64::saturating_add);
+        let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
+        let peak = u128::from(fig.matmul_flops_per_cycle.max(1))
+            * u128::from(fig.worker_cores())
+            * u128::from(fig.aiclk_mhz.max(1));
+        let compute = crate::figures::ceil_ratio(u128::from(flops) * 1000, peak);
+        compute.max(fig.dram_time(bytes, fig.worker_cores()).ceil())
     }
 
     /// The device time of moving a tensor into another layout (`to_memory_config`, or
@@ -397,7 +429,7 @@ impl CostModel {
         let (th, tw) = out_shaped.tiles_2d();
         let natural = || match (a.matmul, program) {
             (Some(d), Some(p)) => vec![config_placement(fig, &d, p)],
-            (Some(d), None) => auto_placements(fig, &op.kind, &d, true),
+            (Some(d), None) => auto_placements(fig, &op.config, &d, true),
             (None, _) => vec![Placement::natural(fig, &a)],
         };
         let sharded = |grid_cores: u64, shard: (u64, u64)| match (a.matmul, program) {
@@ -478,12 +510,24 @@ impl CostModel {
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let (out_bytes, out_place) = output;
         let mut t = Traffic::default();
-        for (i, (bytes, place)) in inputs.iter().enumerate() {
-            let read = match a.reads.get(i) {
-                Some(Read::AtMostOutput) => (*bytes).min(out_bytes),
-                _ => *bytes,
-            };
-            t.add(read, *place);
+        let reads: Vec<(u64, Place)> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, &(bytes, place))| match a.reads.get(i) {
+                Some(Read::AtMostOutput) => (bytes.min(out_bytes), place),
+                Some(Read::Exactly(b)) => (*b, place),
+                _ => (bytes, place),
+            })
+            .collect();
+        for &(bytes, place) in &reads {
+            t.add(bytes, place);
+        }
+        // Sliding windows re-read their input from L1 (im2col, pooling windows).
+        if let Some(&(bytes, _)) = reads.first() {
+            let (num, den) = a.window_reads;
+            let total = u128::from(bytes).saturating_mul(u128::from(num)) / u128::from(den.max(1));
+            let extra = u64::try_from(total).unwrap_or(u64::MAX).saturating_sub(bytes);
+            t.l1 = t.l1.saturating_add(extra);
         }
         // Matmul operand blocks shared by several cores: A by each core column, B by each
         // core row. Multicast forwards the extra copies over the NoC; otherwise every core
@@ -492,7 +536,7 @@ impl CostModel {
             let fanout_a = div_ceil(d.cols, b.pn).max(1);
             let fanout_b = div_ceil(d.rows_per_b, b.pm).max(1);
             for (operand, fanout) in [(0usize, fanout_a), (1, fanout_b)] {
-                let Some((bytes, place)) = inputs.get(operand) else { continue };
+                let Some((bytes, place)) = reads.get(operand) else { continue };
                 let extra = bytes.saturating_mul(fanout - 1);
                 if b.multicast {
                     t.forward(extra);
@@ -572,28 +616,37 @@ fn config_placement(fig: &Figures, d: &MatmulDims, p: &MatmulProgramConfig) -> P
 }
 
 /// With no config and no sharded output, tt-metal picks the program. The model assumes it
-/// picks well: every 2D split of the worker grid and every 1D split (convolutions: only
-/// splits of the output pixels, their default height sharding, unless `all_splits`) is a
-/// candidate, and the caller keeps the cheapest. A larger grid's candidates include a
-/// smaller grid's, so a larger grid is never slower.
+/// picks well: every 2D split of the worker grid and every 1D split is a candidate, and the
+/// caller keeps the cheapest. Convolutions pick among height (output pixel rows), width
+/// (output channels) and block sharding the same way (tt-metal's conv chooses its sharding
+/// from the shape), unless their config names one (`shard_layout`) and `all_splits` is off.
+/// A larger grid's candidates include a smaller grid's, so a larger grid is never slower.
 fn auto_placements(
     fig: &Figures,
-    kind: &OpKind,
+    config: &OpConfig,
     d: &MatmulDims,
     all_splits: bool,
 ) -> Vec<Placement> {
+    use TensorMemoryLayout::{BlockSharded, HeightSharded, WidthSharded};
     let vol = fig.worker_cores();
     let g = fig.worker_grid;
-    let conv = !all_splits
-        && (kind.is_conv2d_like() || matches!(kind, OpKind::Conv1d(_) | OpKind::Conv3d(_)));
+    let named = match config {
+        OpConfig::Conv2d { conv, .. } if !all_splits => conv.shard_layout,
+        _ => None,
+    };
+    let allow = |ml: TensorMemoryLayout| named.is_none_or(|n| n == ml);
     let mut blockings = Vec::new();
-    for n in 1..=d.rows.clamp(1, vol) {
-        blockings.push(Blocking::new(div_ceil(d.rows, n), d.cols, true));
+    if allow(HeightSharded) {
+        for n in 1..=d.rows.clamp(1, vol) {
+            blockings.push(Blocking::new(div_ceil(d.rows, n), d.cols, true));
+        }
     }
-    if !conv {
+    if allow(WidthSharded) {
         for n in 1..=d.cols.clamp(1, vol) {
             blockings.push(Blocking::new(d.rows, div_ceil(d.cols, n), true));
         }
+    }
+    if allow(BlockSharded) {
         for gy in 1..=d.rows.clamp(1, g.rows.max(1)) {
             for gx in 1..=d.cols.clamp(1, g.cols.max(1)) {
                 blockings.push(Blocking::new(div_ceil(d.rows, gy), div_ceil(d.cols, gx), true));

@@ -60,8 +60,19 @@ impl UnitOps {
         let sfpu_instr = self.sfpu.saturating_mul(1u64.saturating_add(ls)).saturating_add(
             self.sfpu_transcendental.saturating_mul(fig.sfpu_transcendental_ops.saturating_add(ls)),
         );
+        // The matrix engine sustains `matmul_efficiency_pct` of its peak at this fidelity.
+        let index = usize::try_from(passes.clamp(1, 4) - 1).unwrap_or(0);
+        let efficiency = fig.matmul_efficiency_pct.get(index).copied().unwrap_or(100).clamp(1, 100);
+        let matmul_rate = u128::from(fig.matmul_flops_per_cycle.max(1)) * u128::from(efficiency);
+        let matmul = if self.matmul == 0 {
+            0
+        } else {
+            let work =
+                t.saturating_mul(u128::from(self.matmul)).saturating_mul(p).saturating_mul(100);
+            ceil_ratio(work, matmul_rate)
+        };
         [
-            term(self.matmul, p, fig.matmul_flops_per_cycle),
+            matmul,
             term(self.fpu_add, 1, fig.fpu_eltwise_ops_per_cycle),
             term(self.fpu_mul, p, fig.fpu_eltwise_ops_per_cycle),
             term(self.reduce_sum, p, fig.fpu_reduce_flops_per_cycle),
@@ -133,6 +144,11 @@ pub(crate) enum Read {
     Whole,
     /// Only as many bytes as the output has (slices, gathers, embedding tables).
     AtMostOutput,
+    /// Exactly these bytes, whatever the operand's own layout holds: a convolution's weights
+    /// as tt-metal reads them after weight preparation (`[Kh x Kw x Cin / groups, Cout]`, tile
+    /// padded once), not the OIHW tensor whose 1x1 or 3x3 trailing dims would each pad to a
+    /// whole tile. Preparation itself runs once at load (const-eval).
+    Exactly(u64),
 }
 
 /// What one op computes, independent of where its tensors live.
@@ -152,6 +168,11 @@ pub(crate) struct Analysis {
     /// The fidelity the config asks for, if any.
     pub(crate) fidelity: Option<MathFidelity>,
     pub(crate) reads: Vec<Read>,
+    /// How many times, as `(numerator, denominator)`, the kernel reads each byte of input 0
+    /// from L1: a convolution's activation reader copies `Kh x Kw` input pixels per output
+    /// pixel into its im2col block, and so does pooling's reader, so with strides `sh, sw` each
+    /// input byte is read `Kh x Kw / (sh x sw)` times. `(1, 1)` for other ops.
+    pub(crate) window_reads: (u64, u64),
 }
 
 impl Analysis {
@@ -165,6 +186,7 @@ impl Analysis {
             matmul: None,
             fidelity: None,
             reads: vec![Read::Whole; n_inputs],
+            window_reads: (1, 1),
         }
     }
 
@@ -222,15 +244,19 @@ pub(crate) fn analyze(
         }
         OpKind::SparseMatmul => matmul(inputs, output, config, n, false, None),
         OpKind::Conv2d(a) | OpKind::ConvTranspose2d(a) | OpKind::Conv1d(a) | OpKind::Conv3d(a) => {
-            conv(inputs, output, config, n, a.in_channels, a.groups, a.kernel)
+            conv(inputs, output, config, n, a)
         }
         OpKind::Pool2d { op, attrs } => {
             let window = attrs.conv.kernel[0].max(1).saturating_mul(attrs.conv.kernel[1].max(1));
+            let reads =
+                (window, attrs.conv.stride[0].max(1).saturating_mul(attrs.conv.stride[1].max(1)));
             match op {
                 PoolOp::MaxPool2d | PoolOp::MaxPool2dWithIndices => {
-                    eltwise(REDUCE_MAX.times(window))
+                    Analysis { window_reads: reads, ..eltwise(REDUCE_MAX.times(window)) }
                 }
-                PoolOp::AvgPool2d => eltwise(REDUCE_SUM.times(window)),
+                PoolOp::AvgPool2d => {
+                    Analysis { window_reads: reads, ..eltwise(REDUCE_SUM.times(window)) }
+                }
                 PoolOp::GlobalAvgPool2d => reduce(&in0, out_tiles, REDUCE_SUM, n),
             }
         }
@@ -265,6 +291,9 @@ pub(crate) fn analyze(
         OpKind::Sampling => Analysis::new(in0.tiles(), SFPU.times(4), n),
         OpKind::RotaryEmbedding { .. } => eltwise(MUL.times(2).plus(ADD)),
         OpKind::Sdpa(_) => attention(inputs, output, n),
+        // Loading const-eval results from the runtime's cache runs no kernel: they were
+        // computed at load and stay where the const-eval function put them.
+        OpKind::Unknown(name) if name == "ttcore.load_cached" => Analysis::free(n),
         OpKind::D2MSubgraph | OpKind::Unknown(_) => eltwise(SFPU),
         // Only the gathered rows of the table (embedding operand 1) or source (gather and
         // slice operand 0) are read; indices are read whole.
@@ -487,20 +516,17 @@ fn conv(
     output: &Shaped<'_>,
     config: &OpConfig,
     n: usize,
-    in_channels: u64,
-    groups: u64,
-    kernel: [u64; 2],
+    attrs: &opmodel::ConvAttrs,
 ) -> Analysis {
+    let (in_channels, groups, kernel) = (attrs.in_channels, attrs.groups, attrs.kernel);
     let (pixels, cout) = collapse_last(output.shape);
     let cin = if in_channels > 0 {
         in_channels
     } else {
         inputs.first().map_or(1, |a| collapse_last(a.shape).1)
     };
-    let k = (cin / groups.max(1))
-        .max(1)
-        .saturating_mul(kernel[0].max(1))
-        .saturating_mul(kernel[1].max(1));
+    let window = kernel[0].max(1).saturating_mul(kernel[1].max(1));
+    let k = (cin / groups.max(1)).max(1).saturating_mul(window);
     let rows = div_ceil(pixels, TILE).max(1);
     let dims = MatmulDims {
         rows,
@@ -513,11 +539,22 @@ fn conv(
         ops = ops.plus(ADD);
     }
     ops = ops.plus(activation_ops(fused_activation(config)));
-    Analysis {
+    let mut a = Analysis {
         matmul: Some(dims),
         fidelity: config_fidelity(config),
+        window_reads: (window, attrs.stride[0].max(1).saturating_mul(attrs.stride[1].max(1))),
         ..Analysis::new(dims.rows.saturating_mul(dims.cols), ops, n)
+    };
+    // The prepared weight matrix: `inner x cols` tiles in the weight's data type.
+    if let (Some(w), Some(r)) = (inputs.get(1), a.reads.get_mut(1)) {
+        let dtype = match config {
+            OpConfig::Conv2d { conv, .. } => conv.weights_dtype.unwrap_or(w.dtype),
+            _ => w.dtype,
+        };
+        let tiles = dims.inner.saturating_mul(dims.cols);
+        *r = Read::Exactly(tiles.saturating_mul(dtype.tile_bytes()));
     }
+    a
 }
 
 /// Attention: `Q K^T` and `P V` (`4 * S * Skv * D` FLOPs per head) plus a stable softmax over

@@ -29,6 +29,9 @@ pub struct OpDecision {
     pub spill: Option<(TtnnLayout, String)>,
     /// Schedule position.
     pub position: Option<u32>,
+    /// The cost model's device time for the op as planned (its own kernel, not the
+    /// conversions around it), in ns.
+    pub time_ns: u64,
 }
 
 /// One chain's outcome.
@@ -132,6 +135,7 @@ pub(crate) fn plan_report_for(
         report.ops_in_l1 += plan.ops_in_l1();
         report.reshards += plan.reshards();
         report.spills += plan.spills();
+        let cost = plan::plan_cost(db, func, policy);
         for (i, (data, p)) in body.ops.iter().zip(&plan.ops).enumerate() {
             let chain = p.chain.map(|(c, pos)| {
                 let ch = &plan.chains[c as usize];
@@ -156,6 +160,7 @@ pub(crate) fn plan_report_for(
                     .collect(),
                 spill: p.spill.as_ref().map(|s| (s.layout.clone(), s.reason.to_string())),
                 position: plan.schedule.position.get(i).copied().filter(|&p| p != u32::MAX),
+                time_ns: cost.per_op.get(i).copied().unwrap_or(0),
             });
         }
     }

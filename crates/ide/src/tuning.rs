@@ -47,6 +47,10 @@ pub struct CostSummary {
     /// The IR as written (all DRAM for an imported model).
     pub written_ns: u64,
     pub lower_bound_ns: u64,
+    /// The const-eval functions (`tt.function_type = "const_eval"`) as written: device time
+    /// the runtime spends once, at load, not per inference, so no policy optimizes it and the
+    /// other fields leave it out.
+    pub load_ns: u64,
 }
 
 pub(crate) fn optimizable_funcs(db: &RootDatabase, file: SourceFile) -> Vec<FuncId> {
@@ -152,7 +156,15 @@ impl Analysis {
                 spill_ns: 0,
                 written_ns: 0,
                 lower_bound_ns: 0,
+                load_ns: 0,
             };
+            for &func in ir::file_funcs(db, file).iter() {
+                if ir::func_body(db, func)
+                    .is_some_and(|b| b.function_type.as_deref() == Some("const_eval"))
+                {
+                    s.load_ns += plan::written_cost(db, func).total_ns;
+                }
+            }
             for func in optimizable_funcs(db, file) {
                 let c = plan::plan_cost(db, func, policy);
                 s.total_ns += c.total_ns;

@@ -324,3 +324,344 @@ impl FuncOut {
         }
     }
 }
+
+/// What [`FuncOut::hoist_const_eval`] moved out of a function.
+pub(crate) struct ConstEval {
+    /// The const-eval function's body; its arguments are `args`, in order.
+    pub(crate) body: FuncOut,
+    /// Indices of the outer function's arguments the const-eval function takes.
+    pub(crate) args: Vec<usize>,
+}
+
+impl FuncOut {
+    /// The ops the device runs once, at load, moved into a const-eval function, as tt-mlir's
+    /// `const-eval-hoist-transform` does: every op whose operands all derive from arguments
+    /// marked `parameter` or `constant` (`const_args`, by argument index), from creation ops
+    /// (ops taking at most the device) or from other such ops. The function is replaced by one
+    /// `ttcore.load_cached` of `callee` at the first hoisted op, producing the hoisted values
+    /// the rest of the function (or its return) uses. Creation ops a hoisted op reads are
+    /// copied into the const-eval function; the originals stay while the outer function still
+    /// uses them. `None` when nothing can be hoisted.
+    ///
+    /// Call after [`FuncOut::remove_dead_ops`], so that only live ops move.
+    pub(crate) fn hoist_const_eval(
+        &mut self,
+        const_args: &[bool],
+        callee: &str,
+        mesh_shape: &str,
+    ) -> Option<ConstEval> {
+        let device = self.device.id as usize;
+        let mut constant = vec![false; self.values.len()];
+        let mut arg_index: FxHashMap<usize, usize> = FxHashMap::default();
+        for (i, (_, def)) in self.values.iter().enumerate() {
+            if *def == Def::Arg {
+                let k = arg_index.len();
+                arg_index.insert(i, k);
+                constant[i] = const_args.get(k).copied().unwrap_or(false);
+            }
+        }
+        constant[device] = true;
+        let creation = |op: &OutOp| {
+            op.pure_op
+                && op.name != "ttnn.get_device"
+                && op.operands.iter().all(|o| *o as usize == device)
+        };
+        let mut hoisted = vec![false; self.ops.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            let all_const = op.operands.iter().all(|o| constant[*o as usize]);
+            if creation(op) {
+                for r in &op.results {
+                    constant[*r as usize] = true;
+                }
+            } else if op.pure_op && !op.results.is_empty() && all_const && !op.operands.is_empty() {
+                hoisted[i] = true;
+                for r in &op.results {
+                    constant[*r as usize] = true;
+                }
+            }
+        }
+        let first = hoisted.iter().position(|h| *h)?;
+        // Values the outer function keeps using: the load_cached results.
+        let mut produced = vec![false; self.values.len()];
+        for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| **h) {
+            for r in &op.results {
+                produced[*r as usize] = true;
+            }
+        }
+        let mut exported = vec![false; self.values.len()];
+        for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| !**h) {
+            for o in &op.operands {
+                exported[*o as usize] |= produced[*o as usize];
+            }
+        }
+        for r in &self.returns {
+            exported[r.id as usize] |= produced[r.id as usize];
+        }
+        // Creation ops a hoisted op reads are copied in.
+        let mut read_by_hoisted = vec![false; self.values.len()];
+        for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| **h) {
+            for o in &op.operands {
+                read_by_hoisted[*o as usize] = true;
+            }
+        }
+        let mut body = FuncOut::new(mesh_shape, self.defs.clone());
+        let mut map: FxHashMap<ValueId, Val> = FxHashMap::default();
+        map.insert(self.device.id, body.device());
+        let mut args = Vec::new();
+        for (i, (ty, def)) in self.values.iter().enumerate() {
+            if *def == Def::Arg && read_by_hoisted[i] {
+                args.push(arg_index.get(&i).copied().unwrap_or(0));
+                map.insert(i as ValueId, body.add_arg(ty.clone()));
+            }
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            let copied_creation =
+                creation(op) && op.results.iter().any(|r| read_by_hoisted[*r as usize]);
+            if !hoisted[i] && !copied_creation {
+                continue;
+            }
+            let operands: Vec<Val> =
+                op.operands.iter().filter_map(|o| map.get(o).cloned()).collect();
+            let operand_refs: Vec<&Val> = operands.iter().collect();
+            let tys = op.results.iter().map(|r| self.values[*r as usize].0.clone()).collect();
+            let vals = body.push_op(
+                &op.name,
+                op.form.clone(),
+                &operand_refs,
+                op.props.clone(),
+                tys,
+                op.loc.clone(),
+                op.pure_op,
+            );
+            for (r, v) in op.results.iter().zip(vals) {
+                map.insert(*r, v);
+            }
+        }
+        let exports: Vec<ValueId> =
+            (0..self.values.len()).filter(|v| exported[*v]).map(|v| v as ValueId).collect();
+        body.returns = exports.iter().filter_map(|v| map.get(v).cloned()).collect();
+        body.remove_dead_ops();
+        // The outer function: one load_cached in place of the hoisted ops.
+        let operands: Vec<ValueId> = (0..self.values.len())
+            .filter(|v| self.values[*v].1 == Def::Arg && read_by_hoisted[*v])
+            .map(|v| v as ValueId)
+            .collect();
+        let load = OutOp {
+            name: "ttcore.load_cached".to_owned(),
+            form: Form::Generic { raw_props: None, attrs: None },
+            operands,
+            props: vec![("callee".to_owned(), format!("@{callee}"))],
+            results: exports,
+            loc: callee.to_owned(),
+            pure_op: true,
+        };
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for (i, op) in std::mem::take(&mut self.ops).into_iter().enumerate() {
+            if i == first {
+                ops.push(load.clone());
+            }
+            if !hoisted[i] {
+                ops.push(op);
+            }
+        }
+        self.ops = ops;
+        self.remove_dead_ops();
+        Some(ConstEval { body, args })
+    }
+}
+
+impl FuncOut {
+    /// Merges reshape chains as tt-mlir's canonicalizer does: a reshape of a reshape reads
+    /// the first one's input instead, and when that input already has the result's type the
+    /// pair disappears (uses read the input). Run before [`FuncOut::remove_dead_ops`], which
+    /// then drops the reshapes nobody reads any more. A 32x128256 tensor reshaped to
+    /// 32x1x128256 and back would otherwise pay twice for a layout that pads every row to a
+    /// whole tile.
+    pub(crate) fn fold_reshape_chains(&mut self) {
+        const RESHAPE: &str = "ttnn.reshape";
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            for o in &mut self.ops[i].operands {
+                if let Some(r) = replace.get(o) {
+                    *o = *r;
+                }
+            }
+            let op = &self.ops[i];
+            if op.name == RESHAPE
+                && let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice())
+            {
+                let (input, result) = (*input, *result);
+                let source = producer
+                    .get(&input)
+                    .and_then(|p| self.ops.get(*p))
+                    .filter(|p| p.name == RESHAPE)
+                    .and_then(|p| p.operands.first().copied());
+                if let Some(source) = source {
+                    if self.values[source as usize].0 == self.values[result as usize].0 {
+                        replace.insert(result, source);
+                    } else {
+                        self.ops[i].operands[0] = source;
+                    }
+                }
+                producer.insert(result, i);
+            }
+        }
+        for r in &mut self.returns {
+            if let Some(s) = replace.get(&r.id) {
+                r.id = *s;
+            }
+        }
+    }
+}
+
+/// Elementwise ops a reshape commutes with: one result, each element from the same position
+/// of the (broadcast) operands.
+const ELEMENTWISE: &[&str] = &[
+    "ttnn.abs",
+    "ttnn.add",
+    "ttnn.clamp_scalar",
+    "ttnn.divide",
+    "ttnn.exp",
+    "ttnn.gelu",
+    "ttnn.hardsigmoid",
+    "ttnn.leaky_relu",
+    "ttnn.maximum",
+    "ttnn.minimum",
+    "ttnn.multiply",
+    "ttnn.neg",
+    "ttnn.relu",
+    "ttnn.relu6",
+    "ttnn.sigmoid",
+    "ttnn.silu",
+    "ttnn.subtract",
+    "ttnn.tanh",
+    "ttnn.typecast",
+];
+
+impl FuncOut {
+    /// Keeps convolution nets in the flattened `1x1x(N·H·W)xC` form between convs, as
+    /// tt-mlir's inverse-op erasure does: an elementwise op whose operands come from
+    /// reshapes out of that form (`_unflatten`) runs on the flattened tensor instead, and the
+    /// reshape moves after it, where it meets the next conv's `_flatten` (folded by
+    /// [`FuncOut::fold_reshape_chains`]) or sinks further. Other operands must be per-channel
+    /// vectors (`1x..x1xC` or scalars), which broadcast the same in both forms. Without this
+    /// every elementwise op between convs pays the 4-D form's tile padding (7x7 spatial dims
+    /// pad to 32x32: 4.6x the bytes).
+    pub(crate) fn sink_unflatten_reshapes(&mut self) {
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for mut op in std::mem::take(&mut self.ops) {
+            for o in &mut op.operands {
+                if let Some(r) = replace.get(o) {
+                    *o = *r;
+                }
+            }
+            let sunk = self.sink_through(&op, &ops, &producer);
+            if let Some((flat_operands, reshape_at)) = sunk {
+                let result = op.results[0];
+                let OutTy::Tensor(t) = self.values[result as usize].0.clone() else {
+                    keep(&mut ops, op, &mut producer);
+                    continue;
+                };
+                let reshape: &OutOp = &ops[reshape_at];
+                let flat_shape = match &self.values[reshape.operands[0] as usize].0 {
+                    OutTy::Tensor(s) => s.shape.clone(),
+                    // `sink_through` only accepts tensor sources.
+                    _ => t.shape.clone(),
+                };
+                let (loc, props) = (reshape.loc.clone(), reshape.props.clone());
+                self.values[result as usize].0 = OutTy::Tensor(t.reshaped(flat_shape));
+                op.operands = flat_operands;
+                let out = self.values.len() as ValueId;
+                self.values.push((OutTy::Tensor(t), Def::Op));
+                replace.insert(result, out);
+                ops.push(op);
+                producer.insert(out, ops.len());
+                ops.push(OutOp {
+                    name: "ttnn.reshape".to_owned(),
+                    form: Form::Generic { raw_props: None, attrs: None },
+                    operands: vec![result],
+                    props,
+                    results: vec![out],
+                    loc,
+                    pure_op: true,
+                });
+                continue;
+            }
+            keep(&mut ops, op, &mut producer);
+        }
+        self.ops = ops;
+        for r in &mut self.returns {
+            if let Some(s) = replace.get(&r.id) {
+                r.id = *s;
+            }
+        }
+    }
+
+    /// For an elementwise `op` that can run on the flattened form: its operands in that form
+    /// and the index (in `ops`) of one of the reshapes it reads.
+    fn sink_through(
+        &self,
+        op: &OutOp,
+        ops: &[OutOp],
+        producer: &FxHashMap<ValueId, usize>,
+    ) -> Option<(Vec<ValueId>, usize)> {
+        if !ELEMENTWISE.contains(&op.name.as_str()) || op.results.len() != 1 {
+            return None;
+        }
+        let shape = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t.shape.clone()),
+            _ => None,
+        };
+        let result_shape = shape(op.results[0])?;
+        let channels = *result_shape.last()?;
+        let mut flat: Option<Vec<u64>> = None;
+        let mut at = None;
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for &o in &op.operands {
+            let unflatten = producer
+                .get(&o)
+                .and_then(|p| ops.get(*p).map(|r| (*p, r)))
+                .filter(|(_, r)| r.name == "ttnn.reshape")
+                .and_then(|(p, r)| Some((p, *r.operands.first()?)));
+            let from = unflatten.and_then(|(_, src)| shape(src));
+            match (unflatten, from) {
+                (Some((p, src)), Some(s))
+                    if s.len() == 4
+                        && s[0] == 1
+                        && s[1] == 1
+                        && s.last() == Some(&channels)
+                        && shape(o).as_deref() == Some(result_shape.as_slice()) =>
+                {
+                    if flat.as_ref().is_some_and(|f| *f != s) {
+                        return None;
+                    }
+                    flat = Some(s);
+                    at = Some(p);
+                    operands.push(src);
+                }
+                _ => {
+                    let s = shape(o)?;
+                    let (last, rest) = s.split_last().unwrap_or((&1, &[]));
+                    let per_channel =
+                        (*last == 1 || *last == channels) && rest.iter().all(|d| *d == 1);
+                    if !per_channel || s.len() > 4 {
+                        return None;
+                    }
+                    operands.push(o);
+                }
+            }
+        }
+        Some((operands, at?))
+    }
+}
+
+/// Keeps an op as it is, noting what produces its results.
+fn keep(ops: &mut Vec<OutOp>, op: OutOp, producer: &mut FxHashMap<ValueId, usize>) {
+    for r in &op.results {
+        producer.insert(*r, ops.len());
+    }
+    ops.push(op);
+}

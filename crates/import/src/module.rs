@@ -12,7 +12,7 @@ use syntax::{TextRange, ast};
 
 use crate::{
     ImportDiagnostic, ImportResult, ImportStats,
-    func::{Bound, Form, FuncOut, OutTy, Slot, Val},
+    func::{Bound, ConstEval, Form, FuncOut, OutTy, Slot, Val},
     lower::{self, Cx, OpIn, Src},
     names::{LocResolver, NameTable, sanitize},
     ty::{Layouts, convert_tensor},
@@ -304,8 +304,11 @@ impl<'a> ChunkCx<'a, '_> {
             }
         }
         fo.returns = returns;
+        fo.sink_unflatten_reshapes();
+        fo.fold_reshape_chains();
         fo.remove_dead_ops();
-        for name in fo.op_names() {
+        let const_eval = self.hoist_const_eval(&mut fo, body, ast_func, mesh);
+        for name in fo.op_names().chain(const_eval.iter().flat_map(|(_, c)| c.body.op_names())) {
             self.stats.ops_out += 1;
             *self.stats.ops_out_by_kind.entry(name.to_owned()).or_insert(0) += 1;
         }
@@ -347,6 +350,68 @@ impl<'a> ChunkCx<'a, '_> {
         out.push_str(" {\n");
         fo.print_body(out, &arg_names, &mut self.layouts, self.names);
         out.push_str("  }\n");
+        if let Some((callee, c)) = const_eval {
+            let names: Vec<String> = (0..c.args.len()).map(|i| format!("%arg{i}")).collect();
+            let args: Vec<String> = c
+                .args
+                .iter()
+                .zip(&names)
+                .map(|(k, n)| {
+                    let ty = body
+                        .args
+                        .get(*k)
+                        .map_or(OutTy::Other("none".to_owned()), |t| self.arg_type(t));
+                    format!("{n}: {}", self.type_text(&ty))
+                })
+                .collect();
+            let results: Vec<String> =
+                c.body.returns.iter().map(|v| self.type_text(&v.ty)).collect();
+            let _ = writeln!(
+                out,
+                "  func.func private @{callee}({}) -> ({}) attributes {{tt.function_type = \"const_eval\"}} {{",
+                args.join(", "),
+                results.join(", ")
+            );
+            c.body.print_body(out, &names, &mut self.layouts, self.names);
+            out.push_str("  }\n");
+        }
+    }
+
+    /// tt-mlir's const-eval hoisting for a forward function with a body: the ops that derive
+    /// only from `parameter` and `constant` arguments move into `@<name>_const_eval_0`, which
+    /// the runtime runs once at load (see [`FuncOut::hoist_const_eval`]). Functions that
+    /// already say what they are (`tt.function_type` other than `forward_device`), and
+    /// private ones (called from elsewhere), are left alone.
+    fn hoist_const_eval(
+        &self,
+        fo: &mut FuncOut,
+        body: &ir::FuncBody,
+        ast_func: &ast::FuncOp,
+        mesh: &str,
+    ) -> Option<(String, ConstEval)> {
+        if !body.has_body || body.is_private {
+            return None;
+        }
+        if body.function_type.as_deref().is_some_and(|k| k != "forward_device") {
+            return None;
+        }
+        let const_args: Vec<bool> = (0..body.args.len())
+            .map(|i| {
+                let attrs = ast_func.args.get(i).and_then(|a| a.attrs.as_ref());
+                attrs.is_some_and(|a| {
+                    let text = self.norm(a.range);
+                    text.contains("#ttcore.argument_type<parameter>")
+                        || text.contains("#ttcore.argument_type<constant>")
+                })
+            })
+            .collect();
+        if !const_args.contains(&true) {
+            return None;
+        }
+        let name = ast_func.sym_name.text.trim_start_matches('@');
+        let callee = format!("{name}_const_eval_0");
+        let c = fo.hoist_const_eval(&const_args, &callee, mesh)?;
+        Some((callee, c))
     }
 
     /// `call @f(...)`: operands and results converted, nothing else changes.

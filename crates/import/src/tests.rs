@@ -130,10 +130,9 @@ fn conv2d_is_flattened_to_one_row_of_pixels_and_takes_the_device() {
                 %6 = "ttnn.conv2d"(%5, %arg4, %0) <{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 16 : i32, in_channels = 16 : i32, input_height = 8 : i32, input_width = 8 : i32, kernel_size = array<i32: 3, 3>, out_channels = 16 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}> : (tensor<1x1x64x16xbf16, #ttnn_layout9>, tensor<16x1x3x3xbf16, #ttnn_layout4>, !ttnn.device) -> tensor<1x1x64x16xbf16, #ttnn_layout9> loc("dwconv")
                 %7 = "ttnn.reshape"(%6) <{shape = [1 : i32, 8 : i32, 8 : i32, 16 : i32]}> : (tensor<1x1x64x16xbf16, #ttnn_layout9>) -> tensor<1x8x8x16xbf16, #ttnn_layout8> loc("dwconv_unflatten")
                 %8 = "ttnn.permute"(%7) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x8x8x16xbf16, #ttnn_layout8>) -> tensor<1x16x8x8xbf16, #ttnn_layout3> loc("dwconv_permute_out")
-                %9 = "ttnn.reshape"(%3) <{shape = [1 : i32, 1 : i32, 32 : i32, 32 : i32]}> : (tensor<2x4x4x32xbf16, #ttnn_layout5>) -> tensor<1x1x32x32xbf16, #ttnn_layout2> loc("pool_flatten")
-                %10 = "ttnn.max_pool2d"(%9) <{batch_size = 2 : si32, ceil_mode = false, channels = 32 : si32, dilation = array<i32: 1, 1>, input_height = 4 : si32, input_width = 4 : si32, kernel_size = array<i32: 2, 2>, padding = array<i32: 0, 0>, reallocate_halo_output = true, stride = array<i32: 2, 2>}> : (tensor<1x1x32x32xbf16, #ttnn_layout2>) -> tensor<1x1x8x32xbf16, #ttnn_layout2> loc("pool")
-                %11 = "ttnn.reshape"(%10) <{shape = [2 : i32, 2 : i32, 2 : i32, 32 : i32]}> : (tensor<1x1x8x32xbf16, #ttnn_layout2>) -> tensor<2x2x2x32xbf16, #ttnn_layout6> loc("pool_unflatten")
-                return %3, %8, %11 : tensor<2x4x4x32xbf16, #ttnn_layout5>, tensor<1x16x8x8xbf16, #ttnn_layout3>, tensor<2x2x2x32xbf16, #ttnn_layout6>
+                %9 = "ttnn.max_pool2d"(%2) <{batch_size = 2 : si32, ceil_mode = false, channels = 32 : si32, dilation = array<i32: 1, 1>, input_height = 4 : si32, input_width = 4 : si32, kernel_size = array<i32: 2, 2>, padding = array<i32: 0, 0>, reallocate_halo_output = true, stride = array<i32: 2, 2>}> : (tensor<1x1x32x32xbf16, #ttnn_layout2>) -> tensor<1x1x8x32xbf16, #ttnn_layout2> loc("pool")
+                %10 = "ttnn.reshape"(%9) <{shape = [2 : i32, 2 : i32, 2 : i32, 32 : i32]}> : (tensor<1x1x8x32xbf16, #ttnn_layout2>) -> tensor<2x2x2x32xbf16, #ttnn_layout6> loc("pool_unflatten")
+                return %3, %8, %10 : tensor<2x4x4x32xbf16, #ttnn_layout5>, tensor<1x16x8x8xbf16, #ttnn_layout3>, tensor<2x2x2x32xbf16, #ttnn_layout6>
               }
             }
         "#]],
@@ -512,4 +511,89 @@ fn malformed_input_reports_syntax_errors_and_still_produces_a_clean_module() {
         ]
     "#]]
     .assert_debug_eq(&codes);
+}
+
+#[test]
+fn ops_that_derive_only_from_parameters_and_constants_move_into_a_const_eval_function() {
+    // The weight's transpose and the constant's typecast depend on nothing the caller feeds
+    // per inference, so tt-mlir hoists them and the runtime runs them once, at load; the
+    // matmul reads the input and stays. The `full` is copied into the const-eval function
+    // (a hoisted op reads it) and also stays, for the add that is not hoisted.
+    check(
+        r#"func.func @main(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %w: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %c: tensor<32x32xf32> {ttcore.argument_type = #ttcore.argument_type<constant>}) -> (tensor<32x32xbf16>, tensor<32x32xbf16>) {
+  %0 = "ttir.transpose"(%w) <{dim0 = 0 : si32, dim1 = 1 : si32}> : (tensor<32x64xbf16>) -> tensor<64x32xbf16> loc("w_t")
+  %1 = "ttir.matmul"(%x, %0) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("mm")
+  %2 = "ttir.constant"() <{value = dense<1.0> : tensor<32x32xbf16>}> : () -> tensor<32x32xbf16> loc("one")
+  %3 = "ttir.typecast"(%c) : (tensor<32x32xf32>) -> tensor<32x32xbf16> loc("c_bf16")
+  %4 = "ttir.add"(%3, %2) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("c_plus_one")
+  %5 = "ttir.add"(%1, %2) : (tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<32x32xbf16> loc("mm_plus_one")
+  return %5, %4 : tensor<32x32xbf16>, tensor<32x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @main(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<32x32xf32, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<constant>}) -> (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @main_const_eval_0}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) loc("main_const_eval_0")
+                %2 = "ttnn.matmul"(%arg0, %1#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout3>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm")
+                %3 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one")
+                %4 = "ttnn.add"(%2, %3) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm_plus_one")
+                return %4, %1#1 : tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
+              }
+              func.func private @main_const_eval_0(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device_1")
+                %1 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout3> loc("w_t")
+                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one_1")
+                %3 = "ttnn.typecast"(%arg1) : (tensor<32x32xf32, #ttnn_layout1>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_bf16")
+                %4 = "ttnn.add"(%3, %2) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_plus_one")
+                return %1, %4 : tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_conv_net_stays_flattened_between_convs() {
+    // A batch-norm folded to multiply + add, a relu and a second conv: tt-mlir's inverse-op
+    // erasure leaves no reshape between the convs, and the per-channel scale and shift
+    // broadcast over the flattened pixels as they did over N, H and W.
+    check(
+        r#"func.func @f(%x: tensor<2x7x7x64xbf16>, %w: tensor<64x64x1x1xbf16>, %s: tensor<1x1x1x64xbf16>, %b: tensor<1x1x1x64xbf16>, %w2: tensor<64x64x3x3xbf16>) -> tensor<2x7x7x64xbf16> {
+  %0 = "ttir.conv2d"(%x, %w) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> loc("conv1")
+  %1 = "ttir.multiply"(%0, %s) : (tensor<2x7x7x64xbf16>, tensor<1x1x1x64xbf16>) -> tensor<2x7x7x64xbf16> loc("bn_scale")
+  %2 = "ttir.add"(%1, %b) : (tensor<2x7x7x64xbf16>, tensor<1x1x1x64xbf16>) -> tensor<2x7x7x64xbf16> loc("bn_shift")
+  %3 = "ttir.relu"(%2) : (tensor<2x7x7x64xbf16>) -> tensor<2x7x7x64xbf16> loc("act")
+  %4 = "ttir.conv2d"(%3, %w2) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x3x3xbf16>) -> tensor<2x7x7x64xbf16> loc("conv2")
+  return %4 : tensor<2x7x7x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 224 + d1 * 32 + d2, d3), <1x1>, memref<14x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<4096x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x7x7x64xbf16, #ttnn_layout>, %arg1: tensor<64x64x1x1xbf16, #ttnn_layout1>, %arg2: tensor<1x1x1x64xbf16, #ttnn_layout2>, %arg3: tensor<1x1x1x64xbf16, #ttnn_layout2>, %arg4: tensor<64x64x3x3xbf16, #ttnn_layout1>) -> tensor<2x7x7x64xbf16, #ttnn_layout> {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 98 : i32, 64 : i32]}> : (tensor<2x7x7x64xbf16, #ttnn_layout>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1_flatten")
+                %2 = "ttnn.conv2d"(%1, %arg1, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1")
+                %3 = "ttnn.multiply"(%2, %arg2) : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout2>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("bn_scale")
+                %4 = "ttnn.add"(%3, %arg3) : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout2>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("bn_shift")
+                %5 = "ttnn.relu"(%4) : (tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("act")
+                %6 = "ttnn.conv2d"(%5, %arg4, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 3, 3>, out_channels = 64 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x3x3xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv2")
+                %7 = "ttnn.reshape"(%6) <{shape = [2 : i32, 7 : i32, 7 : i32, 64 : i32]}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<2x7x7x64xbf16, #ttnn_layout> loc("conv2_unflatten")
+                return %7 : tensor<2x7x7x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
 }

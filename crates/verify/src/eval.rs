@@ -184,6 +184,8 @@ pub(crate) fn func(target: &Target, model: &dyn OpModel, f: &LoweredFunc, report
             live_l1_before: live_before,
             live_l1_after: live_after,
             known_op: verdict.known,
+            cost: verdict.cost.map(|c| c.0),
+            roofline_ns: verdict.cost.map(|c| c.1),
         });
     }
 
@@ -236,6 +238,8 @@ struct Verdict {
     op_peak: Option<u64>,
     /// The value whose buffer the op's first result aliases.
     alias_of: Option<ValueRef>,
+    /// The cost model's device time for the op in its layouts as written, and its roofline.
+    cost: Option<(cost::OpCost, u64)>,
 }
 
 #[expect(clippy::too_many_arguments, reason = "one call site; the pieces are all different")]
@@ -251,7 +255,8 @@ fn check_op(
 ) -> Verdict {
     let body = &f.body;
     let kind = opmodel::op_kind(&op.name, &attrs::OpAttrs(op));
-    let mut verdict = Verdict { known: kind.is_known(), l1: None, op_peak: None, alias_of: None };
+    let mut verdict =
+        Verdict { known: kind.is_known(), l1: None, op_peak: None, alias_of: None, cost: None };
 
     for (j, &v) in op.operands.iter().enumerate() {
         let declared = op.operand_types.get(j).unwrap_or(&Ty::Unknown);
@@ -374,6 +379,18 @@ fn check_op(
         None => OutputHint::Null,
     };
     let config = attrs::op_config(op, &kind);
+    // A partial or missing output layout is costed as DRAM interleaved, where the op model
+    // would also place it by default.
+    let costed_output = match &out.layout {
+        Some(l) if !l.ignore_physical_layout => l.clone(),
+        _ => TtnnLayout::dram_interleaved(&output_shape, output_dtype, PageLayout::Tile),
+    };
+    let costed_output = TensorDesc { shape: output_shape.clone(), layout: costed_output };
+    let cost_model = cost::CostModel::for_target(target);
+    verdict.cost = Some((
+        cost_model.op_cost(&kind, &inputs, &costed_output, &config),
+        cost_model.roofline_ns(&kind, &inputs, &costed_output, &config),
+    ));
     let q = OpQuery {
         kind,
         inputs,

@@ -93,6 +93,11 @@ pub struct OpReport {
     pub live_l1_after: u64,
     /// False when the op model does not know the op (it is then only assumed valid in DRAM).
     pub known_op: bool,
+    /// The cost model's estimate of the op's device time in its layouts as written (its
+    /// `total_ns`, what bounds it, its cores), when the op model evaluated the op.
+    pub cost: Option<cost::OpCost>,
+    /// The op's roofline (`cost::CostModel::roofline_ns`), alongside `cost`.
+    pub roofline_ns: Option<u64>,
 }
 
 /// The verdict on a whole file.

@@ -24,6 +24,9 @@ pub(crate) struct Comparison {
     pub(crate) target: String,
     pub(crate) budget: u64,
     pub(crate) lower_bound_ns: u64,
+    /// Device time of the const-eval functions, run once at load; every row's time is per
+    /// inference and leaves it out.
+    pub(crate) load_ns: u64,
     /// The baseline first, then `Policy::ALL` in order.
     pub(crate) rows: Vec<Row>,
 }
@@ -119,6 +122,7 @@ pub(crate) fn compare(
     let mut rows = Vec::new();
     let mut baseline: Option<(u64, PlanReport)> = None;
     let mut lower_bound_ns = 0;
+    let mut load_ns = 0;
     for policy in Policy::ALL {
         let mut host =
             AnalysisHost::new(target.clone(), Options { policy, ..Options::tt_mlir_defaults() });
@@ -133,6 +137,7 @@ pub(crate) fn compare(
 
         let cost = analysis.cost(file, policy).map_err(cancelled)?;
         lower_bound_ns = cost.lower_bound_ns;
+        load_ns = cost.load_ns;
         let verified = verify::evaluate(&final_ir.text, target, &op_model);
         let (new_violations, preexisting) = blame(&verified, &invalid_in_input);
         rows.push(Row {
@@ -180,6 +185,7 @@ pub(crate) fn compare(
         target: target.name().to_owned(),
         budget: target.usable_l1_per_core(),
         lower_bound_ns,
+        load_ns,
         rows,
     })
 }
@@ -256,6 +262,11 @@ pub(crate) fn render_human(c: &Comparison, timing: bool) -> String {
         c.budget
     );
     let _ = writeln!(out, "lower bound: {} µs", micros(c.lower_bound_ns));
+    let _ = writeln!(
+        out,
+        "estimated device time per inference; const-eval at load (once): {} µs",
+        micros(c.load_ns)
+    );
     let _ = writeln!(out);
 
     let mut header = vec![
@@ -352,6 +363,7 @@ pub(crate) fn render_json(c: &Comparison, timing: bool) -> Vec<serde_json::Value
                 "configuration": r.name,
                 "time_ns": r.time_ns,
                 "lower_bound_ns": c.lower_bound_ns,
+                "load_ns": c.load_ns,
                 "ops": r.ops,
                 "ops_in_l1": r.ops_in_l1,
                 "reshards": r.reshards,
@@ -401,6 +413,8 @@ mod tests {
             live_l1_before: 0,
             live_l1_after: 0,
             known_op: true,
+            cost: None,
+            roofline_ns: None,
         };
         let report = |ops: Vec<verify::OpReport>| verify::Report {
             violations: ops.iter().filter(|o| !o.valid).count(),

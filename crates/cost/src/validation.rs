@@ -1,0 +1,234 @@
+//! The cost model against public n150 measurements (`docs/cost-model.md`, "Validation"):
+//! per point the model's device-time estimate, the measurement, the error, and tt-metal's
+//! own performance model where the source gives it. `cargo xtask cost-validate` prints the
+//! table and writes it into the doc; a test checks the doc holds the current table.
+//!
+//! The measurements are data from Tenstorrent's public sources, quoted with where they come
+//! from; every estimate is device time (kernels and dispatch, no host).
+
+use std::fmt::Write as _;
+
+use opmodel::{MatmulAttrs, OpConfig, OpKind, TensorDesc};
+use ttnn_types::{
+    DataType, DeviceComputeKernelConfig, Grid, MathFidelity, PageLayout, TensorMemoryLayout,
+    TtnnLayout,
+};
+
+use crate::CostModel;
+
+/// One measured op.
+struct Point {
+    name: String,
+    estimate_ns: u64,
+    measured_ns: u64,
+    /// tt-metal's `create_op_performance_model` on the same op, when known.
+    tt_metal_ns: Option<u64>,
+}
+
+/// Decode matmuls inside tt-mlir-compiled graphs (tt-mlir `ds-perf/n150/device_matmuls.csv`):
+/// model, role, K, N, and the device kernel time in ns with the 1D-multicast program
+/// (weight DRAM interleaved) and with the DRAM-sharded program. M = 32, bf16 activations,
+/// bfp8 weights.
+const DECODE: &[(&str, &str, u64, u64, u64, u64)] = &[
+    ("llama_3_2_1b", "o_proj", 2048, 2048, 23_450, 25_660),
+    ("llama_3_2_1b", "qkv", 2048, 3072, 36_600, 32_560),
+    ("llama_3_2_1b", "gate/up", 2048, 8192, 82_250, 82_520),
+    ("llama_3_2_1b", "down", 8192, 2048, 83_430, 87_660),
+    ("llama_3_2_1b", "lm_head", 2048, 128_256, 1_472_200, 1_493_400),
+    ("llama_3_2_3b", "o_proj", 3072, 3072, 53_530, 47_030),
+    ("llama_3_2_3b", "qkv", 3072, 5120, 80_670, 79_480),
+    ("llama_3_2_3b", "gate/up", 3072, 8192, 122_670, 121_840),
+    ("llama_3_2_3b", "down", 8192, 3072, 135_510, 114_190),
+    ("llama_3_2_3b", "lm_head", 3072, 128_256, 2_195_900, 2_233_000),
+    ("llama_3_1_8b", "o_proj", 4096, 4096, 88_210, 80_680),
+    ("llama_3_1_8b", "qkv", 4096, 6144, 124_750, 115_340),
+    ("llama_3_1_8b", "gate/up", 4096, 14_336, 160_270, 142_960),
+    ("llama_3_1_8b", "down", 14_336, 4096, 301_500, 252_720),
+    ("llama_3_1_8b", "lm_head", 4096, 128_256, 2_965_600, 2_977_000),
+    ("falcon3_1b", "o_proj", 2048, 2048, 22_850, 25_600),
+    ("falcon3_1b", "qkv", 2048, 4096, 45_150, 43_400),
+    ("falcon3_1b", "gate/up", 2048, 8192, 81_930, 82_590),
+    ("falcon3_1b", "down", 8192, 2048, 83_820, 87_670),
+    ("falcon3_1b", "lm_head", 2048, 131_072, 1_527_800, 1_519_800),
+    ("falcon3_3b", "o_proj", 3072, 3072, 53_400, 47_340),
+    ("falcon3_3b", "qkv", 3072, 5120, 80_580, 79_360),
+    ("falcon3_3b", "gate/up", 3072, 9216, 140_250, 132_200),
+    ("falcon3_3b", "down", 9216, 3072, 150_600, 128_730),
+    ("qwen_2_5_0_5b", "o_proj", 896, 896, 11_080, 11_070),
+    ("qwen_2_5_0_5b", "qkv", 896, 1152, 11_580, 11_560),
+    ("qwen_2_5_0_5b", "gate/up", 896, 4864, 23_540, 23_530),
+    ("qwen_2_5_0_5b", "down", 4864, 896, 31_770, 27_910),
+    ("qwen_2_5_0_5b", "lm_head", 896, 151_936, 788_100, 792_100),
+];
+
+/// tt-metal's GEMM_FLOPS report, n150, 8x8 grid, traced: m = k = n, data type, fidelity,
+/// and ns with in0 L1 block sharded, in1 DRAM, out L1 block sharded (hand-tuned), and with
+/// everything DRAM interleaved.
+const GEMM: &[Gemm] = &[
+    (1024, DataType::BF16, MathFidelity::HiFi2, Some(36_800), Some(70_400)),
+    (2048, DataType::BF16, MathFidelity::HiFi2, Some(218_200), Some(303_000)),
+    (2048, DataType::BfpBF8, MathFidelity::LoFi, Some(119_700), Some(159_400)),
+    (4096, DataType::BF16, MathFidelity::HiFi2, None, Some(1_983_000)),
+    (4096, DataType::BF16, MathFidelity::HiFi4, None, Some(2_720_000)),
+    (4096, DataType::BfpBF8, MathFidelity::LoFi, None, Some(1_000_000)),
+    (16_384, DataType::BF16, MathFidelity::HiFi4, Some(161_600_000), None),
+];
+
+/// m = k = n, data type, fidelity, ns hand-tuned (sharded), ns all DRAM interleaved.
+type Gemm = (u64, DataType, MathFidelity, Option<u64>, Option<u64>);
+
+const WORKER: Grid = Grid::new(8, 8);
+const TILE: PageLayout = PageLayout::Tile;
+
+/// tt-metal's ideal time for a matmul: `max(compute, bandwidth)` with compute
+/// `2MKN / (64 cores x 4096) x fidelity` cycles at 1 GHz and the largest single tensor
+/// (block floats at one byte per element) at 258 GB/s (`docs/cost-model.md` cites it).
+fn tt_metal_matmul_ns(m: u64, k: u64, n: u64, fidelity: u64, bytes: [u64; 3]) -> u64 {
+    let compute = (2 * m * k * n * fidelity).div_ceil(64 * 4096);
+    let largest = bytes.into_iter().max().unwrap_or(0);
+    let bandwidth = (largest * 1000).div_ceil(258_000);
+    compute.max(bandwidth)
+}
+
+fn compute(f: MathFidelity) -> OpConfig {
+    OpConfig::Matmul {
+        program: None,
+        compute: Some(DeviceComputeKernelConfig {
+            math_fidelity: Some(f),
+            ..DeviceComputeKernelConfig::default()
+        }),
+    }
+}
+
+fn points(model: &CostModel) -> Vec<Point> {
+    let matmul = OpKind::Matmul(MatmulAttrs::default());
+    let mut out = Vec::new();
+    for &(net, role, k, n, one_d, ds) in DECODE {
+        let a = TensorDesc::new(
+            &[32, k],
+            TtnnLayout::l1_interleaved(&[32, k], DataType::BF16, TILE, WORKER),
+        );
+        let w =
+            TensorDesc::new(&[k, n], TtnnLayout::dram_interleaved(&[k, n], DataType::BfpBF8, TILE));
+        let cores = (n / 32).clamp(1, 64);
+        let ws = TensorMemoryLayout::WidthSharded;
+        let out_layout =
+            TtnnLayout::sharded(&[32, n], DataType::BF16, TILE, ws, Grid::new(1, cores), WORKER)
+                .unwrap_or_else(|_| {
+                    TtnnLayout::l1_interleaved(&[32, n], DataType::BF16, TILE, WORKER)
+                });
+        let y = TensorDesc::new(&[32, n], out_layout);
+        let c = model.op_cost(&matmul, &[a, w], &y, &OpConfig::None);
+        // bfp8 at one byte per element, activations and output bf16.
+        let tt = tt_metal_matmul_ns(32, k, n, 4, [32 * k * 2, k * n, 32 * n * 2]);
+        for (program, measured) in [("1d", one_d), ("dram-sharded", ds)] {
+            out.push(Point {
+                name: format!("{net} {role} 32x{k}x{n} ({program})"),
+                estimate_ns: c.total_ns,
+                measured_ns: measured,
+                tt_metal_ns: Some(tt),
+            });
+        }
+    }
+    for &(s, dtype, fidelity, sharded, interleaved) in GEMM {
+        let shape = [s, s];
+        let dram = TensorDesc::new(&shape, TtnnLayout::dram_interleaved(&shape, dtype, TILE));
+        let bs = TensorMemoryLayout::BlockSharded;
+        let l1 = TtnnLayout::sharded(&shape, dtype, TILE, bs, WORKER, WORKER)
+            .map(|l| TensorDesc::new(&shape, l));
+        let elem = if dtype == DataType::BF16 { 2 } else { 1 };
+        let tt = tt_metal_matmul_ns(s, s, s, crate::Figures::passes(fidelity), [s * s * elem; 3]);
+        let label = format!("{s}^3 {} {}", dtype_name(dtype), fidelity_name(fidelity));
+        if let (Some(measured), Ok(l1)) = (sharded, &l1) {
+            let c = model.op_cost(&matmul, &[l1.clone(), dram.clone()], l1, &compute(fidelity));
+            out.push(Point {
+                name: format!("matmul {label} (in0 L1 sharded)"),
+                estimate_ns: c.total_ns,
+                measured_ns: measured,
+                tt_metal_ns: Some(tt),
+            });
+        }
+        if let Some(measured) = interleaved {
+            let c =
+                model.op_cost(&matmul, &[dram.clone(), dram.clone()], &dram, &compute(fidelity));
+            out.push(Point {
+                name: format!("matmul {label} (DRAM interleaved)"),
+                estimate_ns: c.total_ns,
+                measured_ns: measured,
+                tt_metal_ns: Some(tt),
+            });
+        }
+    }
+    out
+}
+
+fn dtype_name(d: DataType) -> &'static str {
+    if d == DataType::BF16 { "bf16" } else { "bfp8" }
+}
+
+fn fidelity_name(f: MathFidelity) -> &'static str {
+    match f {
+        MathFidelity::LoFi => "LoFi",
+        MathFidelity::HiFi2 => "HiFi2",
+        MathFidelity::HiFi3 => "HiFi3",
+        MathFidelity::HiFi4 => "HiFi4",
+    }
+}
+
+/// Signed relative error in percent, `(estimate - measured) / measured`.
+fn error_pct(estimate: u64, measured: u64) -> f64 {
+    (estimate as f64 - measured as f64) / measured.max(1) as f64 * 100.0
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The validation table in markdown, with its summary line, for the Wormhole n150 model.
+#[must_use]
+pub fn validation_table() -> String {
+    let model = CostModel::wormhole_n150();
+    let points = points(&model);
+    let mut out = String::new();
+    out.push_str(
+        "| point | estimate (device) µs | measured µs | error | tt-metal model µs | its error |\n\
+         |---|---:|---:|---:|---:|---:|\n",
+    );
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    for p in &points {
+        let tt = p.tt_metal_ns.map_or(("-".to_owned(), "-".to_owned()), |t| {
+            (us(t), format!("{:+.0}%", error_pct(t, p.measured_ns)))
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:+.0}% | {} | {} |",
+            p.name,
+            us(p.estimate_ns),
+            us(p.measured_ns),
+            error_pct(p.estimate_ns, p.measured_ns),
+            tt.0,
+            tt.1
+        );
+    }
+    let ours: Vec<f64> =
+        points.iter().map(|p| error_pct(p.estimate_ns, p.measured_ns).abs()).collect();
+    let theirs: Vec<f64> = points
+        .iter()
+        .filter_map(|p| p.tt_metal_ns.map(|t| error_pct(t, p.measured_ns).abs()))
+        .collect();
+    let within = ours.iter().filter(|e| **e <= 25.0).count();
+    let _ = writeln!(
+        out,
+        "\n{} points: {within} ({:.0}%) within 25%; median absolute error {:.1}% (tt-metal's model: {:.1}% on the same points).",
+        points.len(),
+        within as f64 * 100.0 / points.len().max(1) as f64,
+        median(ours),
+        median(theirs)
+    );
+    out
+}
