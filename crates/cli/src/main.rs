@@ -3,11 +3,6 @@
 //! Exit status: 0 when no errors were found, 1 when the input has errors, 2 for usage and I/O
 //! errors. Logs go to stderr, filtered by `TTNN_ANALYZER_LOG` (EnvFilter syntax).
 
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the CLI is an edge crate: it reads the files it is given"
-)]
-
 mod check;
 mod common;
 mod import;

@@ -92,13 +92,13 @@ fn the_attention_block_with_a_fork_and_a_concat_compares_cleanly() {
 fn the_residual_conv_block_compares_cleanly() {
     expect![[r#"
         residual_conv_block: 6 ops, target n150, usable L1 1325652 B per core
-        lower bound: 24.7 µs
+        lower bound: 24.9 µs
         estimated device time per inference; const-eval at load (once): 0.0 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
-        as-written            28.0    1.13x        0/6         0       0           50432       3.8%               0             0
-        df-sharding           31.8    1.28x        5/6         1       1          103296       7.8%               0             0
-        df-sharding-merge     28.0    1.13x        0/6         0       0           50432       3.8%               0             0
+        as-written            29.3    1.18x        0/6         0       0           50432       3.8%               0             0
+        df-sharding           31.8    1.27x        5/6         1       1          103296       7.8%               0             0
+        df-sharding-merge     29.3    1.18x        0/6         0       0           50432       3.8%               0             0
     "#]]
     .assert_eq(&table("residual_conv_block"));
 }
@@ -183,14 +183,14 @@ fn a_ttir_file_is_imported_before_it_is_compared() {
     assert_eq!(stderr, "");
     assert_eq!(code, 0, "no policy introduces a violation:\n{stdout}");
     expect![[r#"
-        mixed_ops: 41 ops (imported from TTIR), target n150, usable L1 1325652 B per core
-        lower bound: 117.4 µs
+        mixed_ops: 39 ops (imported from TTIR), target n150, usable L1 1325652 B per core
+        lower bound: 111.3 µs
         estimated device time per inference; const-eval at load (once): 0.0 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
-        as-written           124.6    1.06x       0/41         0       0           51200       3.9%               0             0
-        df-sharding          136.8    1.17x       4/41         1       4           51200       3.9%               0             0
-        df-sharding-merge    127.7    1.09x       2/41         1       0           51200       3.9%               0             0
+        as-written           117.9    1.06x       0/39         0       0           51200       3.9%               0             0
+        df-sharding          127.0    1.14x       4/39         1       3           51200       3.9%               0             0
+        df-sharding-merge    114.9    1.03x       0/39         0       0           51200       3.9%               0             0
     "#]]
     .assert_eq(&stdout);
 }

@@ -278,7 +278,7 @@ fn insert_memreconfig_converts_an_operand_of_an_op_outside_any_chain() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("\"ttnn.to_memory_config\""), "{stdout}");
     expect_test::expect![[r#"
-        r1                           ttnn.relu              DRAM il      L1 il        -                    its layout is fixed (as written)
+        r1                           ttnn.relu              DRAM il      L1 il        -                           3.2 its layout is fixed (as written)
             operand 0: reshard to L1 interleaved, 1x1 tiles per core (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
     "#]]
     .assert_eq(&report_lines(&stderr, "r1"));
@@ -307,7 +307,7 @@ fn a_declined_chain_keeps_the_users_insert_memreconfig() {
     let _ = std::fs::remove_file(&input);
     assert_eq!(code, 0, "{stderr}");
     expect_test::expect![[r#"
-        r1                           ttnn.relu              DRAM il      DRAM il      #0 1/1 declined      its chain was declined: the cost model estimates 10.2 µs in L1 (reshards and spill included) against 4.1 µs out of it
+        r1                           ttnn.relu              DRAM il      DRAM il      #0 1/1 declined             4.1 its chain was declined: the cost model estimates 10.2 µs in L1 (reshards and spill included) against 4.1 µs out of it
             operand 0: reshard to DRAM interleaved, 8x8 tiles total (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
     "#]].assert_eq(&report_lines(&stderr, "r1"));
 }

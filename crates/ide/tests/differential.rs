@@ -2,7 +2,8 @@
 //! exactly what a fresh analysis of the same inputs gives.
 //!
 //! Edits: overrides set and cleared, attribute edits, result type edits, op insertions and
-//! deletions, whitespace. Compared: the optimized IR of both policies and the plan report.
+//! deletions, whitespace, comment lines, loc renames, op-kind changes, a value renamed at
+//! all its uses, an op broken and fixed again, blocks of ops pasted under fresh names. Compared: the optimized IR of both policies and the plan report.
 //! `DIFF_EDITS=N` runs N edits (default 200, to keep `cargo test` quick); `DIFF_SEED` picks
 //! the seed.
 
@@ -141,9 +142,19 @@ fn random_edits(host: AnalysisHost) {
     let mut inserted = 0usize;
     for step in 0..edits {
         let text = host.text(FILE).expect("file is open").to_string();
-        let ops: Vec<usize> =
-            (0..).take_while(|i| text.contains(&format!("loc(\"op{i}\")"))).collect();
-        let kind = rng.below(7);
+        // Where op `i`'s location is (named `op7`, or `op7_` after a rename).
+        let find_op = |i: usize| {
+            text.find(&format!("loc(\"op{i}\"")).or_else(|| text.find(&format!("loc(\"op{i}_\"")))
+        };
+        let ops: Vec<usize> = (0..).take_while(|&i| find_op(i).is_some()).collect();
+        // The line of op `i`: its start, and its end after the line break.
+        let line_of = |i: usize| -> (usize, usize) {
+            let at = find_op(i).expect("op exists");
+            let start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+            let end = text[at..].find('\n').map_or(text.len(), |e| at + e + 1);
+            (start, end)
+        };
+        let kind = rng.below(13);
         let change = match kind {
             // Set one op's override.
             0 | 1 => {
@@ -165,8 +176,7 @@ fn random_edits(host: AnalysisHost) {
             // Toggle a discardable attribute on an op.
             3 => {
                 let op = ops[rng.below(ops.len())];
-                let marker = format!(" loc(\"op{op}\")");
-                let at = text.find(&marker).expect("op exists");
+                let at = find_op(op).expect("op exists") - 1;
                 let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
                 let line = &text[line_start..at];
                 let edit = if let Some(p) = line.find(" {ttnn.hoist_generic_via_d2m}") {
@@ -187,8 +197,7 @@ fn random_edits(host: AnalysisHost) {
             // still agree).
             4 => {
                 let op = ops[rng.below(ops.len())];
-                let marker = format!(" loc(\"op{op}\")");
-                let at = text.find(&marker).expect("op exists");
+                let at = find_op(op).expect("op exists") - 1;
                 let (from, to) = if rng.below(2) == 0 {
                     ("bf16, #l> loc", "f32, #l> loc")
                 } else {
@@ -211,15 +220,134 @@ fn random_edits(host: AnalysisHost) {
             }
             // Insert an op with a fresh name, or delete an inserted one.
             5 => {
-                let anchor = ops[rng.below(ops.len())];
-                let marker = format!("  %v{anchor} =");
-                let at = text.find(&marker).expect("op exists") as u32;
+                let at = line_of(ops[rng.below(ops.len())]).0 as u32;
                 inserted += 1;
                 let new = format!(
                     "  %ins{inserted} = \"ttnn.relu\"(%a) : ({T}) -> {T} loc(\"ins{inserted}\")\n"
                 );
                 Change::new()
                     .edit_file(FILE, vec![TextEdit { range: TextRange::empty(at), text: new }])
+            }
+            // A comment line before an op, or one removed.
+            7 => match text.find("  // note\n") {
+                Some(at) => Change::new().edit_file(
+                    FILE,
+                    vec![TextEdit {
+                        range: TextRange::new(at as u32, (at + 10) as u32),
+                        text: String::new(),
+                    }],
+                ),
+                None => {
+                    let at = line_of(ops[rng.below(ops.len())]).0 as u32;
+                    Change::new().edit_file(
+                        FILE,
+                        vec![TextEdit { range: TextRange::empty(at), text: "  // note\n".into() }],
+                    )
+                }
+            },
+            // Rename an op's location (what overrides name it by), or change its kind.
+            8 | 9 => {
+                let op = ops[rng.below(ops.len())];
+                let marker = format!("loc(\"op{op}");
+                let at = find_op(op).expect("op exists");
+                let line_start = text[..at].rfind('\n').map_or(0, |p| p + 1);
+                if kind == 8 {
+                    // `op7` becomes `op7_` and back.
+                    let s = (at + marker.len()) as u32;
+                    let edit = if text[s as usize..].starts_with('_') {
+                        TextEdit { range: TextRange::new(s, s + 1), text: String::new() }
+                    } else {
+                        TextEdit { range: TextRange::empty(s), text: "_".into() }
+                    };
+                    Change::new().edit_file(FILE, vec![edit])
+                } else {
+                    let line = &text[line_start..at];
+                    let swap = [("relu", "gelu"), ("gelu", "relu"), ("exp", "neg"), ("neg", "exp")];
+                    match swap
+                        .iter()
+                        .find_map(|(a, b)| Some((line.find(&format!("ttnn.{a}\""))?, a, b)))
+                    {
+                        Some((p, a, b)) => {
+                            let s = (line_start + p + 5) as u32;
+                            Change::new().edit_file(
+                                FILE,
+                                vec![TextEdit {
+                                    range: TextRange::new(s, s + a.len() as u32),
+                                    text: (*b).to_owned(),
+                                }],
+                            )
+                        }
+                        None => Change::new(),
+                    }
+                }
+            }
+            // Rename a value at its definition and every use, in one change.
+            10 => {
+                let op = ops[rng.below(ops.len())];
+                let (start, _) = line_of(op);
+                let name = text[start..].trim_start().split(' ').next().unwrap_or("").to_owned();
+                let renamed = format!("%r{step}v{op}");
+                let mut edits = Vec::new();
+                let mut from = 0;
+                while let Some(p) = text[from..].find(&name) {
+                    let at = from + p;
+                    let end = at + name.len();
+                    let whole = !text[end..].starts_with(|c: char| c.is_ascii_alphanumeric());
+                    if whole {
+                        edits.push(TextEdit {
+                            range: TextRange::new(at as u32, end as u32),
+                            text: renamed.clone(),
+                        });
+                    }
+                    from = end;
+                }
+                // The client sends them last first, so each range reads the text as it is.
+                edits.reverse();
+                Change::new().edit_file(FILE, edits)
+            }
+            // Break an op (its closing parenthesis deleted), then fix it in a second change.
+            11 => {
+                let (at, _) = line_of(ops[rng.below(ops.len())]);
+                let close = at + text[at..].find(") :").expect("an operand list closes");
+                host.apply_change(Change::new().edit_file(
+                    FILE,
+                    vec![TextEdit {
+                        range: TextRange::new(close as u32, close as u32 + 1),
+                        text: String::new(),
+                    }],
+                ));
+                let _ = host.analysis().diagnostics(host.file(FILE).expect("open"));
+                Change::new().edit_file(
+                    FILE,
+                    vec![TextEdit { range: TextRange::empty(close as u32), text: ")".into() }],
+                )
+            }
+            // Paste a block of up to 12 op lines again, under fresh names.
+            12 => {
+                let (at, _) = line_of(ops[rng.below(ops.len())]);
+                let block: Vec<&str> = text[at..]
+                    .lines()
+                    .take(1 + rng.below(12))
+                    .take_while(|l| l.starts_with("  %") && l.contains("loc(\"op"))
+                    .collect();
+                let pasted: String = block
+                    .iter()
+                    .map(|l| {
+                        inserted += 1;
+                        let name = l.trim_start().split(' ').next().unwrap_or("");
+                        // A fresh name and location, so overrides keep naming one op.
+                        let line = l.replacen(name, &format!("%ins{inserted}"), 1).replacen(
+                            "loc(\"op",
+                            &format!("loc(\"pasted{inserted}_"),
+                            1,
+                        );
+                        format!("{line}\n")
+                    })
+                    .collect();
+                Change::new().edit_file(
+                    FILE,
+                    vec![TextEdit { range: TextRange::empty(at as u32), text: pasted }],
+                )
             }
             _ => match text.find("  %ins") {
                 Some(at) if rng.below(2) == 0 => {

@@ -71,8 +71,11 @@ fn relower_in(
     // One op replaced by one op, with the syntax errors as they were, is what this redoes;
     // other edits (ops inserted, deleted, pasted, trivia between ops, an op broken or fixed)
     // lower from scratch.
-    if !edit.is_single_op() || edit.errors_changed || edit.new.start != edit.old.start {
+    if edit.errors_changed || edit.new.start != edit.old.start {
         return None;
+    }
+    if !edit.is_single_op() {
+        return relower_window(old, text, tokens, tree, edit);
     }
     let delta = i64::from(edit.new.end) - i64::from(edit.old.end);
     if old
@@ -183,6 +186,218 @@ fn relower_in(
         loc_names.names = names;
         lf.loc_names = Arc::new(loc_names.index());
     }
+    let mut diagnostics = old.diagnostics.clone();
+    for d in &mut diagnostics {
+        shift(&mut d.range);
+    }
+    Some(LoweredFile {
+        funcs,
+        diagnostics,
+        device: old.device.clone(),
+        system_desc: old.system_desc.clone(),
+    })
+}
+
+/// The codes of lowering diagnostics whose place depends on other ops than the one they
+/// are reported at: while the old lowering has one, a window of ops is not lowered alone.
+const NONLOCAL_CODES: &[&str] =
+    &["undefined-value", "use-before-def", "duplicate-value", "invalid-result-number"];
+
+/// [`relower_in`] for an edit that replaced `edit.old_ops` top-level ops of a function body
+/// by `edit.new_ops` (inserted, deleted, pasted ops, or trivia between ops when both are
+/// zero): the new ops are lowered, spliced in, and the positions after them move.
+///
+/// Values name their defining op by key, so no other op's data changes, provided no other
+/// op's diagnostics do: the new ops define no name defined elsewhere, no op outside the
+/// window uses a name only the removed ops defined, an op replaced under the same key keeps
+/// its result types (other ops' type checks read them), no op of the window has no results
+/// (their keys count earlier ops of their name), and the new ops lower without diagnostics.
+/// Where any of that fails, `None`: the caller lowers from scratch.
+fn relower_window(
+    old: &LoweredFile,
+    text: &str,
+    tokens: &[syntax::Token],
+    tree: &ast::SourceFile,
+    edit: syntax::OpEdit,
+) -> Option<LoweredFile> {
+    let delta = i64::from(edit.new.end) - i64::from(edit.old.end);
+    if old.diagnostics.iter().any(|d| {
+        NONLOCAL_CODES.contains(&d.code)
+            || (d.range.start <= edit.old.end && d.range.end >= edit.old.start)
+    }) {
+        return None;
+    }
+    let (fi, func) = old.funcs.iter().enumerate().find(|(_, f)| {
+        f.source_map.range.start < edit.old.start && edit.old.end < f.source_map.range.end
+    })?;
+    let sm = &func.source_map;
+    let body = &func.body;
+    // The first op at or after the edit: the first replaced one, or the one after the trivia.
+    let i = sm.op_ranges.partition_point(|r| r.start < edit.old.start);
+    let (removed, added) = (edit.old_ops as usize, edit.new_ops as usize);
+    if i != edit.first_op as usize || i + removed > body.ops.len() {
+        return None;
+    }
+    if removed > 0 {
+        let (first, last) = (sm.op_ranges[i], sm.op_ranges[i + removed - 1]);
+        if first.start != edit.old.start || last.end != edit.old.end {
+            return None;
+        }
+    } else if sm.op_ranges.get(i).is_some_and(|r| r.start < edit.old.end)
+        || i.checked_sub(1).is_some_and(|p| sm.op_ranges[p].end > edit.old.start)
+    {
+        return None;
+    }
+    let chunk = tree.chunks.get(sm.chunk as usize)?;
+    let mut items = chunk.items.iter().filter_map(|it| match it {
+        ast::Item::Op(op) => Some(op),
+        _ => None,
+    });
+    let fop = find_func(&mut items, sm.range.start)?;
+    let ast::OpBody::Func(f) = &fop.body else { return None };
+    let region = f.body.as_ref()?;
+    if region.blocks.len() > 1 {
+        return None;
+    }
+    let (_, ops) = split_terminator(region);
+    if ops.len() != body.ops.len() - removed + added {
+        return None;
+    }
+    let new_ops = ops.get(i..i + added)?;
+    let old_window = &body.ops[i..i + removed];
+    if new_ops.iter().any(|o| {
+        o.results.is_empty() || o.range.start < edit.new.start || o.range.end > edit.new.end
+    }) || old_window.iter().any(|o| o.results.is_empty())
+    {
+        return None;
+    }
+    // Keys: new ones must not be defined outside the window (nor twice in it), nor be an
+    // argument's name.
+    let mut ordinals = FxHashMap::default();
+    let keys: Vec<String> = new_ops.iter().map(|o| op_key(o, &mut ordinals)).collect();
+    let outside = |k: &str| {
+        let idx = &body.key_index;
+        let lo = idx.partition_point(|(x, _)| x.as_str() < k);
+        idx[lo..].iter().take_while(|(x, _)| x == k).any(|&(_, j)| {
+            let j = j as usize;
+            j < i || j >= i + removed
+        })
+    };
+    let arg_names: rustc_hash::FxHashSet<&str> =
+        body.arg_names.iter().map(String::as_str).collect();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for (o, k) in new_ops.iter().zip(&keys) {
+        if outside(k) || !seen.insert(k.as_str()) || k.contains(',') {
+            return None;
+        }
+        if o.results.iter().any(|r| arg_names.contains(r.name.text.as_str())) {
+            return None;
+        }
+    }
+    // Names only the removed ops defined must not be used outside the window.
+    let gone: Vec<Name> = old_window
+        .iter()
+        .filter(|o| !seen.contains(o.key.as_str()))
+        .map(|o| Name::new(&o.key))
+        .collect();
+    if !gone.is_empty() {
+        let uses_gone =
+            |v: &ValueRef| matches!(v, ValueRef::Result { op, .. } if gone.contains(op));
+        let kept = body.ops[..i].iter().chain(&body.ops[i + removed..]);
+        if kept.flat_map(|o| &o.operands).any(uses_gone) || body.returns.iter().any(uses_gone) {
+            return None;
+        }
+    }
+    let mut alias_diags = Vec::new();
+    let aliases = Aliases::collect(chunk, &mut alias_diags);
+    let mut cx = Lower::new(text, tokens, &aliases, sm.chunk);
+    let first_tok = tokens.partition_point(|t| t.range.start < edit.new.start);
+    let mentioned: Vec<&str> = tokens[first_tok..]
+        .iter()
+        .take_while(|t| t.range.start < edit.new.end)
+        .filter(|t| t.kind == syntax::TokenKind::ValueId)
+        .filter_map(|t| text.get(t.range.start as usize..t.range.end as usize))
+        .collect();
+    let defs = cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name));
+    cx.diags.clear();
+    // The body the new ops' operand types are checked against: the old ops before the window
+    // are where they were, and the new ones are pushed as they are lowered.
+    let mut new_body = FuncBody { ops: body.ops[..i].to_vec(), ..FuncBody::clone(body) };
+    let mut window_sm = FuncSourceMap::default();
+    let mut locs = Vec::with_capacity(added);
+    for (k, (o, key)) in new_ops.iter().zip(keys).enumerate() {
+        let data = cx.op(o, key, (i + k) as u32, &defs, &new_body, &mut window_sm);
+        locs.push(cx.loc_name(o.loc.as_ref()));
+        // An op kept under its key keeps its results' types, which its users check.
+        if let Some(was) = old_window.iter().find(|w| w.key == data.key)
+            && was.results != data.results
+        {
+            return None;
+        }
+        new_body.ops.push(Arc::new(data));
+    }
+    if !cx.diags.is_empty() {
+        return None;
+    }
+    new_body.ops.extend(body.ops[i + removed..].iter().cloned());
+    new_body.index_keys();
+    let shift = |r: &mut TextRange| {
+        for o in [&mut r.start, &mut r.end] {
+            if *o >= edit.old.end {
+                // In range: the new text's length fits in u32 (`edit.new` lies in it).
+                *o = (i64::from(*o) + delta) as u32;
+            }
+        }
+    };
+    let mut funcs: Vec<LoweredFunc> = old
+        .funcs
+        .iter()
+        .enumerate()
+        .map(|(j, lf)| {
+            if lf.source_map.range.end < edit.old.end {
+                return lf.clone();
+            }
+            let mut sm = (*lf.source_map).clone();
+            // In the edited function nothing before the window moves.
+            let first = if j == fi { i + removed } else { 0 };
+            shift_source_map(&mut sm, first, &shift);
+            LoweredFunc { source_map: Arc::new(sm), ..lf.clone() }
+        })
+        .collect();
+    let lf = funcs.get_mut(fi)?;
+    if removed == 0 && added == 0 {
+        // Trivia between ops: only positions moved.
+        return Some(LoweredFile {
+            funcs,
+            diagnostics: old
+                .diagnostics
+                .iter()
+                .cloned()
+                .map(|mut d| {
+                    shift(&mut d.range);
+                    d
+                })
+                .collect(),
+            device: old.device.clone(),
+            system_desc: old.system_desc.clone(),
+        });
+    }
+    let sm = Arc::make_mut(&mut lf.source_map);
+    sm.op_ranges.splice(i..i + removed, window_sm.op_ranges.iter().copied());
+    sm.op_name_ranges.splice(i..i + removed, window_sm.op_name_ranges.iter().copied());
+    sm.result_ranges.splice(i, removed, &window_sm.result_ranges);
+    sm.operand_ranges.splice(i, removed, &window_sm.operand_ranges);
+    sm.result_type_ranges.splice(i, removed, &window_sm.result_type_ranges);
+    let mut names = lf.loc_names.names.clone();
+    if names.len() < i + removed {
+        return None;
+    }
+    names.splice(i..i + removed, locs);
+    let mut loc_names = LocNames::default();
+    loc_names.by_key = loc_by_key(&new_body.ops, &names);
+    loc_names.names = names;
+    lf.loc_names = Arc::new(loc_names.index());
+    lf.body = Arc::new(new_body);
     let mut diagnostics = old.diagnostics.clone();
     for d in &mut diagnostics {
         shift(&mut d.range);

@@ -465,6 +465,29 @@ impl RangeLists {
         }
     }
 
+    /// Replaces lists `at..at + removed` (which must exist) by `lists`.
+    pub fn splice(&mut self, at: usize, removed: usize, lists: &RangeLists) {
+        if at + removed > self.ends.len() {
+            return;
+        }
+        let start = if at == 0 { 0 } else { self.ends[at - 1] };
+        let end = if removed == 0 { start } else { self.ends[at + removed - 1] };
+        self.ranges.splice(start as usize..end as usize, lists.ranges.iter().copied());
+        let delta = lists.ranges.len() as i64 - i64::from(end - start);
+        let new_ends = lists.ends.iter().map(|&e| e + start);
+        let tail: Vec<u32> = self
+            .ends
+            .get(at + removed..)
+            .unwrap_or_default()
+            .iter()
+            // Within the vector's length, which fits the u32 ends.
+            .map(|&e| (i64::from(e) + delta) as u32)
+            .collect();
+        self.ends.truncate(at);
+        self.ends.extend(new_ends);
+        self.ends.extend(tail);
+    }
+
     /// Every range of lists `i` and after.
     pub fn tail_mut(&mut self, i: usize) -> impl Iterator<Item = &mut TextRange> {
         let start = match i.checked_sub(1) {

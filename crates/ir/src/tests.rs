@@ -91,6 +91,7 @@ fn op_configs_decode_with_any_key_order() {
                 matmul_program_config: MatmulProgramConfig(MultiCast2D { grid: CoreCoord { x: 8, y: 8 }, in0_block_w: 2, out_subblock_h: 1, out_subblock_w: 4, out_block_h: 4, out_block_w: 4, per_core_m: 4, per_core_n: 4, transpose_mcast: false, fused_activation: None, fuse_batch: true })
               %2 = ttnn.to_memory_config
                 memory_config: MemoryConfig(MemoryConfig { buffer: L1, memory_layout: Some(BlockSharded), shard_spec: Some(ShardSpec { core_ranges: CoreRangeSet { ranges: [CoreRange { start: CoreCoord { x: 0, y: 0 }, end: CoreCoord { x: 7, y: 0 } }] }, shape: [32, 128], row_major_orientation: true }) })
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
         "#]],
     );
 }
@@ -114,7 +115,11 @@ fn conv2d_slice_configs_decode_and_bad_ones_are_reported() {
                 conv2d_slice_config: Conv2dSliceConfig(Conv2dSliceConfig { slice_type: L1Full, num_slices: 0 })
               %2 = ttnn.conv2d
               %3 = ttnn.conv2d
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
             error[invalid-attribute] "#ttnn.conv2d_slice_config<dram_diagonal, 2>": invalid `#ttnn.conv2d_slice_config`: unknown conv2d slice type `dram_diagonal`
+            error[wrong-operand-count] "\"ttnn.conv2d\"": `ttnn.conv2d` takes 3 to 4 operand(s), but has 2
             error[invalid-attribute] "#ttnn.conv2d_slice_config<dram_width>": invalid `#ttnn.conv2d_slice_config`: a conv2d slice config is `<slice type, number of slices>`
         "##]],
     );

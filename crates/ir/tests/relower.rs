@@ -76,15 +76,61 @@ fn random_edit(rng: &mut Rng, text: &str) -> Option<(TextRange, String)> {
     }
 }
 
+/// An edit of whole lines in a function body: a copy of an op's line under a fresh name
+/// inserted after it, an op's line deleted, a block of lines pasted again under fresh names,
+/// or a comment line added.
+fn random_window_edit(rng: &mut Rng, text: &str, fresh: usize) -> Option<(TextRange, String)> {
+    let mut at = rng.below(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let line = text[at..].find("\n    %")? + at + 1;
+    let len = text[line..].find('\n')?;
+    let line_text = &text[line..line + len];
+    let renamed = |l: &str, k: usize| {
+        let n = l.trim_start().split(' ').next().unwrap_or("");
+        l.replacen(n, &format!("%fresh{fresh}_{k}"), 1)
+    };
+    match rng.below(4) {
+        0 => {
+            let end = (line + len + 1) as u32;
+            Some((TextRange::new(end, end), format!("{}\n", renamed(line_text, 0))))
+        }
+        1 => Some((TextRange::new(line as u32, (line + len + 1) as u32), String::new())),
+        2 => {
+            let block: Vec<&str> = text[line..].lines().take(1 + rng.below(20)).collect();
+            if block.iter().any(|l| !l.starts_with("    %")) {
+                return None;
+            }
+            let pasted: String =
+                block.iter().enumerate().map(|(k, l)| format!("{}\n", renamed(l, k))).collect();
+            let end = (line + len + 1) as u32;
+            Some((TextRange::new(end, end), pasted))
+        }
+        _ => Some((TextRange::new(line as u32, line as u32), "    // a note\n".to_owned())),
+    }
+}
+
 /// Applies `edits` random edits to `text` (each from the text as written); returns how many
 /// were re-lowered incrementally.
 fn check_random_edits(name: &str, text: &str, seed: u64, edits: usize) -> usize {
+    check_edits(name, text, seed, edits, |rng, text, _| random_edit(rng, text))
+}
+
+/// [`check_random_edits`] with edits from `make`.
+fn check_edits(
+    name: &str,
+    text: &str,
+    seed: u64,
+    edits: usize,
+    make: impl Fn(&mut Rng, &str, usize) -> Option<(TextRange, String)>,
+) -> usize {
     let mut rng = Rng(seed | 1);
     let old_parse = parse(text);
     let old = ir::lower_parse(text, &old_parse);
     let mut fast = 0;
     for step in 0..edits {
-        let Some((range, insert)) = random_edit(&mut rng, text) else { continue };
+        let Some((range, insert)) = make(&mut rng, text, step) else { continue };
         let mut new_text = text.to_owned();
         new_text.replace_range(range.start as usize..range.end as usize, &insert);
         let mut patched = old_parse.clone();
@@ -148,6 +194,25 @@ fn relowering_an_edited_op_equals_lowering_the_generated_function_from_scratch()
     let fast = check_random_edits("generated", &text, 3, 400);
     // The fast path must actually be taken, or the comparison above shows nothing.
     assert!(fast > 50, "only {fast} of 400 edits were re-lowered incrementally");
+}
+
+#[test]
+fn relowering_inserted_deleted_and_pasted_ops_equals_lowering_from_scratch() {
+    // Whole ops inserted under fresh names, deleted (mostly used by the next op, so lowered
+    // from scratch, and the last op's results unused), pasted in blocks, and comment lines:
+    // each re-lowered window equals lowering the new text from scratch.
+    let text = generated(300);
+    let fast = check_edits("generated", &text, 5, 400, random_window_edit);
+    assert!(fast > 100, "only {fast} of 400 window edits were re-lowered incrementally");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    files.sort();
+    files.extend(corpus_files());
+    for (i, path) in files.iter().enumerate() {
+        let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        check_edits(&path.display().to_string(), &text, i as u64 + 7, 10, random_window_edit);
+    }
 }
 
 #[test]
