@@ -90,7 +90,9 @@ fn relower_in(
     })?;
     let sm = &func.source_map;
     let i = sm.op_ranges.binary_search_by_key(&edit.old.start, |r| r.start).ok()?;
-    if sm.op_ranges[i] != edit.old {
+    // The edit may run past the op into the trivia after it (a trailing comment typed or
+    // removed): the op is what starts the edit and ends inside it.
+    if sm.op_ranges[i].end > edit.old.end {
         return None;
     }
     let chunk = tree.chunks.get(sm.chunk as usize)?;
@@ -104,7 +106,10 @@ fn relower_in(
     let (_, ops) = split_terminator(region);
     let o = *ops.get(i)?;
     let old_op = func.body.ops.get(i)?;
-    if o.range != edit.new || func.body.ops.len() != ops.len() {
+    if o.range.start != edit.new.start
+        || o.range.end > edit.new.end
+        || func.body.ops.len() != ops.len()
+    {
         return None;
     }
     let key = if o.results.is_empty() {
@@ -238,13 +243,11 @@ fn relower_window(
     if i != edit.first_op as usize || i + removed > body.ops.len() {
         return None;
     }
-    if removed > 0 {
-        let (first, last) = (sm.op_ranges[i], sm.op_ranges[i + removed - 1]);
-        if first.start != edit.old.start || last.end != edit.old.end {
-            return None;
-        }
-    } else if sm.op_ranges.get(i).is_some_and(|r| r.start < edit.old.end)
-        || i.checked_sub(1).is_some_and(|p| sm.op_ranges[p].end > edit.old.start)
+    // The window may start and end in trivia (a whole line's indentation and line break):
+    // the replaced ops lie inside it, and the ops beside it outside.
+    if i.checked_sub(1).is_some_and(|p| sm.op_ranges[p].end > edit.old.start)
+        || sm.op_ranges.get(i + removed).is_some_and(|r| r.start < edit.old.end)
+        || (removed > 0 && sm.op_ranges[i + removed - 1].end > edit.old.end)
     {
         return None;
     }

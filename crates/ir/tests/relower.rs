@@ -78,7 +78,7 @@ fn random_edit(rng: &mut Rng, text: &str) -> Option<(TextRange, String)> {
 
 /// An edit of whole lines in a function body: a copy of an op's line under a fresh name
 /// inserted after it, an op's line deleted, a block of lines pasted again under fresh names,
-/// or a comment line added.
+/// a comment line added, or a comment typed at the end of an op's line.
 fn random_window_edit(rng: &mut Rng, text: &str, fresh: usize) -> Option<(TextRange, String)> {
     let mut at = rng.below(text.len());
     while !text.is_char_boundary(at) {
@@ -91,7 +91,12 @@ fn random_window_edit(rng: &mut Rng, text: &str, fresh: usize) -> Option<(TextRa
         let n = l.trim_start().split(' ').next().unwrap_or("");
         l.replacen(n, &format!("%fresh{fresh}_{k}"), 1)
     };
-    match rng.below(4) {
+    match rng.below(5) {
+        4 => {
+            // A trailing comment typed after the op.
+            let end = (line + len) as u32;
+            Some((TextRange::new(end, end), " // note".to_owned()))
+        }
         0 => {
             let end = (line + len + 1) as u32;
             Some((TextRange::new(end, end), format!("{}\n", renamed(line_text, 0))))
@@ -203,7 +208,8 @@ fn relowering_inserted_deleted_and_pasted_ops_equals_lowering_from_scratch() {
     // each re-lowered window equals lowering the new text from scratch.
     let text = generated(300);
     let fast = check_edits("generated", &text, 5, 400, random_window_edit);
-    assert!(fast > 100, "only {fast} of 400 window edits were re-lowered incrementally");
+    // Deleting an op the next one uses (most deletions in this chain) lowers from scratch.
+    assert!(fast > 200, "only {fast} of 400 window edits were re-lowered incrementally");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-data/samples");
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).collect();

@@ -1,0 +1,112 @@
+//! Where an editor's edit spends its time, per step: `apply_change` (re-parse), the file's
+//! diagnostics (re-lowering and the lowering's own checks), the problems (the op model on the
+//! IR as written) and the override diagnostics, as the language server asks for them after
+//! each change. In-process, so it shows the analysis without the transport.
+//!
+//! `cargo run --release -p ide --example edit_classes -- FILE [ROUNDS]`
+
+#![expect(
+    clippy::print_stdout,
+    clippy::disallowed_methods,
+    reason = "an example prints its timings and reads its input file"
+)]
+
+use std::time::Instant;
+
+use ide::{AnalysisHost, Change, HostConfig, HostMode, Options, TextEdit};
+use syntax::TextRange;
+
+const FILE: &str = "bench.mlir";
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(path) = args.next() else {
+        println!("usage: edit_classes FILE [ROUNDS]");
+        return;
+    };
+    let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut host = AnalysisHost::with_config(
+        target::Target::n150(),
+        Options::tt_mlir_defaults(),
+        HostConfig { mode: HostMode::Editor, query_log: false },
+    );
+    let t = Instant::now();
+    host.apply_change(Change::new().set_file(FILE, text.clone()));
+    diagnose(&host);
+    println!("open: {:.1} ms", ms(t));
+    // An op line in the middle of the file, and the lines of the next 100 ops.
+    let mid = text.len() / 2;
+    let line = mid + text[mid..].find("\n    %").unwrap_or(0) + 1;
+    let line_end = line + text[line..].find('\n').unwrap_or(0) + 1;
+    let op_line = text[line..line_end].to_owned();
+    let name = op_line.trim_start().split(' ').next().unwrap_or("%x").to_owned();
+    let classes: Vec<(&str, Vec<TextEdit>, Vec<TextEdit>)> = vec![
+        ("comment line", vec![ins(line, "    // a note\n")], vec![del(line, 14)]),
+        ("trailing comment", vec![ins(line_end - 1, " // note")], vec![del(line_end - 1, 8)]),
+        (
+            "insert an op",
+            vec![ins(line_end, &op_line.replacen(&name, "%fresh_x", 1))],
+            vec![del(line_end, op_line.len() - name.len() + 8)],
+        ),
+        (
+            "break an op",
+            vec![del(line_end - 2, 1)],
+            vec![ins(line_end - 2, &op_line[op_line.len() - 2..op_line.len() - 1])],
+        ),
+    ];
+    for (class, edit, undo) in classes {
+        // Each round makes the edit and then undoes it, timing both, so every edit starts
+        // from the text it was written against.
+        let mut times: [Vec<(f64, f64, f64, f64)>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..rounds {
+            for (k, edits) in [&edit, &undo].into_iter().enumerate() {
+                let t0 = Instant::now();
+                host.apply_change(Change::new().edit_file(FILE, edits.clone()));
+                let t1 = ms(t0);
+                let a = host.analysis();
+                let file = host.file(FILE).expect("open");
+                let d0 = Instant::now();
+                let _ = a.diagnostics(file);
+                let t2 = ms(d0);
+                let p0 = Instant::now();
+                let _ = a.problems(file);
+                let t3 = ms(p0);
+                let o0 = Instant::now();
+                let _ = a.override_diagnostics(&[file]);
+                let t4 = ms(o0);
+                drop(a);
+                times[k].push((t1, t2, t3, t4));
+            }
+        }
+        for (k, what) in ["do", "undo"].into_iter().enumerate() {
+            let t = &mut times[k];
+            t.sort_by(|a, b| (a.0 + a.1 + a.2 + a.3).total_cmp(&(b.0 + b.1 + b.2 + b.3)));
+            let (a, d, p, o) = t[t.len() / 2];
+            println!(
+                "{class} ({what}): apply {a:.1} ms, diagnostics {d:.1} ms, problems {p:.1} ms, overrides {o:.1} ms"
+            );
+        }
+    }
+    let _ = name;
+}
+
+fn diagnose(host: &AnalysisHost) {
+    let a = host.analysis();
+    let file = host.file(FILE).expect("open");
+    let _ = a.diagnostics(file);
+    let _ = a.problems(file);
+    let _ = a.override_diagnostics(&[file]);
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn ins(at: usize, text: &str) -> TextEdit {
+    TextEdit { range: TextRange::empty(at as u32), text: text.to_owned() }
+}
+
+fn del(at: usize, len: usize) -> TextEdit {
+    TextEdit { range: TextRange::new(at as u32, (at + len) as u32), text: String::new() }
+}
