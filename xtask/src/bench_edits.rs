@@ -285,14 +285,25 @@ fn scenarios(text: &str, n: usize) -> Vec<Scenario> {
         (lines.len() / 4..lines.len() * 3 / 4).filter(|&i| op_result(lines[i]).is_some()).collect();
     let mut out: Vec<Scenario> = Vec::new();
     // Each class takes candidates where it applies, evenly spaced over the op lines.
+    // Candidates are tried from evenly spaced op lines onward, a few hundred at most each:
+    // making every op's candidate first was quadratic for the renames (each scans to the end
+    // of its function) and took minutes on the 100k-op graph.
     let mut per_class = |make: &dyn Fn(usize) -> Option<Scenario>| {
-        let cands: Vec<Scenario> = ops.iter().filter_map(|&i| make(i)).collect();
-        if cands.is_empty() {
+        if ops.is_empty() {
             return;
         }
-        let k = n.min(cands.len());
-        for j in 0..k {
-            out.push(cands[(2 * j + 1) * cands.len() / (2 * k)].clone());
+        let mut used = rustc_hash::FxHashSet::default();
+        for j in 0..n {
+            let from = (2 * j + 1) * ops.len() / (2 * n);
+            let found = ops[from..]
+                .iter()
+                .take(400)
+                .filter(|i| !used.contains(*i))
+                .find_map(|&i| make(i).map(|s| (i, s)));
+            if let Some((i, s)) = found {
+                used.insert(i);
+                out.push(s);
+            }
         }
     };
     let at = |i: usize| line_starts[i];

@@ -12,29 +12,29 @@ use ide::{Diagnostic, Severity};
 use syntax::TextRange;
 
 /// A file read from disk, with a diagnostic if it was not valid UTF-8.
-pub(crate) struct InputFile {
-    pub(crate) path: String,
-    pub(crate) text: String,
-    pub(crate) encoding_error: Option<Diagnostic>,
+pub struct InputFile {
+    pub path: String,
+    pub text: String,
+    pub encoding_error: Option<Diagnostic>,
 }
 
 /// The largest file read as an input: 256 MiB. The biggest real model IR we know of is a
 /// few tens of MiB; the analysis holds several times its input in memory.
-pub(crate) const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
-pub(crate) fn read(path: &Utf8Path) -> anyhow::Result<InputFile> {
+pub fn read(path: &Utf8Path) -> anyhow::Result<InputFile> {
     Ok(decode(path.as_str(), read_bytes(path)?))
 }
 
 /// A UTF-8 text file (overrides, target files), read with the same checks as [`read`].
-pub(crate) fn read_text(path: &Utf8Path) -> anyhow::Result<String> {
+pub fn read_text(path: &Utf8Path) -> anyhow::Result<String> {
     String::from_utf8(read_bytes(path)?).map_err(|e| {
         anyhow::format_err!("cannot read `{path}`: not valid UTF-8: {}", e.utf8_error())
     })
 }
 
 /// The bytes of a regular file of at most [`MAX_INPUT_BYTES`].
-pub(crate) fn read_bytes(path: &Utf8Path) -> anyhow::Result<Vec<u8>> {
+pub fn read_bytes(path: &Utf8Path) -> anyhow::Result<Vec<u8>> {
     let fail = || format!("cannot read `{path}`");
     // Checked before opening: opening a named pipe blocks until a writer appears.
     let meta = std::fs::metadata(path).with_context(fail)?;
@@ -85,7 +85,7 @@ fn too_large(path: &Utf8Path) -> anyhow::Error {
 
 /// Decodes bytes as UTF-8. Invalid sequences are replaced (so the rest of the file is still
 /// analyzed) and the first one is reported at its position.
-pub(crate) fn decode(path: &str, bytes: Vec<u8>) -> InputFile {
+pub fn decode(path: &str, bytes: Vec<u8>) -> InputFile {
     match String::from_utf8(bytes) {
         Ok(text) => InputFile { path: path.to_owned(), text, encoding_error: None },
         Err(e) => {

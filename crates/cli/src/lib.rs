@@ -1,12 +1,9 @@
 //! The parts of the `ttnn-analyzer` command-line tool that other tools drive in-process: the
 //! `session` protocol (so `cargo xtask fuzz --commands all` can send it hostile requests
-//! without a child process per run) and the short layout names the reports print.
+//! without a child process per run), how inputs are read (regular files only, size capped),
+//! and the short layout names the reports print.
 
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the CLI is an edge crate: the session's `open` reads the file it is given"
-)]
-
+pub mod input;
 pub mod protocol;
 
 /// A layout in the few words the `optimize` report and the session print: `L1 bs 8x8`.

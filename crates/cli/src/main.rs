@@ -6,10 +6,11 @@
 mod check;
 mod common;
 mod import;
-mod input;
 mod optimize;
 mod output;
 mod render;
+
+use cli::input;
 mod report;
 mod session;
 mod tune;

@@ -269,8 +269,9 @@ impl Session {
                 f.finish(&what)?;
                 let (name, text) = match (path, name, text) {
                     (Some(path), None, None) => {
-                        let bytes = std::fs::read(&path)
-                            .map_err(|e| format!("cannot read `{path}`: {e}"))?;
+                        // As the commands read their inputs: regular files only, size capped.
+                        let bytes = crate::input::read_bytes(camino::Utf8Path::new(&path))
+                            .map_err(|e| format!("{e:#}"))?;
                         let text = String::from_utf8_lossy(&bytes).into_owned();
                         (path, text)
                     }

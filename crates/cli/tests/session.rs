@@ -254,3 +254,24 @@ fn fields_of_the_wrong_type_or_unknown_fields_are_errors() {
             {"ok":false,"error":"`cmd` (a string) is required"}"#]],
     );
 }
+
+#[test]
+fn opening_a_device_or_a_named_pipe_is_an_error_reply_not_an_endless_read() {
+    // `open` reads a path as the commands read their inputs: regular files only.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = dir.path().join("pipe.mlir");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo is available");
+    let request = |path: &str| format!("{{\"cmd\":\"open\",\"path\":{}}}\n", Value::from(path));
+    let stdin =
+        [request("/dev/zero"), request(&fifo.to_string_lossy()), "{\"cmd\":\"shutdown\"}\n".into()]
+            .concat();
+    let replies = session_bytes(stdin.as_bytes());
+    let replies: Vec<String> =
+        replies.iter().map(|r| r.replace(&*dir.path().to_string_lossy(), "DIR")).collect();
+    expect![[r#"
+        {"ok":false,"error":"cannot read `/dev/zero`: it is a character device; only regular files are read as inputs"}
+        {"ok":false,"error":"cannot read `DIR/pipe.mlir`: it is a named pipe; only regular files are read as inputs"}
+        {"ok":true}"#]]
+    .assert_eq(&replies.join("\n"));
+}

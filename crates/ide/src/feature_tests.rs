@@ -645,6 +645,28 @@ fn override_diagnostics_report_targets_rejections_and_syntax() {
     );
 }
 
+#[test]
+fn a_sidecar_naming_thousands_of_unknown_ops_gives_a_bounded_list_of_diagnostics() {
+    // Each entry names an op no file has: one error each, up to the cap, then one warning
+    // that counts the rest.
+    let overrides: String =
+        (0..1500).map(|i| format!("override-output-layout=ghost{i}=l1\n")).collect();
+    let f = fixture(&format!("{GRAPH}//- /m.overrides\n{overrides}"));
+    let file = f.file("/m.mlir");
+    let d = f.host.analysis().override_diagnostics(&[file]).expect("not cancelled");
+    let unknown = d.on_overrides.iter().filter(|d| d.code == "unknown-override-target").count();
+    let last = d.on_overrides.iter().find(|d| d.code == "too-many-override-diagnostics");
+    expect![[r#"
+        1000 unknown, 1001 in all
+        Some("500 more errors and warnings and 0 more notes on the overrides are not shown (the first 1000 of each are)")
+    "#]]
+    .assert_eq(&format!(
+        "{unknown} unknown, {} in all\n{:?}\n",
+        d.on_overrides.len(),
+        last.map(|d| &d.message)
+    ));
+}
+
 #[track_caller]
 fn check_actions(
     fixture_text: &str,

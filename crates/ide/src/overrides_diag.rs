@@ -160,6 +160,7 @@ fn override_diagnostics(db: &RootDatabase, files: &[SourceFile]) -> OverrideDiag
             }
         }
     }
+    cap(&mut out.on_overrides, |d| d.range);
     out.on_overrides.sort_by(|a, b| {
         (a.range.start, a.range.end, a.code, &a.message).cmp(&(
             b.range.start,
@@ -171,5 +172,46 @@ fn override_diagnostics(db: &RootDatabase, files: &[SourceFile]) -> OverrideDiag
     out.on_files.sort_by(|(pa, a), (pb, b)| {
         (pa, a.range.start, a.code, &a.message).cmp(&(pb, b.range.start, b.code, &b.message))
     });
+    // Each note on a file is the counterpart of one on the overrides; past the cap the
+    // overrides side says how many were left out.
+    out.on_files.truncate(NOTES_CAP);
     out
+}
+
+/// At most this many notes (`override-applied`) and this many errors and warnings on the
+/// overrides text: a sidecar of millions of entries must not make millions of diagnostics
+/// (the parser caps its own errors the same way, `base_db::MAX_OVERRIDE_ERRORS`).
+const NOTES_CAP: usize = base_db::MAX_OVERRIDE_ERRORS;
+
+/// Keeps the first [`NOTES_CAP`] notes and the first [`NOTES_CAP`] errors and warnings of
+/// `diags` (in the order they were made), and says how many of each were left out.
+fn cap(diags: &mut Vec<Diagnostic>, range: impl Fn(&Diagnostic) -> syntax::TextRange) {
+    let (mut notes, mut problems) = (0usize, 0usize);
+    let (mut dropped_notes, mut dropped_problems) = (0usize, 0usize);
+    let mut last = None;
+    diags.retain(|d| {
+        let (count, dropped) = if d.severity == Severity::Info {
+            (&mut notes, &mut dropped_notes)
+        } else {
+            (&mut problems, &mut dropped_problems)
+        };
+        *count += 1;
+        let keep = *count <= NOTES_CAP;
+        if !keep {
+            *dropped += 1;
+            last = Some(range(d));
+        }
+        keep
+    });
+    if let Some(range) = last {
+        diags.push(Diagnostic {
+            range,
+            severity: Severity::Warning,
+            code: "too-many-override-diagnostics",
+            message: format!(
+                "{dropped_problems} more errors and warnings and {dropped_notes} more notes on \
+                 the overrides are not shown (the first {NOTES_CAP} of each are)"
+            ),
+        });
+    }
 }
