@@ -649,7 +649,7 @@ mod tests {
         assert!(forks.count() > 100, "values with several consumers");
 
         let locs: Vec<&str> =
-            func.loc_names.names.iter().map(|n| n.as_deref().unwrap_or("")).collect();
+            func.body.ops.iter().map(|o| func.loc_names.of_key(&o.key).unwrap_or("")).collect();
         assert!(locs.iter().all(|l| !l.is_empty()), "every op has a name location");
         let mut sorted = locs.clone();
         sorted.sort_unstable();

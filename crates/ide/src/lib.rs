@@ -597,7 +597,7 @@ impl AnalysisHost {
         for file in changed.iter().filter_map(|p| self.files.get(p)) {
             for &func in ir::file_funcs(&self.db, *file).iter() {
                 let loc = ir::func_loc_names(&self.db, func);
-                names.extend(loc.names.iter().flatten().map(|n| (n.clone(), None)));
+                names.extend(loc.iter().map(|(_, n)| (n.as_str().to_owned(), None)));
             }
         }
         self.add_slots(names, Durability::MEDIUM);

@@ -45,16 +45,20 @@ pub(crate) fn ops_by_loc_name(
             // Sites only for the ops asked for: the server checks the overrides after every
             // edit, and making one for each of 10k ops cost 5 ms of it.
             let names = ir::func_loc_names(db, func);
+            // In body order: the names come by key.
+            let mut found: Vec<(usize, ir::Name)> = names
+                .iter()
+                .filter(|(_, name)| wanted(name.as_str()))
+                .filter_map(|(key, name)| Some((body.index_of(key)? as usize, name)))
+                .filter(|&(idx, _)| idx < body.ops.len() && idx < sm.op_ranges.len())
+                .collect();
+            found.sort_unstable_by_key(|&(idx, _)| idx);
             let mut ops = None;
-            for (idx, name) in names.names.iter().enumerate() {
-                let Some(name) = name else { continue };
-                if idx >= body.ops.len() || idx >= sm.op_ranges.len() || !wanted(name) {
-                    continue;
-                }
+            for (idx, name) in found {
                 let ops = ops.get_or_insert_with(|| ir::func_ops(db, func));
                 let Some(&op) = ops.get(idx) else { continue };
                 let site = sites::OpSite { idx, op, body: Arc::clone(&body), sm: Arc::clone(&sm) };
-                out.entry(name.clone()).or_default().push((file, site));
+                out.entry(name.as_str().to_owned()).or_default().push((file, site));
             }
         }
     }

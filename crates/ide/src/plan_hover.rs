@@ -213,6 +213,5 @@ pub(crate) fn inlay_label(db: &RootDatabase, op: OpId) -> Option<String> {
 
 /// The op's `loc("name")`, which overrides key on.
 pub(crate) fn loc_name(db: &RootDatabase, op: OpId) -> Option<String> {
-    let (_, idx) = ir::op_in_body(db, op)?;
-    ir::func_loc_names(db, op.func(db)).names.get(idx)?.clone()
+    ir::func_loc_names(db, op.func(db)).of_key(op.key(db)).map(str::to_owned)
 }

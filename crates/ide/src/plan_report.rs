@@ -115,7 +115,7 @@ pub(crate) fn plan_report_for(
         report.policy = plan.policy.name().to_owned();
         let names = ir::func_loc_names(db, func);
         let op_name = |i: usize| {
-            names.names.get(i).cloned().flatten().unwrap_or_else(|| body.ops[i].key.clone())
+            names.of_key(&body.ops[i].key).map_or_else(|| body.ops[i].key.clone(), str::to_owned)
         };
         for (ci, c) in plan.chains.iter().enumerate() {
             report.chains.push(ChainSummary {

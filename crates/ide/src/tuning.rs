@@ -75,8 +75,14 @@ pub(crate) fn find_op(db: &RootDatabase, file: SourceFile, name: &str) -> Option
     // function order.
     let by_loc = funcs.iter().find_map(|&func| {
         let names = ir::func_loc_names(db, func);
-        let index = names.names.iter().position(|n| n.as_deref() == Some(name))?;
-        Some((func, index))
+        let body = ir::func_body(db, func)?;
+        // The first op in body order with that name.
+        let index = names
+            .iter()
+            .filter(|(_, n)| n.as_str() == name)
+            .filter_map(|(key, _)| body.index_of(key))
+            .min()?;
+        Some((func, index as usize))
     });
     let (func, index) = by_loc.or_else(|| {
         funcs.iter().find_map(|&func| {

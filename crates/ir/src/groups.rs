@@ -47,10 +47,8 @@ pub struct FuncFrame {
     /// The number of ops.
     pub n_ops: usize,
     /// Per op (body index): its key.
-    pub keys: Arc<[String]>,
-    /// Op keys sorted, with their indices (as [`crate::FuncBody`] has them).
-    pub key_index: Arc<[(String, u32)]>,
-    /// Op keys as names, with their indices (as [`crate::FuncBody`] has them).
+    pub keys: Arc<[Name]>,
+    /// Op keys with their indices (as [`crate::FuncBody`] has them).
     pub defs: DefIndex,
 }
 
@@ -58,8 +56,7 @@ impl FuncFrame {
     /// The index of the op with `key`.
     #[must_use]
     pub fn op_index(&self, key: &str) -> Option<usize> {
-        let i = self.key_index.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
-        Some(self.key_index[i].1 as usize)
+        Some(self.defs.get(Name::lookup(key)?)? as usize)
     }
 
     /// The body index of the op whose key is `name` (the last, where keys repeat).
@@ -81,18 +78,11 @@ impl FuncFrame {
     pub fn of(body: &FuncBody) -> FuncFrame {
         // Shared with the body (an edit inside one op keeps them), so comparing the new frame
         // with the old one skips them.
-        let mut key_index = Arc::clone(&body.key_index);
-        if key_index.len() != body.ops.len() {
-            let mut idx: Vec<(String, u32)> =
-                body.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
-            idx.sort();
-            key_index = idx.into();
-        }
         let (keys, defs) = if body.keys.len() == body.ops.len() {
             (Arc::clone(&body.keys), body.defs.clone())
         } else {
-            let keys: Arc<[String]> = body.ops.iter().map(|o| o.key.clone()).collect();
-            let defs = DefIndex::of_keys(keys.iter().map(String::as_str));
+            let keys: Arc<[Name]> = body.ops.iter().map(|o| Name::new(&o.key)).collect();
+            let defs = DefIndex::of_names(&keys);
             (keys, defs)
         };
         FuncFrame {
@@ -106,7 +96,6 @@ impl FuncFrame {
             has_body: body.has_body,
             n_ops: body.ops.len(),
             keys,
-            key_index,
             defs,
         }
     }
@@ -123,7 +112,6 @@ impl FuncFrame {
         self.n_ops == body.ops.len()
             && body.keys.len() == body.ops.len()
             && same(&self.keys, &body.keys)
-            && same(&self.key_index, &body.key_index)
             && self.name == body.name
             && self.is_private == body.is_private
             && self.function_type == body.function_type
@@ -160,11 +148,11 @@ pub struct GroupLayout {
 impl GroupLayout {
     /// The groups of a body whose ops have these keys, in order.
     #[must_use]
-    pub fn of_keys(keys: &[String]) -> GroupLayout {
+    pub fn of_keys(keys: &[Name]) -> GroupLayout {
         let mut starts = Vec::with_capacity(keys.len() / GROUP_OPS + 1);
         let mut last = 0usize;
         for (i, key) in keys.iter().enumerate() {
-            if i == 0 || starts_group(key) || i - last >= MAX_GROUP_OPS {
+            if i == 0 || starts_group(key.as_str()) || i - last >= MAX_GROUP_OPS {
                 starts.push(i as u32);
                 last = i;
             }

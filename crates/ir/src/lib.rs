@@ -180,7 +180,7 @@ pub fn func_ops(db: &dyn Db, func: FuncId) -> Arc<[OpId]> {
     let frame = func_frame(db, func);
     let _p = tracing::debug_span!("func_ops", func = %func.name(db)).entered();
     frame
-        .map(|f| f.keys.iter().map(|k| OpId::new(db, func, k.clone())).collect())
+        .map(|f| f.keys.iter().map(|k| OpId::new(db, func, k.as_str())).collect())
         .unwrap_or_else(|| Arc::from([]))
 }
 

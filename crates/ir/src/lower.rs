@@ -183,13 +183,15 @@ fn relower_in(
     sm.result_type_ranges.replace(i, op_sm.result_type_ranges.get(0)?);
     let body = Arc::make_mut(&mut lf.body);
     body.ops[i] = Arc::new(data);
-    if lf.loc_names.names.get(i) != Some(&loc) {
-        let mut names = lf.loc_names.names.clone();
-        *names.get_mut(i)? = loc;
-        let mut loc_names = LocNames::default();
-        loc_names.by_key = loc_by_key(&body.ops, &names);
-        loc_names.names = names;
-        lf.loc_names = Arc::new(loc_names.index());
+    let key = *body.keys.get(i)?;
+    let loc = loc.as_deref().map(Name::new);
+    if lf.loc_names.of_name(key) != loc {
+        // A key shared with another op (a `duplicate-value` error) shares its entry, which
+        // the first of those ops gives.
+        if body.keys.iter().filter(|&&k| k == key).nth(1).is_some() {
+            return None;
+        }
+        lf.loc_names = Arc::new(lf.loc_names.spliced(&[key], &[(key, loc)]));
     }
     let mut diagnostics = old.diagnostics.clone();
     for d in &mut diagnostics {
@@ -279,9 +281,7 @@ fn relower_window(
     let mut ordinals = FxHashMap::default();
     let keys: Vec<String> = new_ops.iter().map(|o| op_key(o, &mut ordinals)).collect();
     let outside = |k: &str| {
-        let idx = &body.key_index;
-        let lo = idx.partition_point(|(x, _)| x.as_str() < k);
-        idx[lo..].iter().take_while(|(x, _)| x == k).any(|&(_, j)| {
+        Name::lookup(k).and_then(|n| body.defs.get(n)).is_some_and(|j| {
             let j = j as usize;
             j < i || j >= i + removed
         })
@@ -321,7 +321,10 @@ fn relower_window(
         .filter(|t| t.kind == syntax::TokenKind::ValueId)
         .filter_map(|t| text.get(t.range.start as usize..t.range.end as usize))
         .collect();
-    let defs = cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name));
+    let defs = match window_defs(f, region, &ops, body, (i, removed, added), &mentioned) {
+        Some(defs) => defs,
+        None => cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name)),
+    };
     cx.diags.clear();
     // The body the new ops' operand types are checked against: the old ops before the window
     // are where they were, and the new ones are pushed as they are lowered.
@@ -343,7 +346,15 @@ fn relower_window(
         return None;
     }
     new_body.ops.extend(body.ops[i + removed..].iter().cloned());
-    new_body.index_keys();
+    // The keys and their index spliced, not built again (that interned every key).
+    let added_keys: Vec<Name> =
+        new_body.ops[i..i + added].iter().map(|o| Name::new(&o.key)).collect();
+    new_body.defs = body.defs.spliced(i, removed, &added_keys)?;
+    let mut keys = Vec::with_capacity(new_body.ops.len());
+    keys.extend_from_slice(body.keys.get(..i)?);
+    keys.extend_from_slice(&added_keys);
+    keys.extend_from_slice(body.keys.get(i + removed..)?);
+    new_body.keys = keys.into();
     let shift = |r: &mut TextRange| {
         for o in [&mut r.start, &mut r.end] {
             if *o >= edit.old.end {
@@ -391,15 +402,10 @@ fn relower_window(
     sm.result_ranges.splice(i, removed, &window_sm.result_ranges);
     sm.operand_ranges.splice(i, removed, &window_sm.operand_ranges);
     sm.result_type_ranges.splice(i, removed, &window_sm.result_type_ranges);
-    let mut names = lf.loc_names.names.clone();
-    if names.len() < i + removed {
-        return None;
-    }
-    names.splice(i..i + removed, locs);
-    let mut loc_names = LocNames::default();
-    loc_names.by_key = loc_by_key(&new_body.ops, &names);
-    loc_names.names = names;
-    lf.loc_names = Arc::new(loc_names.index());
+    let removed_keys = body.keys.get(i..i + removed)?;
+    let added_locs: Vec<(Name, Option<Name>)> =
+        added_keys.iter().zip(locs).map(|(&k, loc)| (k, loc.as_deref().map(Name::new))).collect();
+    lf.loc_names = Arc::new(lf.loc_names.spliced(removed_keys, &added_locs));
     lf.body = Arc::new(new_body);
     let mut diagnostics = old.diagnostics.clone();
     for d in &mut diagnostics {
@@ -451,24 +457,90 @@ fn defs_by_key<'a>(
 ) -> Option<FxHashMap<&'a str, Def>> {
     if region.blocks.iter().any(|b| b.label.is_some())
         || body.ops.len() != ops.len()
-        || body.key_index.len() != ops.len()
+        || body.keys.len() != ops.len()
         || body.ops.iter().any(|o| o.has_regions || o.key.contains(','))
     {
         return None;
     }
     let mut defs = FxHashMap::default();
     for &name in mentioned {
-        let keys = &body.key_index;
-        let lo = keys.partition_point(|(k, _)| k.as_str() < name);
-        let defined = keys[lo..].iter().take_while(|(k, _)| k == name).count();
-        // Sorted by key then index: the last of those is the last definition.
-        if let Some(&(_, i)) = keys[lo..lo + defined].last() {
+        // The index keeps the last op of a key: the last definition.
+        if let Some(i) = Name::lookup(name).and_then(|n| body.defs.get(n)) {
             let r = match ops.get(i as usize)?.results.as_slice() {
                 [r] if r.name.text == name => r,
                 _ => return None,
             };
             let value = ValueRef::Result { op: Name::new(name), index: 0 };
             defs.insert(r.name.text.as_str(), Def { value, op: i, count: r.count });
+        } else if let Some((k, a)) = f
+            .args
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, a)| a.name.as_ref().is_some_and(|n| n.text == name))
+        {
+            let n = a.name.as_ref()?;
+            defs.insert(n.text.as_str(), Def::other(ValueRef::Arg(k as u32), 1));
+        }
+    }
+    Some(defs)
+}
+
+/// [`defs_by_key`] for a window of ops replaced (`window`: its first index, the ops removed
+/// and added): the definitions of `mentioned` in the new body `ops`, from the old body's key
+/// index with the indices after the window moved, and the window's new ops. Where a key
+/// lookup cannot stand for the walk (as for `defs_by_key`), `None`. The window's new keys
+/// are defined nowhere else (the caller checked), so a name a new op defines is defined
+/// there alone.
+fn window_defs<'a>(
+    f: &'a ast::FuncOp,
+    region: &'a ast::Region,
+    ops: &[&'a ast::Op],
+    body: &FuncBody,
+    (i, removed, added): (usize, usize, usize),
+    mentioned: &[&str],
+) -> Option<FxHashMap<&'a str, Def>> {
+    if region.blocks.iter().any(|b| b.label.is_some())
+        || body.keys.len() != body.ops.len()
+        || ops.len() != body.ops.len() - removed + added
+        || body.ops.iter().any(|o| o.has_regions || o.key.contains(','))
+    {
+        return None;
+    }
+    let new_ops = ops.get(i..i + added)?;
+    let nests = |o: &ast::Op| match &o.body {
+        ast::OpBody::Generic(g) => !g.regions.is_empty(),
+        ast::OpBody::Module(_) | ast::OpBody::Func(_) | ast::OpBody::RegionOp(_) => true,
+        _ => false,
+    };
+    if new_ops.iter().any(|o| nests(o) || o.results.len() > 1) {
+        return None;
+    }
+    let mut defs = FxHashMap::default();
+    for &name in mentioned {
+        let in_window =
+            new_ops.iter().position(|o| o.results.first().is_some_and(|r| r.name.text == name));
+        let at = match in_window {
+            Some(k) => Some(i + k),
+            None => Name::lookup(name).and_then(|n| body.defs.get(n)).and_then(|j| {
+                let j = j as usize;
+                if j < i {
+                    Some(j)
+                } else if j >= i + removed {
+                    Some(j - removed + added)
+                } else {
+                    // Defined by a removed op only (a key defined twice is refused earlier).
+                    None
+                }
+            }),
+        };
+        if let Some(j) = at {
+            let r = match ops.get(j)?.results.as_slice() {
+                [r] if r.name.text == name => r,
+                _ => return None,
+            };
+            let value = ValueRef::Result { op: Name::new(name), index: 0 };
+            defs.insert(r.name.text.as_str(), Def { value, op: j as u32, count: r.count });
         } else if let Some((k, a)) = f
             .args
             .iter()
@@ -502,16 +574,6 @@ fn shift_source_map(sm: &mut FuncSourceMap, first: usize, shift: &impl Fn(&mut T
         shift(r);
     }
     sm.return_operand_ranges.iter_mut().for_each(shift);
-}
-
-/// Each op key with its location name, sorted by key; among ops sharing a key the first.
-fn loc_by_key(ops: &[Arc<OpData>], names: &[Option<String>]) -> Vec<(String, String)> {
-    let mut by_key: Vec<(String, String)> =
-        ops.iter().zip(names).filter_map(|(o, n)| Some((o.key.clone(), n.clone()?))).collect();
-    // Stable: among ops sharing a key the first stays first, and dedup keeps it.
-    by_key.sort_by(|a, b| a.0.cmp(&b.0));
-    by_key.dedup_by(|b, a| a.0 == b.0);
-    by_key
 }
 
 fn lower_chunk(
@@ -1135,7 +1197,6 @@ impl<'a> Lower<'a> {
             ops: Vec::new(),
             returns: Vec::new(),
             has_body: f.body.is_some(),
-            key_index: Arc::default(),
             keys: Arc::default(),
             defs: DefIndex::default(),
         };
@@ -1145,7 +1206,7 @@ impl<'a> Lower<'a> {
             chunk: self.chunk,
             ..FuncSourceMap::default()
         };
-        let mut loc_names = LocNames::default();
+        let mut locs: Vec<Option<String>> = Vec::new();
         let mut args = Vec::with_capacity(f.args.len());
         let mut arg_names = Vec::with_capacity(f.args.len());
         for (i, a) in f.args.iter().enumerate() {
@@ -1160,7 +1221,7 @@ impl<'a> Lower<'a> {
         body.results = f.results.iter().map(|r| self.ty(&r.ty)).collect();
         let Some(region) = &f.body else {
             self.func_defs(f, None, &[]);
-            self.push_func(name, dup, body, sm, loc_names);
+            self.push_func(name, dup, body, sm, locs);
             return;
         };
         let (terminator, ops) = split_terminator(region);
@@ -1169,7 +1230,7 @@ impl<'a> Lower<'a> {
         for (i, o) in ops.iter().enumerate() {
             let key = op_key(o, &mut zero_result_ordinals);
             let data = self.op(o, key, i as u32, &defs, &body, &mut sm);
-            loc_names.names.push(self.loc_name(o.loc.as_ref()));
+            locs.push(self.loc_name(o.loc.as_ref()));
             body.ops.push(Arc::new(data));
         }
         if let Some(term) = terminator
@@ -1193,7 +1254,7 @@ impl<'a> Lower<'a> {
                 message: format!("function `@{name}` does not end with `return`"),
             });
         }
-        self.push_func(name, dup, body, sm, loc_names);
+        self.push_func(name, dup, body, sm, locs);
     }
 
     /// Every name a function body defines: its arguments, block arguments, op results (by
@@ -1273,20 +1334,22 @@ impl<'a> Lower<'a> {
         dup: u32,
         mut body: FuncBody,
         sm: FuncSourceMap,
-        mut loc_names: LocNames,
+        locs: Vec<Option<String>>,
     ) {
-        loc_names.by_key = loc_by_key(&body.ops, &loc_names.names);
         // Without the index `FuncBody::op_index` falls back to a linear search, and every
         // per-op query (`op_signature`, `op_overrides`, ...) looks its op up by key: a 10k-op
         // function then spends most of an override edit comparing keys.
         body.index_keys();
+        let loc_names = LocNames::of_ops(
+            body.keys.iter().zip(locs).map(|(&k, loc)| (k, loc.as_deref().map(Name::new))),
+        );
         self.funcs.push(LoweredFunc {
             chunk: self.chunk,
             name,
             dup,
             body: Arc::new(body),
             source_map: Arc::new(sm),
-            loc_names: Arc::new(loc_names.index()),
+            loc_names: Arc::new(loc_names),
         });
     }
 

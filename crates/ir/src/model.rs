@@ -278,13 +278,12 @@ pub struct FuncBody {
     /// The terminator's operands.
     pub returns: Vec<ValueRef>,
     pub has_body: bool,
-    /// Op keys sorted, with their indices: per-op queries look their op up by key, and a
-    /// linear search would make analyzing a function quadratic in its size.
-    pub key_index: Arc<[(String, u32)]>,
-    /// Each op's key, by body index. Shared pointers like `key_index`: an edit inside one op
-    /// keeps every key, so the re-lowered body, and the frame made from it, share both.
-    pub keys: Arc<[String]>,
-    /// The body index of each op key as a [`Name`], for resolving [`ValueRef::Result`].
+    /// Each op's key, by body index. Shared: an edit inside one op keeps every key, so the
+    /// re-lowered body, and the frame made from it, share the list.
+    pub keys: Arc<[Name]>,
+    /// The body index of each op key, for resolving [`ValueRef::Result`] and for per-op
+    /// queries, which look their op up by key (a linear search would make analyzing a
+    /// function quadratic in its size).
     pub defs: DefIndex,
 }
 
@@ -302,8 +301,15 @@ impl DefIndex {
     /// The index of `keys` (op keys by body index).
     #[must_use]
     pub fn of_keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> DefIndex {
+        let names: Vec<Name> = keys.into_iter().map(Name::new).collect();
+        DefIndex::of_names(&names)
+    }
+
+    /// The index of op keys already interned (by body index).
+    #[must_use]
+    pub fn of_names(keys: &[Name]) -> DefIndex {
         let mut v: Vec<(Name, u32)> =
-            keys.into_iter().enumerate().map(|(i, k)| (Name::new(k), i as u32)).collect();
+            keys.iter().enumerate().map(|(i, &k)| (k, i as u32)).collect();
         // Stable, by id: among equal keys body order stays, and the last is kept.
         v.sort_by_key(|(n, _)| n.id());
         let mut out: Vec<(Name, u32)> = Vec::with_capacity(v.len());
@@ -314,6 +320,53 @@ impl DefIndex {
             }
         }
         DefIndex(out.into())
+    }
+
+    /// The index after the ops `at..at + removed` of the body were replaced by ops with the
+    /// keys `added`: the entries of the removed ops go, those after them move by the
+    /// difference, and the added ones are merged in. A pass over integers, where building
+    /// the index again interns and sorts every key.
+    ///
+    /// `None` where that would not be [`DefIndex::of_keys`] of the new keys: an added key is
+    /// also defined outside the window or twice in it, or a removed op's key is defined
+    /// elsewhere too (the index held only the last of those).
+    #[must_use]
+    pub fn spliced(&self, at: usize, removed: usize, added: &[Name]) -> Option<DefIndex> {
+        let (at, end) = (at as u32, (at + removed) as u32);
+        let delta = added.len() as i64 - i64::from(end - at);
+        let mut kept: Vec<(Name, u32)> = Vec::with_capacity(self.0.len() + added.len());
+        let mut dropped = 0usize;
+        for &(n, j) in self.0.iter() {
+            if (at..end).contains(&j) {
+                dropped += 1;
+            } else if j >= end {
+                kept.push((n, u32::try_from(i64::from(j) + delta).ok()?));
+            } else {
+                kept.push((n, j));
+            }
+        }
+        if dropped != removed {
+            return None;
+        }
+        let mut new: Vec<(Name, u32)> =
+            added.iter().enumerate().map(|(k, &n)| (n, at + k as u32)).collect();
+        new.sort_unstable_by_key(|(n, _)| n.id());
+        let mut out: Vec<(Name, u32)> = Vec::with_capacity(kept.len() + new.len());
+        let (mut a, mut b) = (kept.into_iter().peekable(), new.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0.id() < y.0.id() => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            let Some(e) = next else { break };
+            if out.last().is_some_and(|l: &(Name, u32)| l.0 == e.0) {
+                return None;
+            }
+            out.push(e);
+        }
+        Some(DefIndex(out.into()))
     }
 
     /// The body index of the op whose key is `name`.
@@ -371,24 +424,19 @@ impl FuncBody {
         self.defs.result_of(v)
     }
 
-    /// The index of the op with `key`.
+    /// The index of the op with `key` (the last, where keys repeat).
     #[must_use]
     pub fn op_index(&self, key: &str) -> Option<usize> {
-        if self.key_index.len() == self.ops.len() {
-            let i = self.key_index.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
-            return Some(self.key_index[i].1 as usize);
+        if self.defs.is_empty() && !self.ops.is_empty() {
+            return self.ops.iter().rposition(|o| o.key == key);
         }
-        self.ops.iter().position(|o| o.key == key)
+        Some(self.defs.get(Name::lookup(key)?)? as usize)
     }
 
-    /// Builds `key_index`, `keys` and `defs` from the ops.
+    /// Builds `keys` and `defs` from the ops.
     pub fn index_keys(&mut self) {
-        let mut idx: Vec<(String, u32)> =
-            self.ops.iter().enumerate().map(|(i, o)| (o.key.clone(), i as u32)).collect();
-        idx.sort();
-        self.key_index = idx.into();
-        self.keys = self.ops.iter().map(|o| o.key.clone()).collect();
-        self.defs = DefIndex::of_keys(self.ops.iter().map(|o| o.key.as_str()));
+        self.keys = self.ops.iter().map(|o| Name::new(&o.key)).collect();
+        self.defs = DefIndex::of_names(&self.keys);
     }
 }
 
@@ -506,47 +554,80 @@ impl std::ops::Index<usize> for RangeLists {
     }
 }
 
-/// Per op: the name of its top-level `loc("name")` (aliases resolved), which overrides key on.
+/// The name of each op's top-level `loc("name")` (aliases resolved), which overrides key
+/// on, by op key: position-free, so an op inserted or deleted elsewhere, or an edit that
+/// keeps every op's location, leaves it equal and what reads it is not re-run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct LocNames {
-    pub names: Vec<Option<String>>,
-    /// `(op key, loc name)` for the ops that have a name, sorted by key (the first op of a
-    /// duplicated key wins). Lets a per-op query find its op's name without reading the
-    /// function body, so editing an op's attributes does not re-run every op's lookup.
-    pub by_key: Vec<(String, String)>,
-    /// `(hash of the key, place in by_key)`, sorted: a lookup compares numbers and then one
-    /// key, where a binary search over the keys compared about fourteen strings. Tuning
-    /// hosts look an op's name up for every op of a re-derived block (6% of a candidate on
-    /// a 10k-op graph went to those comparisons). Built by [`LocNames::index`].
-    hashed: Vec<(u64, u32)>,
+    /// `(op key, loc name)` for the ops that have a name, sorted by the key's id (the first
+    /// op of a duplicated key wins). Ids depend on interning order: only searched, and
+    /// [`LocNames::iter`] gives entries in no meaningful order.
+    by_key: Arc<[(Name, Name)]>,
 }
 
 impl LocNames {
-    /// Builds the lookup index from `by_key`; call after setting it.
+    /// The names of ops given as `(key, loc name)` in body order.
     #[must_use]
-    pub fn index(mut self) -> LocNames {
-        self.hashed =
-            self.by_key.iter().enumerate().map(|(i, (k, _))| (key_hash(k), i as u32)).collect();
-        self.hashed.sort_unstable();
-        self
+    pub fn of_ops(ops: impl IntoIterator<Item = (Name, Option<Name>)>) -> LocNames {
+        let mut v: Vec<(Name, Name)> = ops.into_iter().filter_map(|(k, n)| Some((k, n?))).collect();
+        // Stable: among ops sharing a key the first stays first, and dedup keeps it.
+        v.sort_by_key(|(k, _)| k.id());
+        v.dedup_by(|b, a| a.0 == b.0);
+        LocNames { by_key: v.into() }
+    }
+
+    /// These names after the ops with keys `removed` went and ops `added` came, all with keys
+    /// no other op has: a merge over the sorted entries, where building them again sorts
+    /// every op's.
+    #[must_use]
+    pub fn spliced(&self, removed: &[Name], added: &[(Name, Option<Name>)]) -> LocNames {
+        let mut new: Vec<(Name, Name)> = added.iter().filter_map(|&(k, n)| Some((k, n?))).collect();
+        new.sort_by_key(|(k, _)| k.id());
+        let kept = self.by_key.iter().copied().filter(|(k, _)| !removed.contains(k));
+        let mut out = Vec::with_capacity(self.by_key.len() + new.len());
+        let (mut a, mut b) = (kept.peekable(), new.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0.id() <= y.0.id() => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            out.extend(next);
+        }
+        out.dedup_by(|b, a| a.0 == b.0);
+        LocNames { by_key: out.into() }
     }
 
     /// The `loc("name")` of the op with this key.
     #[must_use]
-    pub fn of_key(&self, key: &str) -> Option<&str> {
-        let h = key_hash(key);
-        let start = self.hashed.partition_point(|&(x, _)| x < h);
-        self.hashed[start..].iter().take_while(|&&(x, _)| x == h).find_map(|&(_, i)| {
-            let (k, name) = self.by_key.get(i as usize)?;
-            (k == key).then_some(name.as_str())
-        })
+    pub fn of_key(&self, key: &str) -> Option<&'static str> {
+        self.of_name(Name::lookup(key)?).map(Name::as_str)
     }
-}
 
-/// A deterministic hash of an op key (FxHash has no per-process seed).
-fn key_hash(key: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key)
+    /// The `loc("name")` of the op with this key, as a name.
+    #[must_use]
+    pub fn of_name(&self, key: Name) -> Option<Name> {
+        let i = self.by_key.binary_search_by_key(&key.id(), |(k, _)| k.id()).ok()?;
+        Some(self.by_key[i].1)
+    }
+
+    /// `(op key, loc name)` of every op that has one, in no meaningful order: a caller that
+    /// shows them sorts them.
+    pub fn iter(&self) -> impl Iterator<Item = (Name, Name)> + '_ {
+        self.by_key.iter().copied()
+    }
+
+    /// The number of ops with a name.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -48,6 +48,13 @@ impl Name {
         Name(id)
     }
 
+    /// The name of `s` if it was interned before; `None` says no op was ever given that key
+    /// in this process (so no index holds it), without growing the table for a lookup.
+    #[must_use]
+    pub fn lookup(s: &str) -> Option<Name> {
+        INTERNER.read().unwrap_or_else(PoisonError::into_inner).ids.get(s).map(|&id| Name(id))
+    }
+
     /// The id, for searching sorted lists of names inside this crate; never for ordering
     /// anything that reaches output.
     pub(crate) fn id(self) -> u32 {

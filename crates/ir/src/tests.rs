@@ -18,8 +18,8 @@ fn check(text: &str, expect: Expect) {
                 let _ = writeln!(out, "  arg{i}: {}", l.describe());
             }
         }
-        for (op, loc) in f.body.ops.iter().zip(&f.loc_names.names) {
-            let loc = loc.as_ref().map_or(String::new(), |l| format!(" loc={l}"));
+        for op in &f.body.ops {
+            let loc = f.loc_names.of_key(&op.key).map_or(String::new(), |l| format!(" loc={l}"));
             let _ = writeln!(out, "  {} = {}{loc}", op.key, op.name);
             for (k, v) in &op.properties {
                 if let Some(d) = v.decoded() {

@@ -75,7 +75,9 @@ pub fn overrides_block(db: &dyn Db, func: FuncId, g: u32) -> BlockOverrides {
         .get(range)
         .unwrap_or_default()
         .iter()
-        .map(|key| by_name.get(names.of_key(key)?).and_then(|slot| slot.value(db).clone()))
+        .map(|&key| {
+            by_name.get(names.of_name(key)?.as_str()).and_then(|slot| slot.value(db).clone())
+        })
         .collect()
 }
 

@@ -419,7 +419,7 @@ fn solved_chains(
     db: &dyn Db,
     chains: &[ChainId],
     members: &[Vec<u32>],
-    (keys, topo, probe): (&[String], &crate::Topology, &layout::OverrideProbe<'_>),
+    (keys, topo, probe): (&[ir::Name], &crate::Topology, &layout::OverrideProbe<'_>),
     layout: &ir::GroupLayout,
 ) -> Vec<Arc<ChainPart>> {
     let reads: Vec<Reads> =

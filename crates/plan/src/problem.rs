@@ -43,11 +43,11 @@ pub enum Reads {
 /// the chunk that asks (it asks for every op of its chains).
 pub(crate) fn chain_reads(
     members: &[u32],
-    keys: &[String],
+    keys: &[ir::Name],
     topo: &crate::Topology,
     probe: &layout::OverrideProbe<'_>,
 ) -> Reads {
-    let has = |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides(k));
+    let has = |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides(k.as_str()));
     for &i in members {
         if has(i) || topo.ops.get(i as usize).is_some_and(|o| o.deps.iter().any(|&p| has(p))) {
             return Reads::Overrides;

@@ -291,12 +291,10 @@ impl ValueNames<'_> {
 
     /// The name an op's location gives the values made up for it.
     pub(crate) fn loc_base(&self, i: usize) -> String {
+        let key = &self.body.ops[i].key;
         self.loc_names
-            .names
-            .get(i)
-            .cloned()
-            .flatten()
-            .unwrap_or_else(|| self.body.ops[i].key.trim_start_matches('%').replace(',', "_"))
+            .of_key(key)
+            .map_or_else(|| key.trim_start_matches('%').replace(',', "_"), str::to_owned)
     }
 
     /// `%<base>_<op>`, made unique against the names written in the function. Names made up

@@ -174,7 +174,7 @@ pub(crate) fn func(target: &Target, model: &dyn OpModel, f: &LoweredFunc, report
         report.ops.push(OpReport {
             func: f.name.clone(),
             op_index: i,
-            op: f.loc_names.names.get(i).cloned().flatten().unwrap_or_else(|| op.key.clone()),
+            op: f.loc_names.of_key(&op.key).map_or_else(|| op.key.clone(), str::to_owned),
             kind: op.name.clone(),
             range,
             result_layout: op.results.first().and_then(Ty::layout).cloned(),
