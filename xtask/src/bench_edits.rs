@@ -24,7 +24,7 @@
 //! trailing `// ...` typed in one change); loc rename (`loc("x")` to `loc("x_r")`);
 //! attribute value (a boolean attribute flipped); op-kind change (a unary elementwise op
 //! to another); result type change (`bf16` to `f32` in the result type: the uses then
-//! mismatch, as while typing); insert an op (a copy of the op with a new result name)
+//! mismatch, as while typing); insert an op (a copy of the op with a new result name, `%ins5`)
 //! [delete an op]; rename a value at all its uses (one change per occurrence, in one
 //! `didChange`, last first, as an editor's rename sends them); type a token (three
 //! characters typed into a loc name one change each, then deleted one each); break an op
@@ -357,7 +357,8 @@ fn scenarios(text: &str, n: usize) -> Vec<Scenario> {
     per_class(&|i| {
         let l = lines[i];
         let result = op_result(l)?;
-        let copy = rename_in(l, &[(result.to_owned(), format!("{result}_ins"))], "_ins");
+        // `%ins5`, not `%5_ins`: a name that starts with a digit is all digits in MLIR.
+        let copy = rename_in(l, &[(result.to_owned(), format!("%ins{}", &result[1..]))], "_ins");
         let p = line_end(i) + 1;
         let inserted = format!("{copy}\n");
         Some(vec![

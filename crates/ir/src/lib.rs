@@ -133,8 +133,15 @@ pub fn lower_file(db: &dyn Db, file: SourceFile) -> Arc<LoweredFile> {
     let _p = tracing::debug_span!("lower_file", file = %file.path(db)).entered();
     let cache = db.lowering_cache();
     let again = edit.as_ref().and_then(|e| {
-        let before = cache.get(file, &e.before)?;
-        lower::relower_edit(&before, text, &parse, e.op)
+        let Some(before) = cache.get(file, &e.before) else {
+            tracing::debug!("lowering from scratch: the text before the edit was not lowered");
+            return None;
+        };
+        let again = lower::relower_edit(&before, text, &parse, e.op);
+        if again.is_none() {
+            tracing::debug!(edit = ?e.op, "lowering from scratch: the edit is not re-lowered alone");
+        }
+        again
     });
     let lowered = Arc::new(again.unwrap_or_else(|| lower::lower_file(text, &parse)));
     cache.set(file, Arc::clone(text), Arc::clone(&lowered));

@@ -147,7 +147,12 @@ fn relower_in(
     let mut op_sm = FuncSourceMap::default();
     let data = cx.op(o, key, i as u32, &defs, &func.body, &mut op_sm);
     let loc = cx.loc_name(o.loc.as_ref());
-    if !cx.diags.is_empty() || data.results != old_op.results || data.key != old_op.key {
+    if !cx.diags.is_empty() || data.key != old_op.key {
+        return None;
+    }
+    // New result types: the ops using them check their operands against them again.
+    let retyped = data.results != old_op.results;
+    if retyped && old.diagnostics.iter().any(|d| NONLOCAL_CODES.contains(&d.code)) {
         return None;
     }
     let shift = |r: &mut TextRange| {
@@ -197,12 +202,69 @@ fn relower_in(
     for d in &mut diagnostics {
         shift(&mut d.range);
     }
+    if retyped {
+        recheck_uses(text, &mut diagnostics, body, sm, key)?;
+    }
     Some(LoweredFile {
         funcs,
         diagnostics,
         device: old.device.clone(),
         system_desc: old.system_desc.clone(),
     })
+}
+
+/// After the result types of the op with key `def` changed, checks the operands that use
+/// them again, as lowering does (`type-mismatch`): the diagnostics at those operands are
+/// replaced, in `diagnostics` (sorted, positions current). Reads the ops' data and the
+/// source map, not the syntax tree (whose ops after the edit may still have the old text's
+/// positions). `None` where the result could differ from lowering the file: a result is
+/// returned (the terminator's check), or another diagnostic shares an operand's range.
+fn recheck_uses(
+    text: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+    body: &FuncBody,
+    sm: &FuncSourceMap,
+    def: Name,
+) -> Option<()> {
+    let uses_def = |v: &ValueRef| matches!(v, ValueRef::Result { op, .. } if *op == def);
+    if body.returns.iter().any(uses_def) {
+        return None;
+    }
+    let mut ranges = Vec::new();
+    let mut found = Vec::new();
+    for (j, user) in body.ops.iter().enumerate() {
+        for (k, v) in user.operands.iter().enumerate().filter(|(_, v)| uses_def(v)) {
+            let range = *sm.operand_ranges.get(j)?.get(k)?;
+            ranges.push(range);
+            let (Some(declared), Some(actual)) = (user.operand_types.get(k), body.value_type(*v))
+            else {
+                continue;
+            };
+            if declared != actual && *declared != Ty::Unknown && *actual != Ty::Unknown {
+                let written = text.get(range.start as usize..range.end as usize)?;
+                let name = written.split('#').next().unwrap_or(written);
+                found.push(error(
+                    range,
+                    "type-mismatch",
+                    format!(
+                        "operand {k} of `{}` is declared as `{declared}` but `{name}` has type `{actual}`",
+                        user.name
+                    ),
+                ));
+            }
+        }
+    }
+    let at_use = |d: &Diagnostic| ranges.contains(&d.range);
+    if diagnostics.iter().any(|d| at_use(d) && d.code != "type-mismatch") {
+        return None;
+    }
+    diagnostics.retain(|d| !at_use(d));
+    for d in found {
+        let at = diagnostics
+            .partition_point(|e| (e.range.start, e.range.end) <= (d.range.start, d.range.end));
+        diagnostics.insert(at, d);
+    }
+    Some(())
 }
 
 /// The codes of lowering diagnostics whose place depends on other ops than the one they
@@ -328,7 +390,22 @@ fn relower_window(
     cx.diags.clear();
     // The body the new ops' operand types are checked against: the old ops before the window
     // are where they were, and the new ones are pushed as they are lowered.
-    let mut new_body = FuncBody { ops: body.ops[..i].to_vec(), ..FuncBody::clone(body) };
+    // Field by field: cloning the whole body first copied every op pointer only to drop it.
+    let mut ops = Vec::with_capacity(body.ops.len() + added - removed);
+    ops.extend(body.ops[..i].iter().cloned());
+    let mut new_body = FuncBody {
+        name: body.name.clone(),
+        is_private: body.is_private,
+        function_type: body.function_type.clone(),
+        arg_names: Arc::clone(&body.arg_names),
+        args: Arc::clone(&body.args),
+        results: body.results.clone(),
+        ops,
+        returns: body.returns.clone(),
+        has_body: body.has_body,
+        keys: Arc::clone(&body.keys),
+        defs: body.defs.clone(),
+    };
     let mut window_sm = FuncSourceMap::default();
     let mut locs = Vec::with_capacity(added);
     for (k, (o, key)) in new_ops.iter().zip(keys).enumerate() {

@@ -262,3 +262,40 @@ fn relowering_finds_the_same_definitions_when_names_are_defined_twice() {
     let again = ir::relower_edit(&old, &new_text, &patched, op).expect("re-lowered");
     assert!(again == ir::lower_parse(&new_text, &parse(&new_text)));
 }
+
+#[test]
+fn relowering_a_result_type_change_checks_the_uses_again_as_lowering_does() {
+    // `%0`'s result becomes f32: its two uses now mismatch their declared bf16 operands, and
+    // changing it back clears both errors; each step re-lowers the one op and re-checks the
+    // uses without lowering the file again.
+    let t = "tensor<64x64xbf16, #l>";
+    let text = format!(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n\
+         func.func @main(%a: {t}) -> {t} {{\n\
+         \x20 %0 = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r\")\n\
+         \x20 %1 = \"ttnn.exp\"(%0) : ({t}) -> {t} loc(\"e\")\n\
+         \x20 %2 = \"ttnn.add\"(%0, %1) : ({t}, {t}) -> {t} loc(\"s\")\n\
+         \x20 return %2 : {t}\n}}\n"
+    );
+    let relu = text.find("ttnn.relu").expect("the relu");
+    let at =
+        (relu + text[relu..].find("-> tensor<64x64xbf16").expect("its result type")) as u32 + 16;
+    let step = |before: &str, range: TextRange, insert: &str| -> (String, usize) {
+        let mut after = before.to_owned();
+        after.replace_range(range.start as usize..range.end as usize, insert);
+        let old_parse = parse(before);
+        let old = ir::lower_parse(before, &old_parse);
+        let mut patched = old_parse.clone();
+        let op = patched.reparse_edit(&after, range, insert.len() as u32).expect("re-parsed");
+        let again = ir::relower_edit(&old, &after, &patched, op).expect("re-lowered alone");
+        let fresh = ir::lower_parse(&after, &parse(&after));
+        assert!(again == fresh, "the re-lowering differs from lowering {after}");
+        let mismatches = fresh.diagnostics.iter().filter(|d| d.code == "type-mismatch").count();
+        (after, mismatches)
+    };
+    let (retyped, mismatches) = step(&text, TextRange::new(at, at + 4), "f32");
+    assert_eq!(mismatches, 2);
+    let (back, mismatches) = step(&retyped, TextRange::new(at, at + 3), "bf16");
+    assert_eq!(mismatches, 0);
+    assert_eq!(back, text);
+}
