@@ -382,9 +382,11 @@ impl AnalysisHost {
                     // The parse is patched edit by edit while each edit stays inside one op;
                     // after the first that does not, the new text is parsed from scratch.
                     let before = Arc::clone(file.text(&self.db));
-                    let single = edits.len() == 1;
                     let mut parse = self.take_parse(file);
-                    let mut op_edit = None;
+                    // The edits as one (see `OpEdit::then`): a rename at every use is one
+                    // change of many edits, re-lowered as the window from the first to the
+                    // last op it touched.
+                    let mut op_edit: Option<syntax::OpEdit> = None;
                     // Each edit copies the text once, into a string of the new length (a
                     // copy then a splice moved the tail of a large file twice).
                     let mut text = String::new();
@@ -405,7 +407,11 @@ impl AnalysisHost {
                             let len = u32::try_from(e.text.len());
                             match len.ok().and_then(|len| p.reparse_edit(&text, range, len)) {
                                 Some(op) => {
-                                    op_edit = Some(op);
+                                    op_edit = if k == 0 {
+                                        Some(op)
+                                    } else {
+                                        op_edit.and_then(|before| before.then(op))
+                                    };
                                     parse = Some(p);
                                 }
                                 // Freed later, off this path (see `Retained`).
@@ -413,10 +419,9 @@ impl AnalysisHost {
                             }
                         }
                     }
-                    // Lowering can redo one op when one edit changed one op.
-                    let last_edit = op_edit
-                        .filter(|_| single && parse.is_some())
-                        .map(|op| LastEdit { before, op });
+                    // Lowering can redo the ops the edits replaced.
+                    let last_edit =
+                        op_edit.filter(|_| parse.is_some()).map(|op| LastEdit { before, op });
                     Some((Arc::from(text), parse, last_edit, Some(index)))
                 }
                 FileChange::Remove => None,

@@ -593,11 +593,16 @@ fn window_defs<'a>(
     if new_ops.iter().any(|o| nests(o) || o.results.len() > 1) {
         return None;
     }
+    // The window's own definitions by name: a window from a rename's definition to its last
+    // use can hold many ops, each mentioning a few names.
+    let window: FxHashMap<&str, usize> = new_ops
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| Some((o.results.first()?.name.text.as_str(), k)))
+        .collect();
     let mut defs = FxHashMap::default();
     for &name in mentioned {
-        let in_window =
-            new_ops.iter().position(|o| o.results.first().is_some_and(|r| r.name.text == name));
-        let at = match in_window {
+        let at = match window.get(name).copied() {
             Some(k) => Some(i + k),
             None => Name::lookup(name).and_then(|n| body.defs.get(n)).and_then(|j| {
                 let j = j as usize;

@@ -78,6 +78,36 @@ impl OpEdit {
     pub fn is_single_op(&self) -> bool {
         self.old_ops == 1 && self.new_ops == 1
     }
+
+    /// This edit followed by `next` (made on the text this one left) as one edit: the ops
+    /// from the first either replaced to the last either replaced, with the ops between
+    /// them taken as replaced by themselves. Both must be in the same block (a caller that
+    /// cannot tell checks the result's range against what it holds). `None` on arithmetic
+    /// that does not fit, which only inconsistent edits give.
+    #[must_use]
+    pub fn then(self, next: OpEdit) -> Option<OpEdit> {
+        // The union, in the text between the two edits.
+        let start = self.new.start.min(next.old.start);
+        let end = self.new.end.max(next.old.end);
+        let first = self.first_op.min(next.first_op);
+        let last = (self.first_op.checked_add(self.new_ops)?)
+            .max(next.first_op.checked_add(next.old_ops)?);
+        // Back to the text before this edit, and on to the text after `next`.
+        let grow = |e: &OpEdit| i64::from(e.new.end) - i64::from(e.old.end);
+        let ops_grow = |e: &OpEdit| i64::from(e.new_ops) - i64::from(e.old_ops);
+        let old_end = u32::try_from(i64::from(end) - grow(&self)).ok()?;
+        let new_end = u32::try_from(i64::from(end) + grow(&next)).ok()?;
+        let old_last = u32::try_from(i64::from(last) - ops_grow(&self)).ok()?;
+        let new_last = u32::try_from(i64::from(last) + ops_grow(&next)).ok()?;
+        Some(OpEdit {
+            old: TextRange::new(start, old_end),
+            new: TextRange::new(start, new_end),
+            first_op: first,
+            old_ops: old_last.checked_sub(first)?,
+            new_ops: new_last.checked_sub(first)?,
+            errors_changed: self.errors_changed || next.errors_changed,
+        })
+    }
 }
 
 impl Parse {

@@ -758,3 +758,43 @@ fn an_op_edit_names_the_ops_replaced_and_nothing_for_trivia() {
         new "%1 = \"t.b\"(%0) : (i32) -> i32""#]],
     );
 }
+
+#[test]
+fn two_edits_compose_into_the_window_from_the_first_op_either_touched_to_the_last() {
+    // `%b` and `%d` renamed at their definitions (ops 1 and 3 of five) and uses (ops 2 and
+    // 4), the later occurrence first as an editor's rename sends them: together ops 1 to 4
+    // are replaced, by four ops.
+    let t = "tensor<4xbf16>";
+    let line = |name: &str, arg: &str| format!("  {name} = \"ttnn.relu\"({arg}) : ({t}) -> {t}\n");
+    let body = |b: &str, d: &str| {
+        [line("%a", "%x"), line(b, "%a"), line("%c", b), line(d, "%c"), line("%e", d)].concat()
+    };
+    let text =
+        format!("func.func @f(%x: {t}) -> {t} {{\n{}  return %e : {t}\n}}\n", body("%b", "%d"));
+    let mut parse = syntax::parse(&text);
+    let mut now = text.clone();
+    let mut edits = Vec::new();
+    // Each `%d` (its definition, then its use in `%e`), and each `%b`, last first.
+    for from in ["%d", "%b"] {
+        let mut at: Vec<usize> = now.match_indices(from).map(|(o, _)| o).collect();
+        at.reverse();
+        for o in at {
+            let range = syntax::TextRange::new(o as u32, (o + from.len()) as u32);
+            let to = format!("{from}{}", &from[1..]);
+            now.replace_range(o..o + from.len(), &to);
+            edits.push(parse.reparse_edit(&now, range, to.len() as u32).expect("re-parsed"));
+        }
+    }
+    let all = edits.iter().skip(1).try_fold(edits[0], |a, &b| a.then(b)).expect("composed");
+    assert_eq!(
+        now,
+        format!("func.func @f(%x: {t}) -> {t} {{\n{}  return %e : {t}\n}}\n", body("%bb", "%dd"))
+    );
+    assert_eq!((all.first_op, all.old_ops, all.new_ops), (1, 4, 4));
+    let first = text.find("  %b =").expect("op 1") as u32 + 2;
+    let last_old =
+        text.find("  %e =").expect("op 4").checked_add(line("%e", "%d").len() - 1).expect("fits")
+            as u32;
+    assert_eq!(all.old, syntax::TextRange::new(first, last_old));
+    assert_eq!(all.new.end - all.old.end, 4);
+}
