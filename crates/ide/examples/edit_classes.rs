@@ -56,6 +56,7 @@ fn main() {
             vec![del(line_end - 2, 1)],
             vec![ins(line_end - 2, &op_line[op_line.len() - 2..op_line.len() - 1])],
         ),
+        rename_at_uses(&text, line, &name),
     ];
     // `EDIT_CLASS=insert` runs only the classes whose name contains it (for a profiler).
     let only = std::env::var("EDIT_CLASS").unwrap_or_default();
@@ -105,6 +106,46 @@ fn main() {
         }
     }
     let _ = name;
+}
+
+/// The value `name` defined at `line` renamed at its definition and every use up to the end
+/// of its function, one edit per occurrence, last first (as an editor's rename sends them);
+/// and back.
+fn rename_at_uses(
+    text: &str,
+    line: usize,
+    name: &str,
+) -> (&'static str, Vec<TextEdit>, Vec<TextEdit>) {
+    let end = line + text[line..].find("\n  }").unwrap_or(text.len() - line);
+    let whole = |o: usize| {
+        let after = text.as_bytes().get(o + name.len()).copied().unwrap_or(b' ');
+        !(after.is_ascii_alphanumeric() || after == b'_')
+    };
+    let at: Vec<usize> =
+        text[line..end].match_indices(name).map(|(o, _)| o + line).filter(|&o| whole(o)).collect();
+    let renamed = format!("%renamed{}", &name[1..]);
+    let grow = renamed.len() - name.len();
+    let forth = at
+        .iter()
+        .rev()
+        .map(|&o| TextEdit {
+            range: TextRange::new(o as u32, (o + name.len()) as u32),
+            text: renamed.clone(),
+        })
+        .collect();
+    let back = at
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(k, &o)| {
+            let o = o + k * grow;
+            TextEdit {
+                range: TextRange::new(o as u32, (o + renamed.len()) as u32),
+                text: name.to_owned(),
+            }
+        })
+        .collect();
+    ("rename at all uses", forth, back)
 }
 
 fn diagnose(host: &AnalysisHost) {

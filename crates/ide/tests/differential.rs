@@ -101,6 +101,9 @@ fn snapshot(host: &AnalysisHost) -> String {
     }
     out.push_str(&format!("{:?}", a.plan_report(file).expect("not cancelled")));
     out.push_str(&format!("{:?}", a.diagnostics(file).expect("not cancelled")));
+    // The findings carry ranges from the source maps (spills, reshards at their operands):
+    // an op left with a stale position shows here.
+    out.push_str(&format!("{:?}", a.findings(file).expect("not cancelled")));
     out.push_str(&format!("{:?}", a.cost(file, Policy::DfShardingMerge).expect("not cancelled")));
     out
 }

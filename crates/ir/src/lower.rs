@@ -58,7 +58,9 @@ pub fn relower_edit(
     // The tree as the re-parse left it: the op, what encloses it, names and aliases are
     // current, which is all this reads (positions of the ops after it may be the old text's
     // until the tree is first read, elsewhere).
-    parse.with_current(|tree, tokens| relower_in(old, text, tokens, tree, edit))
+    parse.with_current_through(edit.new.end, |tree, tokens| {
+        relower_in(old, text, tokens, tree, edit)
+    })
 }
 
 fn relower_in(

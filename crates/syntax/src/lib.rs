@@ -88,6 +88,17 @@ impl Parse {
         self.tree.with_current(f)
     }
 
+    /// [`Parse::with_current`] where `f` also reads the ops up to `end` (new text): when the
+    /// last re-parse left ops before `end` with the old text's positions (an edit of several
+    /// changes, re-lowered as one window), they are moved first.
+    pub fn with_current_through<R>(
+        &self,
+        end: u32,
+        f: impl FnOnce(&ast::SourceFile, &[Token]) -> R,
+    ) -> R {
+        self.tree.with_current_through(end, f)
+    }
+
     /// [`Parse::with_current`] for the tree alone.
     pub fn with_current_tree<R>(&self, f: impl FnOnce(&ast::SourceFile) -> R) -> R {
         self.tree.with_current(|file, _| f(file))

@@ -1191,6 +1191,28 @@ impl Tree {
         f(&parts.file, &parts.tokens)
     }
 
+    /// [`Tree::with_current`] with the ops up to `end` (new text) current too.
+    pub(crate) fn with_current_through<R>(
+        &self,
+        end: u32,
+        f: impl FnOnce(&crate::ast::SourceFile, &[crate::Token]) -> R,
+    ) -> R {
+        if let Some(parts) = self.ready.get() {
+            return f(&parts.file, &parts.tokens);
+        }
+        let guard = self.lock();
+        if let Some((parts, shift)) = guard.as_ref()
+            && i64::from(end) <= i64::from(shift.old_end) + shift.delta
+        {
+            // The ops the re-parse left to move start at or after its window's new end.
+            let current = parts.tokens.get(..shift.tok_from).unwrap_or(&parts.tokens);
+            return f(&parts.file, current);
+        }
+        drop(guard);
+        let parts = self.get();
+        f(&parts.file, &parts.tokens)
+    }
+
     pub(crate) fn is_deferred(&self) -> bool {
         self.ready.get().is_none()
     }
