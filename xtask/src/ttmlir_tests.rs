@@ -200,6 +200,14 @@ fn setup_of(text: &str) -> Result<Setup, String> {
     if text.lines().any(|l| l.trim_start().starts_with("// XFAIL:")) {
         return Err("marked XFAIL in tt-mlir".to_owned());
     }
+    // lit never runs a test whose `UNSUPPORTED:` condition holds (`true` always does), so
+    // its CHECK lines are not decisions tt-mlir makes.
+    if text
+        .lines()
+        .any(|l| l.trim_start().strip_prefix("// UNSUPPORTED:").is_some_and(|c| c.trim() == "true"))
+    {
+        return Err("marked `UNSUPPORTED: true` in tt-mlir (lit never runs it)".to_owned());
+    }
     let runs = run_lines(text);
     let Some(first) = runs.first() else { return Err("no RUN line".to_owned()) };
     if first.contains("%models") {
@@ -263,11 +271,10 @@ fn setup_of(text: &str) -> Result<Setup, String> {
         }
     }
     if !sharding {
-        // Without the memory-layout analysis tt-mlir places nothing in sharded L1: no op has
-        // a sharded candidate, which is what `max-legal-layouts=0` gives here.
-        overrides.retain(|o| !o.starts_with("max-legal-layouts="));
-        overrides.push("max-legal-layouts=0".to_owned());
-        description.insert(0, "no sharding (`max-legal-layouts=0`)".to_owned());
+        // Without the memory-layout analysis tt-mlir builds no chain: every op takes its first
+        // legal layout, the one an output-layout override leaves included.
+        overrides.push("memory-layout-analysis-enabled=false".to_owned());
+        description.insert(0, "no memory-layout analysis".to_owned());
     }
     let mut unsupported = Vec::new();
     for key in [
