@@ -777,3 +777,35 @@ fn glob_match(pattern: &str, line: &str) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::setup_of;
+
+    /// The options a test's RUN line leads to, or why it is skipped.
+    fn describe(text: &str) -> String {
+        match setup_of(text) {
+            Ok(s) => format!("{}: {}", s.description, s.overrides),
+            Err(why) => format!("skipped: {why}"),
+        }
+    }
+
+    #[test]
+    fn a_test_lit_never_runs_is_skipped_rather_than_counted() {
+        let text = "// RUN: ttmlir-opt --ttir-to-ttnn-backend-pipeline=\"optimization-level=1 \
+                    enable-greedy-optimizer=false\" -o %t %s\n// UNSUPPORTED: true\n";
+        expect!["skipped: marked `UNSUPPORTED: true` in tt-mlir (lit never runs it)"]
+            .assert_eq(&describe(text));
+    }
+
+    #[test]
+    fn optimization_level_one_runs_without_the_memory_layout_analysis() {
+        let text = "// RUN: ttmlir-opt --ttir-to-ttnn-backend-pipeline=\"optimization-level=1 \
+                    enable-greedy-optimizer=false override-output-layout=add_1=block_sharded\" \
+                    -o %t %s\n";
+        expect![[r#"df-sharding, no memory-layout analysis, `override-output-layout`: override-output-layout=add_1=block_sharded memory-layout-analysis-enabled=false"#]]
+            .assert_eq(&describe(text));
+    }
+}
