@@ -268,7 +268,14 @@ fn base_plan(
              does"
                 .to_owned()
         }
-        _ if legal.override_use.is_some() && !legal.fixed => {
+        _ if !legal.fixed
+            && matches!(legal.override_use, Some(layout::OverrideUse::Full { .. })) =>
+        {
+            "the layout its output-layout override gives (in no L1 chain)".to_owned()
+        }
+        _ if !legal.fixed
+            && matches!(legal.override_use, Some(layout::OverrideUse::Partial { .. })) =>
+        {
             "the first legal layout the output-layout override leaves, as tt-mlir's \
              OpConfigAnalysis picks it"
                 .to_owned()
