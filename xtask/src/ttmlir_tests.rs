@@ -200,6 +200,14 @@ fn setup_of(text: &str) -> Result<Setup, String> {
     if text.lines().any(|l| l.trim_start().starts_with("// XFAIL:")) {
         return Err("marked XFAIL in tt-mlir".to_owned());
     }
+    // lit never runs a test whose `UNSUPPORTED:` condition holds (`true` always does), so
+    // its CHECK lines are not decisions tt-mlir makes.
+    if text
+        .lines()
+        .any(|l| l.trim_start().strip_prefix("// UNSUPPORTED:").is_some_and(|c| c.trim() == "true"))
+    {
+        return Err("marked `UNSUPPORTED: true` in tt-mlir (lit never runs it)".to_owned());
+    }
     let runs = run_lines(text);
     let Some(first) = runs.first() else { return Err("no RUN line".to_owned()) };
     if first.contains("%models") {
@@ -263,11 +271,10 @@ fn setup_of(text: &str) -> Result<Setup, String> {
         }
     }
     if !sharding {
-        // Without the memory-layout analysis tt-mlir places nothing in sharded L1: no op has
-        // a sharded candidate, which is what `max-legal-layouts=0` gives here.
-        overrides.retain(|o| !o.starts_with("max-legal-layouts="));
-        overrides.push("max-legal-layouts=0".to_owned());
-        description.insert(0, "no sharding (`max-legal-layouts=0`)".to_owned());
+        // Without the memory-layout analysis tt-mlir builds no chain: every op takes its first
+        // legal layout, the one an output-layout override leaves included.
+        overrides.push("memory-layout-analysis-enabled=false".to_owned());
+        description.insert(0, "no memory-layout analysis".to_owned());
     }
     let mut unsupported = Vec::new();
     for key in [
@@ -769,4 +776,36 @@ fn glob_match(pattern: &str, line: &str) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::setup_of;
+
+    /// The options a test's RUN line leads to, or why it is skipped.
+    fn describe(text: &str) -> String {
+        match setup_of(text) {
+            Ok(s) => format!("{}: {}", s.description, s.overrides),
+            Err(why) => format!("skipped: {why}"),
+        }
+    }
+
+    #[test]
+    fn a_test_lit_never_runs_is_skipped_rather_than_counted() {
+        let text = "// RUN: ttmlir-opt --ttir-to-ttnn-backend-pipeline=\"optimization-level=1 \
+                    enable-greedy-optimizer=false\" -o %t %s\n// UNSUPPORTED: true\n";
+        expect!["skipped: marked `UNSUPPORTED: true` in tt-mlir (lit never runs it)"]
+            .assert_eq(&describe(text));
+    }
+
+    #[test]
+    fn optimization_level_one_runs_without_the_memory_layout_analysis() {
+        let text = "// RUN: ttmlir-opt --ttir-to-ttnn-backend-pipeline=\"optimization-level=1 \
+                    enable-greedy-optimizer=false override-output-layout=add_1=block_sharded\" \
+                    -o %t %s\n";
+        expect![[r#"df-sharding, no memory-layout analysis, `override-output-layout`: override-output-layout=add_1=block_sharded memory-layout-analysis-enabled=false"#]]
+            .assert_eq(&describe(text));
+    }
 }

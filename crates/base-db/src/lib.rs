@@ -155,6 +155,10 @@ pub struct Options {
     pub max_legal_layouts: u32,
     /// Also generate row-major candidate layouts (`row-major-enabled`).
     pub row_major_enabled: bool,
+    /// Run the memory-layout analysis (`memory-layout-analysis-enabled`, on at tt-mlir's
+    /// optimization level 2): build and solve L1 chains. Off, as at level 1, no chain is
+    /// built and every op takes its first legal layout (tt-mlir's `OpConfigAnalysis`).
+    pub memory_layout_analysis: bool,
     /// Scheduled ops per chunk of the plan (see `plan::chunk_layout`): how much an override
     /// re-derives. Not a tt-mlir option; tests set it small to cover chunk boundaries.
     pub plan_chunk_ops: u32,
@@ -168,6 +172,7 @@ impl Options {
             policy: Policy::DfShardingMerge,
             max_legal_layouts: 64,
             row_major_enabled: false,
+            memory_layout_analysis: true,
             plan_chunk_ops: 256,
         }
     }

@@ -52,6 +52,7 @@ impl OverrideFile {
     #[must_use]
     pub fn option_settings(&self) -> OverrideSettings {
         let mut out = OverrideSettings::default();
+        let mut explicit_analysis = false;
         for s in &self.settings {
             match s {
                 OptionSetting::MaxLegalLayouts { value, .. } => {
@@ -59,6 +60,17 @@ impl OverrideFile {
                 }
                 OptionSetting::RowMajorEnabled { value, .. } => {
                     out.row_major_enabled = Some(*value)
+                }
+                OptionSetting::MemoryLayoutAnalysis { value, explicit: true, .. } => {
+                    out.memory_layout_analysis = Some(*value);
+                    explicit_analysis = true;
+                }
+                // `optimization-level` sets the analysis unless the option itself is given,
+                // wherever it stands (tt-mlir's `resolveOptimizationLevelOptions`).
+                OptionSetting::MemoryLayoutAnalysis { value, explicit: false, .. } => {
+                    if !explicit_analysis {
+                        out.memory_layout_analysis = Some(*value);
+                    }
                 }
             }
         }
@@ -75,11 +87,13 @@ pub struct OpOverrides {
     pub reshard_operands: Vec<u32>,
 }
 
-/// The analysis options an overrides text sets (`max-legal-layouts`, `row-major-enabled`).
+/// The analysis options an overrides text sets (`max-legal-layouts`, `row-major-enabled`,
+/// `memory-layout-analysis-enabled` or the `optimization-level` that implies it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct OverrideSettings {
     pub max_legal_layouts: Option<u32>,
     pub row_major_enabled: Option<bool>,
+    pub memory_layout_analysis: Option<bool>,
 }
 
 /// One per-op override: `op_name=params` inside an option value.
@@ -160,8 +174,21 @@ pub type Conv2dOverride = Conv2dConfig;
 /// Global options that may appear in an overrides file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OptionSetting {
-    MaxLegalLayouts { value: u32, range: TextRange },
-    RowMajorEnabled { value: bool, range: TextRange },
+    MaxLegalLayouts {
+        value: u32,
+        range: TextRange,
+    },
+    RowMajorEnabled {
+        value: bool,
+        range: TextRange,
+    },
+    /// `memory-layout-analysis-enabled=<bool>` (`explicit`), or what `optimization-level=1|2`
+    /// implies for it.
+    MemoryLayoutAnalysis {
+        value: bool,
+        explicit: bool,
+        range: TextRange,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,8 +212,6 @@ const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
     ("enable-decision-trace", None),
     ("decision-trace-dir", None),
     ("enable-optimizer", Some(&["true", "1"])),
-    ("memory-layout-analysis-enabled", Some(&["true", "1"])),
-    ("optimization-level", Some(&["2"])),
     ("memreconfig-enabled", Some(&["true", "1"])),
     ("enable-greedy-optimizer", Some(&["false", "0"])),
     ("l1-interleaved-fallback-analysis-enabled", Some(&["false", "0"])),
@@ -197,6 +222,7 @@ const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
 /// reproduce: accepted with an `unsupported-option` warning naming them, so the plan is not
 /// taken for tt-mlir's. (The options above with another value land here too.)
 const UNSUPPORTED_OPTIONS: &[&str] = &[
+    "optimization-level",
     "tensor-l1-usage-cap",
     "experimental-weight-dtype",
     "experimental-kv-cache-dtype",
@@ -211,8 +237,9 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
 /// What this analysis does where an option asks for something else, for the warning.
 fn unsupported_reason(name: &str, value: &str) -> String {
     match name {
-        "enable-optimizer" | "optimization-level" | "memory-layout-analysis-enabled" => {
-            "this analysis always runs the memory-layout optimizer with sharding".to_owned()
+        "enable-optimizer" => "this analysis always runs the optimizer".to_owned(),
+        "optimization-level" => {
+            "only levels 1 (no memory-layout analysis) and 2 (with it) are modelled".to_owned()
         }
         "memreconfig-enabled" => "reshards and conversions are always inserted".to_owned(),
         "enable-greedy-optimizer" | "memory-layout-analysis-policy" => {
@@ -341,6 +368,28 @@ fn parse_option(
                 range_of(value_at, value),
             ),
         },
+        "memory-layout-analysis-enabled" => match parse_bool(value) {
+            Some(v) => out.settings.push(OptionSetting::MemoryLayoutAnalysis {
+                value: v,
+                explicit: true,
+                range: range_of(at, opt),
+            }),
+            None => error(
+                out,
+                "invalid-option-value",
+                format!(
+                    "`memory-layout-analysis-enabled` expects `true` or `false`, found `{value}`"
+                ),
+                range_of(value_at, value),
+            ),
+        },
+        "optimization-level" if value == "1" || value == "2" => {
+            out.settings.push(OptionSetting::MemoryLayoutAnalysis {
+                value: value == "2",
+                explicit: false,
+                range: range_of(at, opt),
+            });
+        }
         _ if IGNORED_OPTIONS
             .iter()
             .any(|(n, values)| *n == name && values.is_none_or(|v| v.contains(&value))) =>
@@ -701,10 +750,10 @@ mod tests {
     #[test]
     fn options_that_change_tt_mlirs_plan_are_reported_as_unsupported() {
         check(
-            "enable-optimizer=true optimization-level=1 l1-interleaved-fallback-analysis-enabled=true\nenable-greedy-optimizer=true tensor-l1-usage-cap=0.5 system-desc-path=x.ttsys\n",
+            "enable-optimizer=true optimization-level=0 l1-interleaved-fallback-analysis-enabled=true\nenable-greedy-optimizer=true tensor-l1-usage-cap=0.5 system-desc-path=x.ttsys\n",
             expect![[r#"
                 warning[ignored-option] 0..16 "enable-optimizer": `enable-optimizer` is a tt-mlir pipeline option with no effect on this analysis
-                warning[unsupported-option] 22..42 "optimization-level=1": `optimization-level=1` changes tt-mlir's plan and is not supported here: this analysis always runs the memory-layout optimizer with sharding
+                warning[unsupported-option] 22..42 "optimization-level=0": `optimization-level=0` changes tt-mlir's plan and is not supported here: only levels 1 (no memory-layout analysis) and 2 (with it) are modelled
                 warning[unsupported-option] 43..88 "l1-interleaved-fallback-analysis-enabled=true": `l1-interleaved-fallback-analysis-enabled=true` changes tt-mlir's plan and is not supported here: the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented
                 warning[unsupported-option] 89..117 "enable-greedy-optimizer=true": `enable-greedy-optimizer=true` changes tt-mlir's plan and is not supported here: the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`
                 warning[unsupported-option] 118..141 "tensor-l1-usage-cap=0.5": `tensor-l1-usage-cap=0.5` changes tt-mlir's plan and is not supported here: the L1 budget comes from the target description
@@ -722,6 +771,25 @@ mod tests {
                 mm 99..101: InsertMemReconfig([0, 1])
                 MaxLegalLayouts { value: 8, range: 106..125 }
                 RowMajorEnabled { value: true, range: 126..148 }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn the_memory_layout_analysis_option_wins_over_the_optimization_level_wherever_it_stands() {
+        let settings = |text: &str| parse_overrides(text).option_settings().memory_layout_analysis;
+        assert_eq!(settings("optimization-level=1"), Some(false));
+        assert_eq!(settings("optimization-level=2"), Some(true));
+        assert_eq!(
+            settings("memory-layout-analysis-enabled=true optimization-level=1"),
+            Some(true)
+        );
+        assert_eq!(settings("optimization-level=2 memory-layout-analysis-enabled=0"), Some(false));
+        assert_eq!(settings("max-legal-layouts=8"), None);
+        check(
+            "memory-layout-analysis-enabled=maybe\n",
+            expect![[r#"
+                error[invalid-option-value] 31..36 "maybe": `memory-layout-analysis-enabled` expects `true` or `false`, found `maybe`
             "#]],
         );
     }

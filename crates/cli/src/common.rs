@@ -60,6 +60,10 @@ pub(crate) struct OverrideArgs {
     /// Also consider row-major layouts.
     #[arg(long = "row-major-enabled")]
     pub(crate) row_major_enabled: bool,
+    /// `false` plans as tt-mlir at optimization level 1: no L1 chains, every op takes its
+    /// first legal layout (the one its output-layout override leaves).
+    #[arg(long = "memory-layout-analysis-enabled", value_name = "BOOL")]
+    pub(crate) memory_layout_analysis: Option<bool>,
 }
 
 impl OverrideArgs {
@@ -91,11 +95,15 @@ impl OverrideArgs {
         if self.row_major_enabled {
             text.push_str("row-major-enabled=true\n");
         }
+        if let Some(v) = self.memory_layout_analysis {
+            text.push_str(&format!("memory-layout-analysis-enabled={v}\n"));
+        }
         let has_flags = !self.output_layout.is_empty()
             || !self.conv2d_config.is_empty()
             || !self.insert_memreconfig.is_empty()
             || self.max_legal_layouts.is_some()
-            || self.row_major_enabled;
+            || self.row_major_enabled
+            || self.memory_layout_analysis.is_some();
         if self.overrides.is_some() && has_flags {
             origin = format!("{origin} + command-line flags");
         }

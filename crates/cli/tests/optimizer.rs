@@ -278,10 +278,79 @@ fn insert_memreconfig_converts_an_operand_of_an_op_outside_any_chain() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("\"ttnn.to_memory_config\""), "{stdout}");
     expect_test::expect![[r#"
-        r1                           ttnn.relu              DRAM il      L1 il        -                           3.2 its layout is fixed (as written)
+        r1                           ttnn.relu              DRAM il      L1 il        -                           3.2 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
             operand 0: reshard to L1 interleaved, 1x1 tiles per core (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
     "#]]
     .assert_eq(&report_lines(&stderr, "r1"));
+}
+
+/// Three f32 adds on one tile, for the tests of planning without the memory-layout analysis.
+const THREE_ADDS: &str = r#"#dram = #ttnn.buffer_type<dram>
+#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+module {
+  func.func @main(%a: tensor<32x32xf32, #l>, %b: tensor<32x32xf32, #l>) -> tensor<32x32xf32, #l> {
+    %0 = "ttnn.add"(%a, %b) : (tensor<32x32xf32, #l>, tensor<32x32xf32, #l>) -> tensor<32x32xf32, #l> loc("x0")
+    %1 = "ttnn.add"(%0, %b) : (tensor<32x32xf32, #l>, tensor<32x32xf32, #l>) -> tensor<32x32xf32, #l> loc("x1")
+    %2 = "ttnn.add"(%1, %a) : (tensor<32x32xf32, #l>, tensor<32x32xf32, #l>) -> tensor<32x32xf32, #l> loc("x2")
+    return %2 : tensor<32x32xf32, #l>
+  }
+}
+"#;
+
+/// Optimizes [`THREE_ADDS`] with `args` into a file and returns the human report (stdout)
+/// and the optimized IR.
+fn optimize_three_adds(args: &[&str]) -> (String, String) {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-adds-{}-{}.mlir", std::process::id(), args.len()));
+    let output = input.with_extension("out.mlir");
+    std::fs::write(&input, THREE_ADDS).expect("temp dir is writable");
+    let (input_s, output_s) =
+        (input.to_string_lossy().into_owned(), output.to_string_lossy().into_owned());
+    let mut all = vec!["optimize", &input_s, "-o", &output_s, "--report", "human"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = run(&all);
+    let optimized = std::fs::read_to_string(&output).unwrap_or_default();
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+    assert_eq!(code, 0, "{stderr}");
+    (stdout, optimized)
+}
+
+/// As tt-mlir at optimization level 1: no chain is built, and an op whose partial override
+/// leaves only sharded layouts takes the first of them; the others stay in DRAM.
+#[test]
+fn without_the_memory_layout_analysis_an_op_takes_the_first_layout_its_override_leaves() {
+    let (report, _) = optimize_three_adds(&[
+        "--memory-layout-analysis-enabled=false",
+        "--override-output-layout",
+        "x1=block_sharded",
+    ]);
+    expect_test::expect![[r#"
+        x0                           ttnn.add               DRAM il      DRAM il      -                           3.6 not in an L1 chain: DRAM interleaved
+        x1                           ttnn.add               DRAM il      L1 bs 1x1    -                           3.4 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        x2                           ttnn.add               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&["x0", "x1", "x2"].map(|op| report_lines(&report, op)).concat());
+}
+
+/// A binary op computes in tiles whatever page layout it is asked for (tt-metal's
+/// `BinaryNgDeviceOperation::compute_output_specs`): a row-major override keeps the add tiled
+/// and converts its result right after it, as tt-mlir's operation validation and fallback
+/// does.
+#[test]
+fn an_add_overridden_to_row_major_stays_tiled_and_is_converted_after_it() {
+    let (report, optimized) = optimize_three_adds(&[
+        "--memory-layout-analysis-enabled=false",
+        "--override-output-layout",
+        "x1=1x1:dram:interleaved:row_major:bf16",
+    ]);
+    expect_test::expect![[r#"
+        x1                           ttnn.add               DRAM il      DRAM il      -                           3.5 the op model produces this rather than the layout chosen for the op, which it is converted to right after the op, as tt-mlir's operation validation and fallback does
+            result: DRAM interleaved, 32x32 elements total (bf16, row-major) (the layout chosen for the op, which the op model does not produce)
+    "#]]
+    .assert_eq(&report_lines(&report, "x1"));
+    let x1 = optimized.lines().find(|l| l.contains("loc(\"x1\")")).unwrap_or_default();
+    expect_test::expect![[r#"    %1 = "ttnn.add"(%0, %b) : (tensor<32x32xf32, #l>, tensor<32x32xf32, #l>) -> tensor<32x32xbf16, #ttnn_layout> loc("x1")"#]].assert_eq(x1);
 }
 
 /// `df-sharding-merge` may decline the chain an `insert-memreconfig` op is in; the user's

@@ -271,7 +271,7 @@ fn hover_shows_an_applied_override() {
 
             L1 per core: cb 8192 B, tensor 0 B, output 0 B; live L1 before it: 0 B
 
-            why: not in an L1 chain: DRAM interleaved
+            why: the layout its output-layout override gives (in no L1 chain)
 
             legal layouts: 1 interleaved, 0 sharded
 

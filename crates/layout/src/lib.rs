@@ -28,7 +28,8 @@ pub use crate::{
     op_layouts::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, LegalitySig, OpLegality,
         OverrideUse, WrittenCheck, base_legality, full_override_layout, legal_op_configs,
-        legal_op_layouts, op_legality, overridden_legality, query_for, written_checks_block,
+        legal_op_layouts, op_legality, overridden_legality, produced_layout, query_for,
+        written_checks_block,
     },
     overrides::{
         OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,

@@ -438,6 +438,38 @@ fn compute_layouts(
     Arc::new(out)
 }
 
+/// The layout the op model says `op` produces when asked for `layout`, fed DRAM-interleaved
+/// tiled inputs as at its legality check, when that is not `layout` (binary ops, asked for
+/// row-major pages, produce tiles): another page layout, data type, buffer or memory layout.
+/// `None` when it is, or when the op model rejects the request or cannot be asked.
+///
+/// tt-mlir's `TTNNOperationValidationAndFallback` pass, after the optimizer, validates each
+/// op and, when the backend's output differs from the one chosen, gives the op the backend's
+/// output and converts it to the chosen layout right after it.
+#[must_use]
+pub fn produced_layout(db: &dyn Db, op: OpId, layout: &TtnnLayout) -> Option<TtnnLayout> {
+    let sig = op_signature(db, op)?;
+    if !sig.kind.is_known() {
+        return None;
+    }
+    let target = TargetInput::get(db).target(db);
+    let q = query_for(
+        &sig,
+        dram_inputs(&sig),
+        OutputHint::Layout(layout.clone()),
+        sig.config.clone(),
+        0,
+    )?;
+    let produced = db.op_model().query(target, &q).ok()?.output_layout;
+    // Like tt-mlir, a grid alone does not count: an interleaved layout's grid is tt-mlir's
+    // notion (tt-metal spreads its pages over every core), and no fallback is sharded.
+    let differs = produced.page_layout() != layout.page_layout()
+        || produced.data_type() != layout.data_type()
+        || produced.buffer != layout.buffer
+        || produced.memory_layout != layout.memory_layout;
+    differs.then_some(produced)
+}
+
 /// The op's tensor inputs re-laid with the candidate's memory layout and grid, where a
 /// sharded layout of that kind exists for the input's shape.
 fn matched_inputs(

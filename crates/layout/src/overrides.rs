@@ -22,8 +22,9 @@ pub fn override_file(db: &dyn Db) -> Arc<OverrideFile> {
     Arc::new(base_db::parse_overrides(input.text(db)))
 }
 
-/// The options in effect: the options input, with `max-legal-layouts` and
-/// `row-major-enabled` from the overrides text taking precedence.
+/// The options in effect: the options input, with `max-legal-layouts`,
+/// `row-major-enabled` and `memory-layout-analysis-enabled` from the overrides text taking
+/// precedence.
 #[salsa::tracked(returns(clone))]
 pub fn effective_options(db: &dyn Db) -> Options {
     let mut options = OptionsInput::get(db).options(db).clone();
@@ -33,6 +34,9 @@ pub fn effective_options(db: &dyn Db) -> Options {
     }
     if let Some(v) = settings.row_major_enabled {
         options.row_major_enabled = v;
+    }
+    if let Some(v) = settings.memory_layout_analysis {
+        options.memory_layout_analysis = v;
     }
     options
 }

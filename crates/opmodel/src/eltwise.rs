@@ -46,7 +46,11 @@ pub(crate) fn typecast(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {
 pub(crate) fn binary(ctx: &Ctx<'_>, op: BinaryOp) -> Result<Estimate, OpError> {
     let (a, b) = (ctx.input(0)?, ctx.input(1)?);
     check_broadcast(ctx, &[&a.shape, &b.shape])?;
+    // The output is always tiled, whatever page layout is asked for: the request carries a
+    // memory config and a data type only (tt-metal's `BinaryNgDeviceOperation::
+    // compute_output_specs` builds the spec with `Layout::TILE`).
     let out = ctx.resolve_output(NullPolicy::InheritInput0)?;
+    let out = if out.page_layout() == PageLayout::RowMajor { tiled(ctx, &out)? } else { out };
     if ctx.q.kind.rejects_eltwise_core_shrink() && out.is_l1_sharded() {
         let widest = [a, b]
             .iter()
@@ -66,6 +70,18 @@ pub(crate) fn binary(ctx: &Ctx<'_>, op: BinaryOp) -> Result<Estimate, OpError> {
     sharded_same_spec(ctx, &out, &[0, 1])?;
     let cb = 2 * (ctx.in_tb(0) + ctx.in_tb(1) + ctx.out_tb());
     Ok(Estimate::new(cb, out))
+}
+
+/// `out` with tile pages: the same buffer, memory layout and grid.
+fn tiled(ctx: &Ctx<'_>, out: &TtnnLayout) -> Result<TtnnLayout, OpError> {
+    let (shape, dtype, page) = (&ctx.q.output_shape, ctx.q.output_dtype, PageLayout::Tile);
+    match out.memory_layout {
+        Some(ml) if ml.is_sharded() => {
+            crate::util::sharded(shape, dtype, page, ml, out.grid2d(), ctx.worker())
+        }
+        _ if out.is_l1() => Ok(TtnnLayout::l1_interleaved(shape, dtype, page, out.grid2d())),
+        _ => Ok(TtnnLayout::dram_interleaved(shape, dtype, page)),
+    }
 }
 
 pub(crate) fn ternary(ctx: &Ctx<'_>) -> Result<Estimate, OpError> {

@@ -413,6 +413,17 @@ fn binary_rejects_shapes_that_do_not_broadcast() {
 }
 
 #[test]
+fn a_binary_op_asked_for_row_major_pages_produces_tiles() {
+    let s = [32, 32];
+    check(
+        q("ttnn.add").input(&s, dram(&s)).input(&s, dram(&s)).out(&s).hint(rm(&s)),
+        expect![[r#"
+            cb 12288 tensor 0 peak 12288 out 0
+            DRAM interleaved, 1x1 tiles total (bf16)"#]],
+    );
+}
+
+#[test]
 fn add_rejects_an_eltwise_core_shrink() {
     let s = [2048, 64];
     check(

@@ -85,6 +85,11 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     if !sig.kind.is_chain_shardable() {
         return false;
     }
+    // Without the memory-layout analysis (tt-mlir's optimization level 1) no chain is built:
+    // every op takes its first legal layout.
+    if !layout::effective_options(db).memory_layout_analysis {
+        return false;
+    }
     let _p = tracing::trace_span!("op_chainable", op = %op.key(db)).entered();
     // An op whose layout is fixed keeps it: a chain could only fail on it or move it.
     if layout::legal_op_layouts(db, op).fixed {

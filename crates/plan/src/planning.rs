@@ -254,10 +254,32 @@ fn base_plan(
     pinned: &std::collections::BTreeSet<String>,
     reads: Reads,
 ) -> OpPlan {
-    let layout = crate::problem::fallback_layout(db, op, reads);
+    let mut layout = crate::problem::fallback_layout(db, op, reads);
     let config = config_for_in(db, op, layout.as_ref(), reads);
     let legal = crate::problem::legal_layouts(db, op, reads);
+    let spill = produced_instead(db, op, data, layout.as_ref(), &legal);
+    if let Some((produced, _)) = &spill {
+        layout = Some(produced.clone());
+    }
     let reason = match &layout {
+        _ if spill.is_some() => {
+            "the op model produces this rather than the layout chosen for the op, which it is \
+             converted to right after the op, as tt-mlir's operation validation and fallback \
+             does"
+                .to_owned()
+        }
+        _ if !legal.fixed
+            && matches!(legal.override_use, Some(layout::OverrideUse::Full { .. })) =>
+        {
+            "the layout its output-layout override gives (in no L1 chain)".to_owned()
+        }
+        _ if !legal.fixed
+            && matches!(legal.override_use, Some(layout::OverrideUse::Partial { .. })) =>
+        {
+            "the first legal layout the output-layout override leaves, as tt-mlir's \
+             OpConfigAnalysis picks it"
+                .to_owned()
+        }
         _ if legal.fixed && pinned.contains(op.key(db)) => {
             "kept as written: a consumer with fixed operand types (a d2m subgraph, a \
              call, or an op kept as written) declares this layout, which no op \
@@ -280,15 +302,42 @@ fn base_plan(
         None => String::new(),
     };
     let expected_operands = user_reconfigs(db, op, data, layout.as_ref(), reads);
+    let spill = spill.map(|(_, chosen)| Conversion {
+        layout: chosen,
+        reason: "the layout chosen for the op, which the op model does not produce".into(),
+    });
     OpPlan {
         layout,
         config,
         chain: None,
         expected_operands,
-        spill: None,
+        spill,
         reason: reason.into(),
         reserved: 0,
     }
+}
+
+/// For an op outside any chain whose chosen layout `layout` the op model would not produce:
+/// (what it produces, the chosen layout). Asked only where that can happen, so not of every
+/// op: when the tiledness of the op's written result could not be kept, or an output-layout
+/// override chose the layout.
+fn produced_instead(
+    db: &dyn Db,
+    op: OpId,
+    data: &ir::OpData,
+    layout: Option<&TtnnLayout>,
+    legal: &layout::LegalOpLayouts,
+) -> Option<(TtnnLayout, TtnnLayout)> {
+    let chosen = layout?;
+    if legal.fixed {
+        return None;
+    }
+    let written_page = data.results.first().and_then(|t| t.layout()).map(TtnnLayout::page_layout);
+    if legal.override_use.is_none() && written_page.is_none_or(|p| p == chosen.page_layout()) {
+        return None;
+    }
+    let produced = layout::produced_layout(db, op, chosen)?;
+    Some((produced, chosen.clone()))
 }
 
 /// Per operand of an op outside an L1 chain (never in one, or its chain declined): the
