@@ -102,7 +102,7 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
         let _ = writeln!(err, "not comparing `{}`: it is not valid UTF-8", input.path);
         return Ok(ExitCode::from(1));
     }
-    let imported = compare::is_ttir(&input.text);
+    let imported = import::is_ttir(&input.text);
     let text = if imported {
         let result = crate::import::import_text(&input.text, &args.file);
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
