@@ -50,6 +50,9 @@ pub(crate) struct Row {
     /// Wall time of `final_ir_for` plus `plan_report` on a fresh host; `None` for the
     /// baseline, which is not optimized.
     pub(crate) optimize_ms: Option<f64>,
+    /// The plan's per-op decisions (for the baseline: the first policy's, whose `written`
+    /// layouts are the IR as written).
+    pub(crate) plan: PlanReport,
 }
 
 /// An op of an optimized text that the verifier rejects, and that was valid as written or
@@ -117,6 +120,7 @@ pub(crate) fn compare(
             new_violations,
             preexisting,
             optimize_ms: Some(optimize_ms),
+            plan: plan.clone(),
         });
         // The IR as written is the same under every policy; its cost and layouts are read
         // from the first host.
@@ -143,6 +147,7 @@ pub(crate) fn compare(
             new_violations: Vec::new(),
             preexisting,
             optimize_ms: None,
+            plan,
         },
     );
     Ok(Comparison {
