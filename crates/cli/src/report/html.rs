@@ -84,8 +84,12 @@ pub(crate) fn graph(text: &str, plan: &PlanReport) -> Graph {
 /// longest-path layers, rows by the barycentre of the producers' rows.
 pub(crate) fn layered_layout(n: usize, edges: &[(u32, u32)]) -> Vec<(u32, u32)> {
     let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // Only forward edges between known nodes count; the layering below reads a producer's
+    // layer before its consumer's, which needs `from < to`.
     for &(from, to) in edges {
-        if let Some(p) = preds.get_mut(to as usize) {
+        if from < to
+            && let Some(p) = preds.get_mut(to as usize)
+        {
             p.push(from);
         }
     }
@@ -242,6 +246,12 @@ mod tests {
         let text = script_json(&data);
         assert!(!text.contains("</"), "{text}");
         assert_eq!(serde_json::from_str::<Value>(&text).ok(), Some(data));
+    }
+
+    #[test]
+    fn backward_and_out_of_range_edges_are_ignored() {
+        let pos = layered_layout(3, &[(0, 1), (2, 1), (1, 1), (0, 7), (9, 2)]);
+        assert_eq!(pos, [(0, 0), (1, 0), (0, 1)]);
     }
 
     #[test]
