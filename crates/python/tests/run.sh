@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the ttnn-analyzer wheel in a fresh virtual environment, installs it with pip, runs
-# the Python tests, then the worked Optuna example of docs/tuning.md on a corpus model.
+# the Python tests and checks the type stubs against the module (mypy's stubtest), then the
+# worked Optuna example of docs/tuning.md on a corpus model.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -17,12 +18,14 @@ if ! python3 -m venv "$venv" 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
   python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.9,<2" pytest optuna
+"$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.9,<2" pytest optuna mypy
 (cd "$root/crates/python" && "$venv/bin/maturin" build --release --quiet --out "$wheels")
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$wheels"/ttnn_analyzer-*.whl
 
 # From outside the source tree, so the installed package is what is imported.
 (cd "$target_dir" && "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here")
+# The type stubs must match the native module: every name, signature and class there.
+(cd "$target_dir" && "$venv/bin/python" -m mypy.stubtest ttnn_analyzer._native)
 # The tuned overrides must be accepted by `optimize` as tt-mlir option syntax.
 (cd "$root" && cargo build -q --release -p cli --bin ttnn-analyzer)
 "$venv/bin/python" "$root/docs/tuning_optuna.py" "$corpus/llama_attention.mlir" \
