@@ -299,7 +299,9 @@ impl Analysis {
         })
     }
 
-    /// Runs `f` on the host with the GIL released.
+    /// Runs `f` on the host with the GIL released. Every method takes the lock this way: one
+    /// that waited for it holding the GIL could deadlock with a holder that needs the GIL
+    /// (to build an error).
     fn compute<T: Send>(
         &self,
         py: Python<'_>,
@@ -388,27 +390,28 @@ impl Analysis {
 
     /// The file's name: its path, or the name given to `from_text`.
     #[getter]
-    fn name(&self) -> PyResult<String> {
-        Ok(self.lock()?.name.clone())
+    fn name(&self, py: Python<'_>) -> PyResult<String> {
+        self.compute(py, |inner| Ok(inner.name.clone()))
     }
 
     /// True when the input was TTIR and the analysis runs on its import.
     #[getter]
-    fn imported(&self) -> PyResult<bool> {
-        Ok(self.lock()?.imported)
+    fn imported(&self, py: Python<'_>) -> PyResult<bool> {
+        self.compute(py, |inner| Ok(inner.imported))
     }
 
     /// The TTNN text analysed (the import's output for a TTIR input).
     #[getter]
-    fn text(&self) -> PyResult<String> {
-        let inner = self.lock()?;
-        Ok(inner.host.text(&inner.name).map(|t| t.to_string()).unwrap_or_default())
+    fn text(&self, py: Python<'_>) -> PyResult<String> {
+        self.compute(py, |inner| {
+            Ok(inner.host.text(&inner.name).map(|t| t.to_string()).unwrap_or_default())
+        })
     }
 
     /// The policy `cost`, `plan` and `final_ir` use when not given one.
     #[getter]
-    fn get_policy(&self) -> PyResult<&'static str> {
-        Ok(self.lock()?.policy().name())
+    fn get_policy(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.compute(py, |inner| Ok(inner.policy().name()))
     }
 
     #[setter]
@@ -458,8 +461,8 @@ impl Analysis {
 
     /// The current overrides in tt-mlir's option syntax, one entry per line: what to pass to
     /// tt-mlir's optimizer (or to `ttnn-analyzer optimize --overrides`).
-    fn overrides(&self) -> PyResult<String> {
-        Ok(self.lock()?.host.overrides_text().1)
+    fn overrides(&self, py: Python<'_>) -> PyResult<String> {
+        self.compute(py, |inner| Ok(inner.host.overrides_text().1))
     }
 
     /// The estimated device time in ns under `policy` (default: the analysis's policy),
@@ -549,14 +552,15 @@ impl Analysis {
         to_py(py, &v)
     }
 
-    fn __repr__(&self) -> PyResult<String> {
-        let inner = self.lock()?;
-        Ok(format!(
-            "Analysis({:?}, policy={:?}, imported={})",
-            inner.name,
-            inner.policy().name(),
-            if inner.imported { "True" } else { "False" }
-        ))
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.compute(py, |inner| {
+            Ok(format!(
+                "Analysis({:?}, policy={:?}, imported={})",
+                inner.name,
+                inner.policy().name(),
+                if inner.imported { "True" } else { "False" }
+            ))
+        })
     }
 }
 

@@ -4,6 +4,8 @@ overrides, layouts, diagnostics, TTIR import, errors and the GIL.
 Run from a venv with the built wheel installed: `pytest crates/python/tests`.
 """
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -218,3 +220,45 @@ def test_other_threads_run_while_the_analysis_computes():
     # it ticks all along. The work takes tens of milliseconds even in a release build.
     assert elapsed > 0.01, f"the work took only {elapsed:.4f} s: make the graph larger"
     assert ticks > 100, f"{ticks} ticks in {elapsed:.3f} s"
+
+
+
+SHARING = """
+import sys, threading, time
+from ttnn_analyzer import Analysis, AnalyzerError
+
+a = Analysis.open(sys.argv[1])
+stop = time.monotonic() + 2.0
+failures = []
+
+def fail():
+    while time.monotonic() < stop:
+        try:
+            a.set_override("ffn.up", "9x9:l2")
+        except AnalyzerError as e:
+            failures.append(e.code)
+
+def read():
+    while time.monotonic() < stop:
+        assert a.overrides() == "" and a.name == sys.argv[1]
+        repr(a)
+
+threads = [threading.Thread(target=fail), threading.Thread(target=read)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(len(failures), sorted(set(failures)))
+"""
+
+
+def test_threads_sharing_an_analysis_take_turns_even_when_calls_fail():
+    # One thread keeps failing (its error is built while it holds the analysis), the other
+    # keeps reading; a reader that waited for the analysis holding the GIL would deadlock
+    # the whole interpreter, so the threads run in a child process with a time limit.
+    out = subprocess.run(
+        [sys.executable, "-c", SHARING, str(FFN)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    count, codes = out.stdout.split(" ", 1)
+    assert int(count) > 0 and codes.strip() == "['invalid-layout-parameter']"
