@@ -205,8 +205,9 @@ def check_page(b: Browser, page: Path, max_ready_ms: float, screenshot: Path | N
         screenshot.write_bytes(base64.b64decode(png))
     failures += console_errors(b.events)
     nodes = b.evaluate("document.querySelectorAll('#graph .node').length")
+    script = b.evaluate("document.body.dataset.script")
     status = "ok" if not failures else "FAILED"
-    print(f"{status} {page.name}: {nodes} ops, interactive after {ready} ms")
+    print(f"{status} {page.name}: {nodes} ops, interactive after {ready} ms ({script} ms of it the page's script)")
     for f in failures:
         print(f"  {f}")
     return failures
