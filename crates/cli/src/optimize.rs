@@ -54,7 +54,7 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let mut input = input::read(&args.file)?;
     // TTIR (the dialect tt-mlir lowers to TTNN before its optimizer) is imported in memory
     // first, as `report --compare` does: optimizing it as is would find nothing to place.
-    if input.encoding_error.is_none() && crate::report::compare::is_ttir(&input.text) {
+    if input.encoding_error.is_none() && import::is_ttir(&input.text) {
         let result = crate::import::import_text(&input.text, &args.file);
         let mut stderr = std::io::stderr().lock();
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);

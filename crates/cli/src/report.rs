@@ -3,6 +3,7 @@
 //! `report --compare` sets the IR as written next to every optimizer policy instead.
 
 pub(crate) mod compare;
+mod html;
 mod svg;
 
 use std::{io::Write as _, process::ExitCode};
@@ -32,6 +33,11 @@ pub(crate) struct ReportArgs {
     /// With `--compare`: also write a chart of live L1 per core over the schedule as SVG.
     #[arg(long, value_name = "OUT", requires = "compare")]
     svg: Option<Utf8PathBuf>,
+    /// Write the plan explorer, one self-contained HTML page: the op graph coloured by where
+    /// each result lives under each configuration, chains, reshards and spills, per-op time
+    /// and L1, the live-L1 timeline and search by `loc` name. Implies `--compare`.
+    #[arg(long, value_name = "OUT")]
+    html: Option<Utf8PathBuf>,
     /// With `--compare`: leave out the optimize wall time, the one column that changes from
     /// run to run, so the output can be pinned by snapshots.
     #[arg(long, requires = "compare")]
@@ -39,13 +45,18 @@ pub(crate) struct ReportArgs {
 }
 
 pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if let Some(svg) = &args.svg {
-        let mut inputs = vec![args.file.as_path()];
-        inputs.extend(common::target_file(Some(&args.target)));
-        output::ensure_not_an_input(svg, &inputs)?;
+    let mut inputs = vec![args.file.as_path()];
+    inputs.extend(common::target_file(Some(&args.target)));
+    for out in args.svg.iter().chain(&args.html) {
+        output::ensure_not_an_input(out, &inputs)?;
+    }
+    if let (Some(svg), Some(html)) = (&args.svg, &args.html)
+        && svg == html
+    {
+        anyhow::bail!("`--svg` and `--html` name the same file `{svg}`");
     }
     let target = common::load_target(Some(&args.target))?;
-    if args.compare {
+    if args.compare || args.html.is_some() {
         return compare_report(args, &target);
     }
     let input = input::read(&args.file)?;
@@ -102,7 +113,7 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
         let _ = writeln!(err, "not comparing `{}`: it is not valid UTF-8", input.path);
         return Ok(ExitCode::from(1));
     }
-    let imported = compare::is_ttir(&input.text);
+    let imported = import::is_ttir(&input.text);
     let text = if imported {
         let result = crate::import::import_text(&input.text, &args.file);
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
@@ -139,18 +150,21 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
     let model = args.file.file_stem().unwrap_or(args.file.as_str());
     let comparison = compare::compare(model, &input.path, &text, target, imported)?;
     let timing = !args.no_timing;
-    let mut text = String::new();
+    let mut table = String::new();
     match args.format {
-        Format::Human => text = compare::render_human(&comparison, timing),
+        Format::Human => table = compare::render_human(&comparison, timing),
         Format::Json => {
             for row in compare::render_json(&comparison, timing) {
-                text.push_str(&format!("{row}\n"));
+                table.push_str(&format!("{row}\n"));
             }
         }
     }
-    output::write_stdout(text.as_bytes())?;
+    output::write_stdout(table.as_bytes())?;
     if let Some(path) = &args.svg {
         output::write_file(path, svg::render(&comparison).as_bytes())?;
+    }
+    if let Some(path) = &args.html {
+        output::write_file(path, html::render(&comparison, &text).as_bytes())?;
     }
     let introduced = comparison.rows.iter().any(|r| !r.new_violations.is_empty());
     Ok(if introduced { ExitCode::from(1) } else { ExitCode::SUCCESS })

@@ -256,3 +256,101 @@ fn const_eval_time_is_reported_at_load_and_left_out_of_every_configuration() {
         df-sharding-merge     19.0    1.53x        0/3         0       0           18432       1.4%               0             0
     "#]].assert_eq(&stdout);
 }
+
+/// The explorer page of a model: the JSON the page draws, parsed back out of it.
+fn explorer(model: &str) -> (String, serde_json::Value) {
+    let html = TempPath::new(&format!("{model}.html"));
+    let input = format!("test-data/models/{model}.mlir");
+    let (code, _, stderr) = run(&["report", "--html", html.path(), &input]);
+    assert_eq!(code, 0, "{stderr}");
+    let page = std::fs::read_to_string(&html.0).expect("the page was written");
+    let start = page.find(r#"<script type="application/json" id="data">"#).expect("a data block");
+    let json = &page[start..].split_once('>').expect("the tag ends").1;
+    let json = json.split_once("</script>").expect("the data block ends").0;
+    (page.clone(), serde_json::from_str(json).expect("the data is JSON"))
+}
+
+/// Each op in program order: its layer and row in the computed layout, then where its result
+/// lives under each configuration (`l1s`, `l1i`, `dram`) and its reshard and spill marks.
+#[test]
+fn the_explorer_lays_out_the_mlp_block_and_colours_every_op_by_configuration() {
+    let (_, data) = explorer("mlp_block");
+    let nodes = data["nodes"].as_array().expect("nodes");
+    let configs = data["configs"].as_array().expect("configs");
+    let names: Vec<&str> = configs.iter().map(|c| c["name"].as_str().unwrap_or("?")).collect();
+    let mut out = format!("{}\n", names.join(" | "));
+    for (i, n) in nodes.iter().enumerate() {
+        let cells: Vec<String> = configs
+            .iter()
+            .map(|c| {
+                let o = &c["per_op"][i];
+                let rs = if o["rs"].as_array().is_some_and(|r| !r.is_empty()) { " rs" } else { "" };
+                let sp = if o["sp"].is_null() { "" } else { " sp" };
+                format!("{}{rs}{sp}", o["p"].as_str().unwrap_or("?"))
+            })
+            .collect();
+        out.push_str(&format!(
+            "{} {} at ({}, {}): {}\n",
+            n["k"].as_str().unwrap_or("?"),
+            n["n"].as_str().unwrap_or("?"),
+            n["x"],
+            n["y"],
+            cells.join(" | ")
+        ));
+    }
+    out.push_str(&format!("edges: {}\n", data["edges"]));
+    expect![[r#"
+        as-written | df-sharding | df-sharding-merge
+        ttnn.rms_norm norm at (0, 0): dram | dram | dram
+        ttnn.matmul gate_proj at (1, 0): dram | l1s | dram
+        ttnn.silu gate_act at (2, 0): dram | l1s | dram
+        ttnn.matmul up_proj at (1, 1): dram | l1s sp | dram
+        ttnn.multiply gated at (3, 0): dram | l1s | dram
+        ttnn.matmul down_proj at (4, 0): dram | l1s sp | dram
+        ttnn.add residual at (5, 0): dram | l1s sp | dram
+        edges: [[0,1],[0,3],[1,2],[2,4],[3,4],[4,5],[5,6]]
+    "#]]
+    .assert_eq(&out);
+}
+
+#[test]
+fn the_explorer_page_is_self_contained_and_deterministic() {
+    let (first, data) = explorer("mlp_block");
+    let (second, _) = explorer("mlp_block");
+    assert!(first == second, "two runs wrote different pages");
+    // Nothing to fetch: no external script, style, font or image. The SVG namespace is a
+    // name, not a request.
+    let without_ns = first.replace("http://www.w3.org/2000/svg", "");
+    for needle in ["http://", "https://", "<link", " src=", "@import", "url("] {
+        assert!(!without_ns.contains(needle), "the page refers to `{needle}`");
+    }
+    assert_eq!(
+        data["nodes"].as_array().map(Vec::len),
+        data["configs"][0]["per_op"].as_array().map(Vec::len)
+    );
+}
+
+#[test]
+fn the_explorer_never_overwrites_the_input_or_the_chart() {
+    let (code, _, stderr) = run(&[
+        "report",
+        "--html",
+        "test-data/models/mlp_block.mlir",
+        "test-data/models/mlp_block.mlir",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("refusing to overwrite"), "{stderr}");
+    let out = TempPath::new("both.out");
+    let (code, _, stderr) = run(&[
+        "report",
+        "--compare",
+        "--svg",
+        out.path(),
+        "--html",
+        out.path(),
+        "test-data/models/mlp_block.mlir",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("name the same file"), "{stderr}");
+    assert!(!out.0.exists(), "nothing was written");
+}

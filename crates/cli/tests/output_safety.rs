@@ -120,6 +120,12 @@ fn the_report_chart_refuses_an_output_that_is_a_hard_link_to_its_input() {
 }
 
 #[test]
+fn the_explorer_page_refuses_an_output_that_is_a_hard_link_to_its_input() {
+    let t = Linked::new(MLP);
+    t.assert_refused_and_intact(run(&["report", "--html", &t.path("y.mlir"), &t.path("x.mlir")]));
+}
+
+#[test]
 fn optimize_refuses_an_output_that_is_a_symlink_to_its_input() {
     let t = Linked::new(FFN);
     std::os::unix::fs::symlink(t.dir.path().join("x.mlir"), t.dir.path().join("s.mlir"))

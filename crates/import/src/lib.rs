@@ -69,5 +69,40 @@ pub fn import_ttir(text: &str, file_name: &str) -> ImportResult {
     module::import(text, file_name)
 }
 
+/// True for TTIR input: the file's ops include `ttir.` ops and no `ttnn.` op. Read from the
+/// parse, not the text: tt-mlir's TTIR tests carry TTNN layouts in their `CHECK` comments.
+#[must_use]
+pub fn is_ttir(text: &str) -> bool {
+    let parse = syntax::parse(text);
+    let (mut ttir, mut ttnn) = (false, false);
+    for chunk in &parse.file().chunks {
+        for item in &chunk.items {
+            if let syntax::ast::Item::Op(op) = item {
+                visit_op_names(op, &mut |name| {
+                    ttir |= name.starts_with("ttir.");
+                    ttnn |= name.starts_with("ttnn.");
+                });
+            }
+        }
+    }
+    ttir && !ttnn
+}
+
+/// Calls `f` with the name of `op` and of every op nested in it.
+fn visit_op_names(op: &syntax::ast::Op, f: &mut impl FnMut(&str)) {
+    use syntax::ast::OpBody;
+    f(&op.name.text);
+    let regions: Vec<&syntax::ast::Region> = match &op.body {
+        OpBody::Generic(g) => g.regions.iter().collect(),
+        OpBody::Module(m) => vec![&m.body],
+        OpBody::Func(func) => func.body.iter().collect(),
+        OpBody::RegionOp(r) => vec![&r.body],
+        _ => Vec::new(),
+    };
+    for op in regions.iter().flat_map(|r| &r.blocks).flat_map(|b| &b.ops) {
+        visit_op_names(op, f);
+    }
+}
+
 #[cfg(test)]
 mod tests;

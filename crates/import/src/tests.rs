@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use expect_test::{Expect, expect};
 
-use crate::import_ttir;
+use crate::{import_ttir, is_ttir};
 
 #[track_caller]
 fn check(ttir: &str, expect: Expect) {
@@ -596,4 +596,27 @@ fn a_conv_net_stays_flattened_between_convs() {
             }
         "#]],
     );
+}
+
+#[test]
+fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
+    assert!(is_ttir(r#"%0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
+    // tt-mlir's TTIR tests spell the expected TTNN layouts in their CHECK comments.
+    assert!(is_ttir(
+        r#"func.func @main(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  // CHECK: #[[L:.*]] = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+  %0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}"#
+    ));
+    assert!(!is_ttir(r#"%0 = "ttnn.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
+    // A string attribute naming a TTIR op is not an op.
+    assert!(!is_ttir(
+        r#"%0 = "ttnn.relu"(%x) {note = "ttir.relu"} : (tensor<4xbf16>) -> tensor<4xbf16>"#
+    ));
+    // A TTNN file with a TTIR op left in it is TTNN; optimize names the op it cannot plan.
+    assert!(!is_ttir(
+        r#"%0 = "ttnn.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>
+%1 = "ttir.relu"(%0) : (tensor<4xbf16>) -> tensor<4xbf16>"#
+    ));
 }

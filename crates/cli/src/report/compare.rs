@@ -50,6 +50,9 @@ pub(crate) struct Row {
     /// Wall time of `final_ir_for` plus `plan_report` on a fresh host; `None` for the
     /// baseline, which is not optimized.
     pub(crate) optimize_ms: Option<f64>,
+    /// The plan's per-op decisions (for the baseline: the first policy's, whose `written`
+    /// layouts are the IR as written).
+    pub(crate) plan: PlanReport,
 }
 
 /// An op of an optimized text that the verifier rejects, and that was valid as written or
@@ -62,40 +65,6 @@ pub(crate) struct Violation {
     pub(crate) error: String,
     /// The op's error as written, when it already had a different one.
     pub(crate) as_written: Option<String>,
-}
-
-/// True for TTIR input: the file's ops include `ttir.` ops and no `ttnn.` op. Read from the
-/// parse, not the text: tt-mlir's TTIR tests carry TTNN layouts in their `CHECK` comments.
-pub(crate) fn is_ttir(text: &str) -> bool {
-    let parse = syntax::parse(text);
-    let (mut ttir, mut ttnn) = (false, false);
-    for chunk in &parse.file().chunks {
-        for item in &chunk.items {
-            if let syntax::ast::Item::Op(op) = item {
-                visit_op_names(op, &mut |name| {
-                    ttir |= name.starts_with("ttir.");
-                    ttnn |= name.starts_with("ttnn.");
-                });
-            }
-        }
-    }
-    ttir && !ttnn
-}
-
-/// Calls `f` with the name of `op` and of every op nested in it.
-fn visit_op_names(op: &syntax::ast::Op, f: &mut impl FnMut(&str)) {
-    use syntax::ast::OpBody;
-    f(&op.name.text);
-    let regions: Vec<&syntax::ast::Region> = match &op.body {
-        OpBody::Generic(g) => g.regions.iter().collect(),
-        OpBody::Module(m) => vec![&m.body],
-        OpBody::Func(func) => func.body.iter().collect(),
-        OpBody::RegionOp(r) => vec![&r.body],
-        _ => Vec::new(),
-    };
-    for op in regions.iter().flat_map(|r| &r.blocks).flat_map(|b| &b.ops) {
-        visit_op_names(op, f);
-    }
 }
 
 /// Compares `text` (TTNN, already checked for errors) under every configuration.
@@ -151,6 +120,7 @@ pub(crate) fn compare(
             new_violations,
             preexisting,
             optimize_ms: Some(optimize_ms),
+            plan: plan.clone(),
         });
         // The IR as written is the same under every policy; its cost and layouts are read
         // from the first host.
@@ -177,6 +147,7 @@ pub(crate) fn compare(
             new_violations: Vec::new(),
             preexisting,
             optimize_ms: None,
+            plan,
         },
     );
     Ok(Comparison {
@@ -456,28 +427,5 @@ mod tests {
             ]
         );
         assert_eq!(preexisting, 1);
-    }
-
-    #[test]
-    fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
-        assert!(is_ttir(r#"%0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
-        // tt-mlir's TTIR tests spell the expected TTNN layouts in their CHECK comments.
-        assert!(is_ttir(
-            r#"func.func @main(%x: tensor<4xbf16>) -> tensor<4xbf16> {
-  // CHECK: #[[L:.*]] = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
-  %0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>
-  return %0 : tensor<4xbf16>
-}"#
-        ));
-        assert!(!is_ttir(r#"%0 = "ttnn.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
-        // A string attribute naming a TTIR op is not an op.
-        assert!(!is_ttir(
-            r#"%0 = "ttnn.relu"(%x) {note = "ttir.relu"} : (tensor<4xbf16>) -> tensor<4xbf16>"#
-        ));
-        // A TTNN file with a TTIR op left in it is TTNN; optimize names the op it cannot plan.
-        assert!(!is_ttir(
-            r#"%0 = "ttnn.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>
-%1 = "ttir.relu"(%0) : (tensor<4xbf16>) -> tensor<4xbf16>"#
-        ));
     }
 }
