@@ -311,7 +311,10 @@ fn random_edits(host: AnalysisHost) {
             // Break an op (its closing parenthesis deleted), then fix it in a second change.
             11 => {
                 let (at, _) = line_of(ops[rng.below(ops.len())]);
-                let close = at + text[at..].find(") :").expect("an operand list closes");
+                // An op without operands (one pasted from the last lines) has nothing to break.
+                let Some(close) = text[at..].find(") :").map(|p| at + p) else {
+                    continue;
+                };
                 host.apply_change(Change::new().edit_file(
                     FILE,
                     vec![TextEdit {
@@ -319,7 +322,17 @@ fn random_edits(host: AnalysisHost) {
                         text: String::new(),
                     }],
                 ));
-                let _ = host.analysis().diagnostics(host.file(FILE).expect("open"));
+                // The broken text's diagnostics (syntax errors, the op's users no longer
+                // checked) as lowering it afresh gives them.
+                let broken = host.text(FILE).expect("file is open").to_string();
+                let file = host.file(FILE).expect("open");
+                let ours = host.analysis().diagnostics(file).expect("not cancelled");
+                let theirs = {
+                    let h = fresh(&broken, &overrides);
+                    let f = h.file(FILE).expect("open");
+                    h.analysis().diagnostics(f).expect("not cancelled")
+                };
+                assert!(ours == theirs, "step {step}: the broken op's diagnostics differ");
                 Change::new().edit_file(
                     FILE,
                     vec![TextEdit { range: TextRange::empty(close as u32), text: ")".into() }],

@@ -59,7 +59,7 @@ pub fn relower_edit(
     // current, which is all this reads (positions of the ops after it may be the old text's
     // until the tree is first read, elsewhere).
     parse.with_current_through(edit.new.end, |tree, tokens| {
-        relower_in(old, text, tokens, tree, edit)
+        relower_in(old, text, tokens, tree, &parse.errors, edit)
     })
 }
 
@@ -68,23 +68,32 @@ fn relower_in(
     text: &str,
     tokens: &[syntax::Token],
     tree: &ast::SourceFile,
+    syntax_errors: &[syntax::SyntaxError],
     edit: syntax::OpEdit,
 ) -> Option<LoweredFile> {
-    // One op replaced by one op, with the syntax errors as they were, is what this redoes;
-    // other edits (ops inserted, deleted, pasted, trivia between ops, an op broken or fixed)
-    // lower from scratch.
-    if edit.errors_changed || edit.new.start != edit.old.start {
+    // One op replaced by one op (its syntax errors may come or go: an op broken or fixed),
+    // and windows of ops replaced with the syntax errors as they were, are what this redoes.
+    if edit.new.start != edit.old.start {
         return None;
     }
     if !edit.is_single_op() {
+        if edit.errors_changed {
+            return None;
+        }
         return relower_window(old, text, tokens, tree, edit);
     }
     let delta = i64::from(edit.new.end) - i64::from(edit.old.end);
-    if old
-        .diagnostics
-        .iter()
-        .any(|d| d.range.start <= edit.old.end && d.range.end >= edit.old.start)
-    {
+    let touches = |r: TextRange, e: TextRange| r.start <= e.end && r.end >= e.start;
+    // The op's own diagnostics go with it: its syntax errors (reported only inside it, by
+    // the re-parse's construction), and lowering problems that stay with the op. Any other
+    // diagnostic there (one reported at a first use, or on a neighbour) could move.
+    if old.diagnostics.iter().any(|d| {
+        touches(d.range, edit.old)
+            && LOWERING_CODES.contains(&d.code)
+            && !(OP_LOCAL_CODES.contains(&d.code)
+                && edit.old.start <= d.range.start
+                && d.range.end <= edit.old.end)
+    }) {
         return None;
     }
     let (fi, func) = old.funcs.iter().enumerate().find(|(_, f)| {
@@ -149,9 +158,10 @@ fn relower_in(
     let mut op_sm = FuncSourceMap::default();
     let data = cx.op(o, key, i as u32, &defs, &func.body, &mut op_sm);
     let loc = cx.loc_name(o.loc.as_ref());
-    if !cx.diags.is_empty() || data.key != old_op.key {
+    if cx.diags.iter().any(|d| !OP_LOCAL_CODES.contains(&d.code)) || data.key != old_op.key {
         return None;
     }
+    let op_diags = std::mem::take(&mut cx.diags);
     // New result types: the ops using them check their operands against them again.
     let retyped = data.results != old_op.results;
     if retyped && old.diagnostics.iter().any(|d| NONLOCAL_CODES.contains(&d.code)) {
@@ -200,9 +210,29 @@ fn relower_in(
         }
         lf.loc_names = Arc::new(lf.loc_names.spliced(&[key], &[(key, loc)]));
     }
-    let mut diagnostics = old.diagnostics.clone();
-    for d in &mut diagnostics {
-        shift(&mut d.range);
+    // The op's old diagnostics out, its new ones in, where lowering the file puts them:
+    // sorted by range, syntax errors first among equal ranges.
+    let mut diagnostics: Vec<Diagnostic> = old
+        .diagnostics
+        .iter()
+        .filter(|d| !touches(d.range, edit.old))
+        .cloned()
+        .map(|mut d| {
+            shift(&mut d.range);
+            d
+        })
+        .collect();
+    let syntax = syntax_errors.iter().filter(|e| touches(e.range, edit.new));
+    for e in syntax.rev() {
+        let d = error(e.range, e.code, e.message.clone());
+        let at = diagnostics
+            .partition_point(|x| (x.range.start, x.range.end) < (d.range.start, d.range.end));
+        diagnostics.insert(at, d);
+    }
+    for d in op_diags {
+        let at = diagnostics
+            .partition_point(|x| (x.range.start, x.range.end) <= (d.range.start, d.range.end));
+        diagnostics.insert(at, d);
     }
     if retyped {
         recheck_uses(text, &mut diagnostics, body, sm, key)?;
@@ -268,6 +298,42 @@ fn recheck_uses(
     }
     Some(())
 }
+
+/// Every code lowering reports (the others in a lowered file's diagnostics are syntax
+/// errors).
+const LOWERING_CODES: &[&str] = &[
+    "alias-cycle",
+    "duplicate-alias",
+    "duplicate-function",
+    "duplicate-value",
+    "invalid-attribute",
+    "invalid-integer",
+    "invalid-result-number",
+    "invalid-type",
+    "layout-shape-mismatch",
+    "missing-return",
+    "operand-count-mismatch",
+    "result-count-mismatch",
+    "return-count-mismatch",
+    "tensor-too-large",
+    "type-mismatch",
+    "undefined-value",
+    "unknown-alias",
+    "use-before-def",
+    "wrong-operand-count",
+    "wrong-result-count",
+    "zero-sized-grid",
+];
+
+/// Lowering diagnostics about one op alone (its operand and result counts, its operands'
+/// types): lowering that op again reports them again, and no other op's.
+const OP_LOCAL_CODES: &[&str] = &[
+    "operand-count-mismatch",
+    "result-count-mismatch",
+    "type-mismatch",
+    "wrong-operand-count",
+    "wrong-result-count",
+];
 
 /// The codes of lowering diagnostics whose place depends on other ops than the one they
 /// are reported at: while the old lowering has one, a window of ops is not lowered alone.
@@ -1772,4 +1838,49 @@ fn parse_tile(joined: &str) -> Option<ElementType> {
     let [Some(h), Some(w)] = dims.as_slice() else { return None };
     let dtype = ttnn_types::DataType::from_keyword(dtype)?;
     Some(ElementType::Tile { height: *h, width: *w, dtype })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LOWERING_CODES, OP_LOCAL_CODES};
+
+    /// Every code this file reports, read from its source: `error(range, "code", ...)` and
+    /// `code: "code"`.
+    fn reported_codes() -> Vec<&'static str> {
+        let src = include_str!("lower.rs");
+        let mut out = Vec::new();
+        for (marker, skip_to_quote) in [("error(", true), ("code: \"", false)] {
+            for (at, _) in src.match_indices(marker) {
+                let rest = &src[at + marker.len()..];
+                let rest = if skip_to_quote {
+                    // The second argument: past the range expression's comma.
+                    let Some(q) = rest.find('"') else { continue };
+                    if rest[..q].contains(';') || rest[..q].contains('{') {
+                        continue;
+                    }
+                    &rest[q + 1..]
+                } else {
+                    rest
+                };
+                let Some(end) = rest.find('"') else { continue };
+                let code = &rest[..end];
+                // (`"code"` is this scan's own doc comment.)
+                if code.contains('-') && code.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                    out.push(code);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn every_code_lowering_reports_is_listed_as_a_lowering_code() {
+        let reported = reported_codes();
+        assert!(reported.len() >= 15, "the scan found the codes: {reported:?}");
+        let missing: Vec<_> = reported.iter().filter(|c| !LOWERING_CODES.contains(c)).collect();
+        assert!(missing.is_empty(), "codes reported but not in LOWERING_CODES: {missing:?}");
+        assert!(OP_LOCAL_CODES.iter().all(|c| LOWERING_CODES.contains(c)));
+    }
 }

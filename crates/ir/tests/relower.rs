@@ -299,3 +299,37 @@ fn relowering_a_result_type_change_checks_the_uses_again_as_lowering_does() {
     assert_eq!(mismatches, 0);
     assert_eq!(back, text);
 }
+
+#[test]
+fn relowering_an_op_broken_and_fixed_equals_lowering_from_scratch() {
+    // The exp's operand list loses its `(`, a syntax error inside the op: the op is lowered
+    // again with its new errors, and its user (the add) loses its check against the exp's
+    // now unknown result type; putting the `(` back clears it all. One op each time.
+    let t = "tensor<64x64xbf16, #l>";
+    let text = format!(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n\
+         func.func @main(%a: {t}) -> {t} {{\n\
+         \x20 %0 = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"r\")\n\
+         \x20 %1 = \"ttnn.exp\"(%0) : ({t}) -> {t} loc(\"e\")\n\
+         \x20 %2 = \"ttnn.add\"(%0, %1) : ({t}, {t}) -> {t} loc(\"s\")\n\
+         \x20 return %2 : {t}\n}}\n"
+    );
+    let at = text.find("\"ttnn.exp\"(").expect("the exp") as u32 + 10;
+    let step = |before: &str, range: TextRange, insert: &str| -> (String, usize) {
+        let mut after = before.to_owned();
+        after.replace_range(range.start as usize..range.end as usize, insert);
+        let old_parse = parse(before);
+        let old = ir::lower_parse(before, &old_parse);
+        let mut patched = old_parse.clone();
+        let op = patched.reparse_edit(&after, range, insert.len() as u32).expect("re-parsed");
+        let again = ir::relower_edit(&old, &after, &patched, op).expect("re-lowered alone");
+        let fresh = ir::lower_parse(&after, &parse(&after));
+        assert!(again == fresh, "the re-lowering differs from lowering {after}");
+        (after, fresh.diagnostics.len())
+    };
+    let (broken, errors) = step(&text, TextRange::new(at, at + 1), "");
+    assert!(errors > 0, "breaking the op gives a syntax error");
+    let (fixed, errors) = step(&broken, TextRange::new(at, at), "(");
+    assert_eq!(errors, 0);
+    assert_eq!(fixed, text);
+}
