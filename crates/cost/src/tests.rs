@@ -80,6 +80,7 @@ fn the_three_targets_get_their_own_figures() {
           fpu eltwise            128 op/cycle/core
           fpu reduce             512 FLOP/cycle/core
           sfpu                   32 lanes, +2 load/store, transcendental 10 ops
+          riscv scalar loop      36 cycles/element
           dram                   288 GB/s peak, 92% sustained
           noc                    32 B/cycle/core
           l1                     64 B/cycle/core
@@ -91,6 +92,7 @@ fn the_three_targets_get_their_own_figures() {
           fpu eltwise            128 op/cycle/core
           fpu reduce             512 FLOP/cycle/core
           sfpu                   32 lanes, +2 load/store, transcendental 10 ops
+          riscv scalar loop      36 cycles/element
           dram                   288 GB/s peak, 92% sustained
           noc                    32 B/cycle/core
           l1                     64 B/cycle/core
@@ -102,6 +104,7 @@ fn the_three_targets_get_their_own_figures() {
           fpu eltwise            128 op/cycle/core
           fpu reduce             512 FLOP/cycle/core
           sfpu                   32 lanes, +2 load/store, transcendental 10 ops
+          riscv scalar loop      36 cycles/element
           dram                   512 GB/s peak, 98% sustained
           noc                    64 B/cycle/core
           l1                     64 B/cycle/core
@@ -866,4 +869,24 @@ fn the_validation_table_in_the_docs_is_current() {
         doc.contains(table.as_str()),
         "docs/cost-model.md is stale; run `cargo xtask cost-validate --write`:\n{table}"
     );
+}
+
+#[test]
+fn argmax_over_the_lm_head_logits_is_a_scalar_loop_split_over_the_grid_unless_tiled() {
+    // Llama-3.2-1B's sampling argmax: 32 x 128256 bf16 logits, row major (tt-mlir's
+    // workaround), DRAM. 4 104 192 elements = 4008 row-major "tiles" of 1024 elements; the
+    // multi-core program spreads them over 64 cores: 63 x 1024 elements x 36 cycles =
+    // 2 322 432 ns of compute, against 2.31 ms measured in tt-mlir's ds-perf fleet run.
+    let kind = OpKind::Argmax { dim: Some(1), keep_dim: false };
+    let rm = |shape: &[u64], dtype| {
+        TensorDesc::new(shape, TtnnLayout::dram_interleaved(shape, dtype, PageLayout::RowMajor))
+    };
+    let logits = rm(&[32, 128_256], BF16);
+    let index = rm(&[32], DataType::U32);
+    let c = n150().op_cost(&kind, std::slice::from_ref(&logits), &index, &OpConfig::None);
+    assert_eq!((c.cores, c.compute_ns, c.bound), (64, 2_322_432, Bound::Compute));
+    // A tiled input takes the single-core program: 4008 tiles on one core, 64x slower.
+    let tiled = dram(&[32, 128_256]);
+    let c = n150().op_cost(&kind, &[tiled], &index, &OpConfig::None);
+    assert_eq!((c.cores, c.compute_ns), (1, 4008 * 1024 * 36));
 }
