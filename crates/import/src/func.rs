@@ -530,10 +530,14 @@ const ELEMENTWISE: &[&str] = &[
     "ttnn.minimum",
     "ttnn.multiply",
     "ttnn.neg",
+    "ttnn.pow_scalar",
+    "ttnn.reciprocal",
     "ttnn.relu",
     "ttnn.relu6",
+    "ttnn.rsqrt",
     "ttnn.sigmoid",
     "ttnn.silu",
+    "ttnn.sqrt",
     "ttnn.subtract",
     "ttnn.tanh",
     "ttnn.typecast",
@@ -602,6 +606,11 @@ impl FuncOut {
 
     /// For an elementwise `op` that can run on the flattened form: its operands in that form
     /// and the index (in `ops`) of one of the reshapes it reads.
+    ///
+    /// Two kinds of reshape sink: a conv's `_unflatten` (out of `1x1x(N·H·W)xC`), and a
+    /// reshape that only inserts unit dims where they add tile padding (a decode graph's
+    /// `32x2048 -> 32x1x2048` pads every row to a whole tile: 32x the bytes). Operands that
+    /// do not come from such a reshape must broadcast the same way in both forms.
     fn sink_through(
         &self,
         op: &OutOp,
@@ -617,44 +626,110 @@ impl FuncOut {
         };
         let result_shape = shape(op.results[0])?;
         let channels = *result_shape.last()?;
-        let mut flat: Option<Vec<u64>> = None;
-        let mut at = None;
-        let mut operands = Vec::with_capacity(op.operands.len());
-        for &o in &op.operands {
-            let unflatten = producer
+        let reshape_of = |o: ValueId| {
+            producer
                 .get(&o)
                 .and_then(|p| ops.get(*p).map(|r| (*p, r)))
                 .filter(|(_, r)| r.name == "ttnn.reshape")
-                .and_then(|(p, r)| Some((p, *r.operands.first()?)));
-            let from = unflatten.and_then(|(_, src)| shape(src));
-            match (unflatten, from) {
-                (Some((p, src)), Some(s))
-                    if s.len() == 4
-                        && s[0] == 1
-                        && s[1] == 1
-                        && s.last() == Some(&channels)
-                        && shape(o).as_deref() == Some(result_shape.as_slice()) =>
-                {
-                    if flat.as_ref().is_some_and(|f| *f != s) {
-                        return None;
-                    }
-                    flat = Some(s);
-                    at = Some(p);
-                    operands.push(src);
+                .and_then(|(p, r)| Some((p, *r.operands.first()?)))
+        };
+        // The form the op runs in, and for the unit-dim kind the positions of the inserted
+        // unit dims in the result's shape.
+        let mut flat: Option<(Vec<u64>, Option<Vec<usize>>)> = None;
+        for &o in &op.operands {
+            let Some((_, src)) = reshape_of(o) else { continue };
+            let (Some(s), Some(t)) = (shape(src), shape(o)) else { continue };
+            if t != result_shape {
+                continue;
+            }
+            let kind = if s.len() == 4 && s[0] == 1 && s[1] == 1 && s.last() == Some(&channels) {
+                Some((s, None))
+            } else {
+                inserted_units(&s, &t)
+                    .filter(|_| padded_volume(&s) < padded_volume(&t))
+                    .map(|units| (s, Some(units)))
+            };
+            if let Some(k) = kind {
+                if flat.as_ref().is_some_and(|f| *f != k) {
+                    return None;
                 }
-                _ => {
-                    let s = shape(o)?;
-                    let (last, rest) = s.split_last().unwrap_or((&1, &[]));
-                    let per_channel =
-                        (*last == 1 || *last == channels) && rest.iter().all(|d| *d == 1);
-                    if !per_channel || s.len() > 4 {
-                        return None;
-                    }
-                    operands.push(o);
-                }
+                flat = Some(k);
             }
         }
+        let (flat_shape, units) = flat?;
+        let mut at = None;
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for &o in &op.operands {
+            let s = shape(o)?;
+            let source = reshape_of(o).and_then(|(p, src)| Some((p, shape(src)?, src)));
+            if s == result_shape
+                && let Some((p, src_shape, src)) = &source
+                && *src_shape == flat_shape
+            {
+                at = Some(*p);
+                operands.push(*src);
+                continue;
+            }
+            // The same operand with the inserted unit dims dropped, when it has the result's
+            // rank: a per-row `32x1x1` is the flat form's `32x1`.
+            if let Some(units) = &units
+                && s.len() == result_shape.len()
+            {
+                let dropped: Vec<u64> = s
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !units.contains(i))
+                    .map(|(_, d)| *d)
+                    .collect();
+                if let Some((_, src_shape, src)) = &source
+                    && *src_shape == dropped
+                {
+                    operands.push(*src);
+                    continue;
+                }
+            }
+            // Scalars and per-channel vectors broadcast the same in both forms as long as
+            // they do not raise the rank.
+            let (last, rest) = s.split_last().unwrap_or((&1, &[]));
+            let per_channel = (*last == 1 || *last == channels) && rest.iter().all(|d| *d == 1);
+            if !per_channel || s.len() > flat_shape.len() {
+                return None;
+            }
+            operands.push(o);
+        }
         Some((operands, at?))
+    }
+}
+
+/// The positions in `to` of unit dims a reshape from `from` inserts, when that is all it
+/// does (`32x2048 -> 32x1x2048`: `[1]`); `None` for any other reshape.
+fn inserted_units(from: &[u64], to: &[u64]) -> Option<Vec<usize>> {
+    if to.len() <= from.len() {
+        return None;
+    }
+    let mut units = Vec::new();
+    let mut j = 0;
+    for (i, d) in to.iter().enumerate() {
+        if j < from.len() && from[j] == *d {
+            j += 1;
+        } else if *d == 1 {
+            units.push(i);
+        } else {
+            return None;
+        }
+    }
+    (j == from.len()).then_some(units)
+}
+
+/// Elements of a shape once its last two dims are padded to whole tiles.
+fn padded_volume(shape: &[u64]) -> u128 {
+    let pad = |d: u64| u128::from(d.div_ceil(32) * 32);
+    match shape {
+        [] => 1024,
+        [w] => 32 * pad(*w),
+        [rest @ .., h, w] => {
+            rest.iter().map(|d| u128::from(*d)).product::<u128>() * pad(*h) * pad(*w)
+        }
     }
 }
 

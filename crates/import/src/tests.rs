@@ -597,3 +597,49 @@ fn a_conv_net_stays_flattened_between_convs() {
         "#]],
     );
 }
+
+#[test]
+fn a_decode_mlp_runs_on_two_dim_activations_between_its_matmuls() {
+    // tt-xla writes decode activations as 32x1xN, which pads every row to a whole tile; the
+    // reshapes into that form sink through the elementwise ops (both operands of the gate
+    // multiply come from one, and the per-row 32x1x1 scale is the flat form's 32x1) and fold
+    // with the reshape back before the down projection, as tt-mlir's inverse-op erasure does.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16>, %wg: tensor<64x128xbf16>, %wu: tensor<64x128xbf16>, %wd: tensor<128x64xbf16>, %r: tensor<32x1xbf16>) -> tensor<32x64xbf16> {
+  %0 = "ttir.matmul"(%x, %wg) : (tensor<32x64xbf16>, tensor<64x128xbf16>) -> tensor<32x128xbf16> loc("gate")
+  %1 = "ttir.reshape"(%0) <{shape = [32 : i32, 1 : i32, 128 : i32]}> : (tensor<32x128xbf16>) -> tensor<32x1x128xbf16> loc("gate_3d")
+  %2 = "ttir.sigmoid"(%1) : (tensor<32x1x128xbf16>) -> tensor<32x1x128xbf16> loc("sig")
+  %3 = "ttir.multiply"(%1, %2) : (tensor<32x1x128xbf16>, tensor<32x1x128xbf16>) -> tensor<32x1x128xbf16> loc("silu")
+  %4 = "ttir.matmul"(%x, %wu) : (tensor<32x64xbf16>, tensor<64x128xbf16>) -> tensor<32x128xbf16> loc("up")
+  %5 = "ttir.reshape"(%4) <{shape = [32 : i32, 1 : i32, 128 : i32]}> : (tensor<32x128xbf16>) -> tensor<32x1x128xbf16> loc("up_3d")
+  %6 = "ttir.multiply"(%3, %5) : (tensor<32x1x128xbf16>, tensor<32x1x128xbf16>) -> tensor<32x1x128xbf16> loc("gated")
+  %7 = "ttir.reshape"(%r) <{shape = [32 : i32, 1 : i32, 1 : i32]}> : (tensor<32x1xbf16>) -> tensor<32x1x1xbf16> loc("scale_3d")
+  %8 = "ttir.multiply"(%6, %7) : (tensor<32x1x128xbf16>, tensor<32x1x1xbf16>) -> tensor<32x1x128xbf16> loc("scaled")
+  %9 = "ttir.reshape"(%8) <{shape = [32 : i32, 128 : i32]}> : (tensor<32x1x128xbf16>) -> tensor<32x128xbf16> loc("down_2d")
+  %10 = "ttir.matmul"(%9, %wd) : (tensor<32x128xbf16>, tensor<128x64xbf16>) -> tensor<32x64xbf16> loc("down")
+  return %10 : tensor<32x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<64x128xbf16, #ttnn_layout1>, %arg2: tensor<64x128xbf16, #ttnn_layout1>, %arg3: tensor<128x64xbf16, #ttnn_layout2>, %arg4: tensor<32x1xbf16, #ttnn_layout3>) -> tensor<32x64xbf16, #ttnn_layout> {
+                %0 = "ttnn.matmul"(%arg0, %arg1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x128xbf16, #ttnn_layout1>) -> tensor<32x128xbf16, #ttnn_layout4> loc("gate")
+                %1 = "ttnn.sigmoid"(%0) : (tensor<32x128xbf16, #ttnn_layout4>) -> tensor<32x128xbf16, #ttnn_layout4> loc("sig")
+                %2 = "ttnn.multiply"(%0, %1) : (tensor<32x128xbf16, #ttnn_layout4>, tensor<32x128xbf16, #ttnn_layout4>) -> tensor<32x128xbf16, #ttnn_layout4> loc("silu")
+                %3 = "ttnn.matmul"(%arg0, %arg2) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x128xbf16, #ttnn_layout1>) -> tensor<32x128xbf16, #ttnn_layout4> loc("up")
+                %4 = "ttnn.multiply"(%2, %3) : (tensor<32x128xbf16, #ttnn_layout4>, tensor<32x128xbf16, #ttnn_layout4>) -> tensor<32x128xbf16, #ttnn_layout4> loc("gated")
+                %5 = "ttnn.multiply"(%4, %arg4) : (tensor<32x128xbf16, #ttnn_layout4>, tensor<32x1xbf16, #ttnn_layout3>) -> tensor<32x128xbf16, #ttnn_layout4> loc("scaled")
+                %6 = "ttnn.matmul"(%5, %arg3) <{transpose_a = false, transpose_b = false}> : (tensor<32x128xbf16, #ttnn_layout4>, tensor<128x64xbf16, #ttnn_layout2>) -> tensor<32x64xbf16, #ttnn_layout> loc("down")
+                return %6 : tensor<32x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
