@@ -890,3 +890,20 @@ fn argmax_over_the_lm_head_logits_is_a_scalar_loop_split_over_the_grid_unless_ti
     let c = n150().op_cost(&kind, &[tiled], &index, &OpConfig::None);
     assert_eq!((c.cores, c.compute_ns), (1, 4008 * 1024 * 36));
 }
+
+#[test]
+fn a_sum_along_w_splits_the_input_tile_rows_over_cores_whatever_the_output_shape() {
+    // A decode RMS norm's sum of squares: 32x1x2048 f32 to 32x1. The input is 32 tile rows
+    // of 64 tiles (the 1 pads to a tile row per batch entry); tt-metal's reduce along W gives
+    // each of 32 cores one row, though the squeezed output is a single tile.
+    let f32_dram =
+        |s: &[u64]| TensorDesc::new(s, TtnnLayout::dram_interleaved(s, DataType::F32, TILE));
+    let kind =
+        OpKind::Reduction { op: opmodel::ReduceOp::Sum, dims: Some(vec![2]), keep_dim: false };
+    let c =
+        n150().op_cost(&kind, &[f32_dram(&[32, 1, 2048])], &f32_dram(&[32, 1]), &OpConfig::None);
+    assert_eq!(c.cores, 32);
+    // 32 x 64 tiles x 4 KB = 8 MB read from DRAM by 32 cores: about 32 us, not the 396 us of
+    // one core pulling it through its own NoC port.
+    assert!(c.total_ns < 40_000, "{c}");
+}

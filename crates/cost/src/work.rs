@@ -279,12 +279,23 @@ pub(crate) fn analyze(
             rowwise(&in0, ops, n)
         }
         OpKind::Norm(op) => rowwise(&in0, norm_ops(*op, n), n),
-        OpKind::Reduction { op, .. } => {
+        OpKind::Reduction { op, dims, .. } => {
             let ops = match op {
                 ReduceOp::Sum | ReduceOp::Mean => REDUCE_SUM,
                 ReduceOp::Max | ReduceOp::Min => REDUCE_MAX,
             };
-            reduce(&in0, out_tiles, ops, n)
+            // tt-metal's reduce along W gives each core whole tile rows of the input (all
+            // leading dims and H folded in), whatever the output's shape: a 32x1x2048 sum to
+            // 32x1 runs on 32 cores, not on the one core its squeezed 32x1 output tile would
+            // suggest.
+            let rank = i64::try_from(in0.shape.len()).unwrap_or(i64::MAX);
+            let along_w = matches!(dims.as_deref(), Some([d]) if *d == rank - 1 || *d == -1);
+            if along_w && in0.page == PageLayout::Tile {
+                let (_, tw) = in0.tiles_2d();
+                Analysis { chunk: tw.max(1), ..Analysis::new(in0.tiles(), ops, n) }
+            } else {
+                reduce(&in0, out_tiles, ops, n)
+            }
         }
         OpKind::Prod { .. } => reduce(&in0, out_tiles, SFPU, n),
         // tt-metal's argmax compares element by element in its reader kernel (a RISC-V data
