@@ -864,7 +864,20 @@ fn the_validation_table_in_the_docs_is_current() {
     // `cargo xtask cost-validate --write` regenerates it.
     // Included at compile time: the analysis crates do no IO, tests included.
     let doc = include_str!("../../../docs/cost-model.md");
-    let table = crate::validation_table();
+    let snapshot = |model: &str| {
+        let text = match model {
+            "llama_3_2_1b_decode_layer" => {
+                include_str!("../../../test-data/models/llama_3_2_1b_decode_layer.txt")
+            }
+            "llama_3_2_1b_decode_block" => {
+                include_str!("../../../test-data/models/llama_3_2_1b_decode_block.txt")
+            }
+            "resnet_hf" => include_str!("../../../test-data/models/resnet_hf.txt"),
+            _ => return None,
+        };
+        Some(text.to_owned())
+    };
+    let table = format!("{}\n{}", crate::validation_table(), crate::whole_model_table(&snapshot));
     assert!(
         doc.contains(table.as_str()),
         "docs/cost-model.md is stale; run `cargo xtask cost-validate --write`:\n{table}"
