@@ -515,6 +515,80 @@ impl FuncOut {
     }
 }
 
+impl FuncOut {
+    /// Fuses a matmul whose only use is an `add` of a bias into one `ttnn.linear`, as
+    /// tt-mlir's TTIR fusing does (`matmul` + `add` -> `linear`): the bias must broadcast
+    /// along the output's last dim only (`[N]`, `1x..x1xN`) and the add must keep the
+    /// matmul's result type. The linear takes the add's place (its bias may be computed
+    /// after the matmul) and the matmul's name; [`FuncOut::remove_dead_ops`] then drops the
+    /// matmul. One op instead of two saves a dispatch and a round trip of the product.
+    pub(crate) fn fuse_linear(&mut self) {
+        let mut uses: FxHashMap<ValueId, usize> = FxHashMap::default();
+        for o in self.ops.iter().flat_map(|op| &op.operands) {
+            *uses.entry(*o).or_insert(0) += 1;
+        }
+        for r in &self.returns {
+            *uses.entry(r.id).or_insert(0) += 1;
+        }
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            let fused = self.linear_for(i, &producer, &uses);
+            if let Some((m, bias)) = fused {
+                let mm = &self.ops[m];
+                let (operands, props, loc) =
+                    ([mm.operands[0], mm.operands[1], bias], mm.props.clone(), mm.loc.clone());
+                let add = &mut self.ops[i];
+                add.name = "ttnn.linear".to_owned();
+                add.operands = operands.to_vec();
+                add.props = props;
+                add.loc = loc;
+                for o in &operands {
+                    *uses.entry(*o).or_insert(0) += 1;
+                }
+            }
+            for r in &self.ops[i].results {
+                producer.insert(*r, i);
+            }
+        }
+    }
+
+    /// For an `add` at `i` that can absorb a matmul: the matmul's index and the bias.
+    fn linear_for(
+        &self,
+        i: usize,
+        producer: &FxHashMap<ValueId, usize>,
+        uses: &FxHashMap<ValueId, usize>,
+    ) -> Option<(usize, ValueId)> {
+        let add = &self.ops[i];
+        if add.name != "ttnn.add" || add.operands.len() != 2 || add.results.len() != 1 {
+            return None;
+        }
+        let ty = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t),
+            _ => None,
+        };
+        let out = ty(add.results[0])?;
+        let n = *out.shape.last()?;
+        for (x, bias) in [(add.operands[0], add.operands[1]), (add.operands[1], add.operands[0])] {
+            let Some(&m) = producer.get(&x) else { continue };
+            let mm = &self.ops[m];
+            let b = ty(bias)?;
+            let (last, rest) = b.shape.split_last()?;
+            let bias_ok =
+                *last == n && rest.iter().all(|d| *d == 1) && b.shape.len() <= out.shape.len();
+            if mm.name == "ttnn.matmul"
+                && mm.operands.len() == 2
+                && uses.get(&x) == Some(&1)
+                && ty(x) == Some(out)
+                && bias_ok
+            {
+                return Some((m, bias));
+            }
+        }
+        None
+    }
+}
+
 /// Elementwise ops a reshape commutes with: one result, each element from the same position
 /// of the (broadcast) operands.
 const ELEMENTWISE: &[&str] = &[

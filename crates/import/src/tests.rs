@@ -480,15 +480,14 @@ fn stats_count_input_and_output_ops_by_kind() {
     expect![[r#"
         ImportStats {
             ops_in: 3,
-            ops_out: 2,
+            ops_out: 1,
             ops_in_by_kind: {
                 "ttir.add": 1,
                 "ttir.broadcast": 1,
                 "ttir.dot_general": 1,
             },
             ops_out_by_kind: {
-                "ttnn.add": 1,
-                "ttnn.matmul": 1,
+                "ttnn.linear": 1,
             },
             unsupported: 0,
         }
@@ -638,6 +637,38 @@ fn a_decode_mlp_runs_on_two_dim_activations_between_its_matmuls() {
                 %5 = "ttnn.multiply"(%4, %arg4) : (tensor<32x128xbf16, #ttnn_layout4>, tensor<32x1xbf16, #ttnn_layout3>) -> tensor<32x128xbf16, #ttnn_layout4> loc("scaled")
                 %6 = "ttnn.matmul"(%5, %arg3) <{transpose_a = false, transpose_b = false}> : (tensor<32x128xbf16, #ttnn_layout4>, tensor<128x64xbf16, #ttnn_layout2>) -> tensor<32x64xbf16, #ttnn_layout> loc("down")
                 return %6 : tensor<32x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_matmul_plus_a_bias_fuses_into_linear_and_other_adds_stay() {
+    // The first add takes a per-column bias: one `ttnn.linear` named after the matmul. The
+    // second matmul's product is added to a full tensor, which is no bias: it stays.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16>, %w: tensor<64x96xbf16>, %b: tensor<96xbf16>, %r: tensor<32x96xbf16>) -> (tensor<32x96xbf16>, tensor<32x96xbf16>) {
+  %0 = "ttir.matmul"(%x, %w) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
+  %1 = "ttir.add"(%0, %b) : (tensor<32x96xbf16>, tensor<96xbf16>) -> tensor<32x96xbf16> loc("proj_bias")
+  %2 = "ttir.matmul"(%x, %w) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("other")
+  %3 = "ttir.add"(%2, %r) : (tensor<32x96xbf16>, tensor<32x96xbf16>) -> tensor<32x96xbf16> loc("residual")
+  return %1, %3 : tensor<32x96xbf16>, tensor<32x96xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<64x96xbf16, #ttnn_layout1>, %arg2: tensor<96xbf16, #ttnn_layout2>, %arg3: tensor<32x96xbf16, #ttnn_layout3>) -> (tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>) {
+                %0 = "ttnn.linear"(%arg0, %arg1, %arg2) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout1>, tensor<96xbf16, #ttnn_layout2>) -> tensor<32x96xbf16, #ttnn_layout3> loc("proj")
+                %1 = "ttnn.matmul"(%arg0, %arg1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout1>) -> tensor<32x96xbf16, #ttnn_layout3> loc("other")
+                %2 = "ttnn.add"(%1, %arg3) : (tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>) -> tensor<32x96xbf16, #ttnn_layout3> loc("residual")
+                return %0, %2 : tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>
               }
             }
         "#]],
