@@ -589,6 +589,226 @@ impl FuncOut {
     }
 }
 
+/// A conv whose single-use epilogue folds into it (see [`FuncOut::fuse_conv_epilogues`]).
+struct Epilogue {
+    conv: usize,
+    /// Per-channel scale and shift values, and whether a relu follows.
+    scale: Option<ValueId>,
+    shift: Option<ValueId>,
+    relu: bool,
+    /// The ops absorbed, in order; the fused conv takes the last one's place and result.
+    absorbed: Vec<usize>,
+}
+
+impl FuncOut {
+    /// Folds the per-channel epilogue of a conv into the conv, as tt-mlir's fusing does for
+    /// ResNet-style nets (its conv2d-with-multiply, conv2d-with-bias and conv2d-with-relu
+    /// patterns): a `multiply` by a per-channel scale becomes a scaled weight (`weight x
+    /// scale`, reshaped to `Cx1x1x1`), an `add` of a per-channel shift becomes the conv's
+    /// bias, and a `relu` becomes `conv2d_config` activation. Each step needs the previous
+    /// value to have that op as its only use; a conv with a bias already takes no scale or
+    /// shift. The weight scaling reads only weights and constants, so const-eval hoisting
+    /// moves it to load time. Run after the conv nets are flattened, so the epilogue reads
+    /// the conv's result directly.
+    pub(crate) fn fuse_conv_epilogues(&mut self) {
+        let mut uses: FxHashMap<ValueId, Vec<usize>> = FxHashMap::default();
+        for (i, op) in self.ops.iter().enumerate() {
+            for o in &op.operands {
+                uses.entry(*o).or_default().push(i);
+            }
+        }
+        for r in &self.returns {
+            uses.entry(r.id).or_default().push(usize::MAX);
+        }
+        let mut plans: Vec<Epilogue> = Vec::new();
+        for (c, op) in self.ops.iter().enumerate() {
+            if let Some(e) = self.epilogue(c, op, &uses) {
+                plans.push(e);
+            }
+        }
+        if plans.is_empty() {
+            return;
+        }
+        let mut at: FxHashMap<usize, usize> = FxHashMap::default();
+        let mut gone: Vec<bool> = vec![false; self.ops.len()];
+        for (k, e) in plans.iter().enumerate() {
+            gone[e.conv] = true;
+            for a in &e.absorbed {
+                gone[*a] = true;
+            }
+            if let Some(last) = e.absorbed.last() {
+                at.insert(*last, k);
+            }
+        }
+        let old = std::mem::take(&mut self.ops);
+        for (i, op) in old.iter().enumerate() {
+            if let Some(&k) = at.get(&i) {
+                self.emit_fused_conv(&old, &plans[k]);
+            } else if !gone[i] {
+                self.ops.push(op.clone());
+            }
+        }
+    }
+
+    /// The epilogue of the conv at `c`, if it has one to fold.
+    fn epilogue(
+        &self,
+        c: usize,
+        op: &OutOp,
+        uses: &FxHashMap<ValueId, Vec<usize>>,
+    ) -> Option<Epilogue> {
+        if op.name != "ttnn.conv2d" || op.results.len() != 1 {
+            return None;
+        }
+        let tensor = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t),
+            _ => None,
+        };
+        let y = op.results[0];
+        let yt = tensor(y)?;
+        let channels = *yt.shape.last()?;
+        let has_bias = op.operands.iter().filter(|o| tensor(**o).is_some()).count() > 2;
+        let per_channel = |v: ValueId| {
+            tensor(v).is_some_and(|t| {
+                t.shape.len() <= 4
+                    && t.shape.last() == Some(&channels)
+                    && t.shape[..t.shape.len() - 1].iter().all(|d| *d == 1)
+            })
+        };
+        let only_user = |v: ValueId| match uses.get(&v).map(Vec::as_slice) {
+            Some([u]) if *u != usize::MAX => Some(*u),
+            _ => None,
+        };
+        let mut e = Epilogue { conv: c, scale: None, shift: None, relu: false, absorbed: vec![] };
+        let mut cur = y;
+        // The other operand of a binary user of `cur` that keeps its type.
+        let other = |u: &OutOp, cur: ValueId| -> Option<ValueId> {
+            let [a, b] = u.operands.as_slice() else { return None };
+            let o = if *a == cur { *b } else { *a };
+            (u.results.len() == 1 && tensor(u.results[0]) == Some(yt)).then_some(o)
+        };
+        if let Some(u) = only_user(cur)
+            && !has_bias
+            && self.ops[u].name == "ttnn.multiply"
+            && let Some(s) = other(&self.ops[u], cur)
+            && per_channel(s)
+        {
+            e.scale = Some(s);
+            e.absorbed.push(u);
+            cur = self.ops[u].results[0];
+        }
+        if let Some(u) = only_user(cur)
+            && !has_bias
+            && self.ops[u].name == "ttnn.add"
+            && let Some(t) = other(&self.ops[u], cur)
+            && per_channel(t)
+        {
+            e.shift = Some(t);
+            e.absorbed.push(u);
+            cur = self.ops[u].results[0];
+        }
+        if let Some(u) = only_user(cur)
+            && self.ops[u].name == "ttnn.relu"
+            && self.ops[u].results.len() == 1
+            && tensor(self.ops[u].results[0]) == Some(yt)
+        {
+            e.relu = true;
+            e.absorbed.push(u);
+        }
+        (!e.absorbed.is_empty()).then_some(e)
+    }
+
+    /// Emits the weight scaling, the bias reshape and the fused conv of `e`, the conv
+    /// producing the last absorbed op's result.
+    fn emit_fused_conv(&mut self, old: &[OutOp], e: &Epilogue) {
+        let conv = &old[e.conv];
+        let result = old[e.absorbed.last().copied().unwrap_or(e.conv)].results[0];
+        let tensor = |f: &FuncOut, v: ValueId| match &f.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t.clone()),
+            _ => None,
+        };
+        let mut operands = conv.operands.clone();
+        let generic = || Form::Generic { raw_props: None, attrs: None };
+        let shape_prop = |shape: &[u64]| {
+            let dims: Vec<String> = shape.iter().map(|d| format!("{d} : i32")).collect();
+            ("shape".to_owned(), format!("[{}]", dims.join(", ")))
+        };
+        let fresh =
+            |f: &mut FuncOut, name: &str, ops: &[ValueId], props, ty: TType, loc: String| {
+                let id = f.values.len() as ValueId;
+                f.values.push((OutTy::Tensor(ty), Def::Op));
+                f.ops.push(OutOp {
+                    name: name.to_owned(),
+                    form: generic(),
+                    operands: ops.to_vec(),
+                    props,
+                    results: vec![id],
+                    loc,
+                    pure_op: true,
+                });
+                id
+            };
+        if let (Some(s), Some(w)) = (e.scale, operands.get(1).copied())
+            && let (Some(st), Some(wt)) = (tensor(self, s), tensor(self, w))
+        {
+            let oc = wt.shape.first().copied().unwrap_or(1);
+            let column = [oc, 1, 1, 1];
+            let s2 = fresh(
+                self,
+                "ttnn.reshape",
+                &[s],
+                vec![shape_prop(&column)],
+                st.reshaped(column.to_vec()),
+                format!("{}_scale_reshape", conv.loc),
+            );
+            operands[1] = fresh(
+                self,
+                "ttnn.multiply",
+                &[w, s2],
+                vec![],
+                wt,
+                format!("{}_scale_weights", conv.loc),
+            );
+        }
+        if let Some(t) = e.shift
+            && let Some(tt) = tensor(self, t)
+        {
+            let c = tt.shape.last().copied().unwrap_or(1);
+            let bias = if tt.shape == [1, 1, 1, c] {
+                t
+            } else {
+                let row = [1, 1, 1, c];
+                fresh(
+                    self,
+                    "ttnn.reshape",
+                    &[t],
+                    vec![shape_prop(&row)],
+                    tt.reshaped(row.to_vec()),
+                    format!("{}_reshape_bias", conv.loc),
+                )
+            };
+            // The bias goes after the input and the weight, before the device.
+            operands.insert(2, bias);
+        }
+        let mut props = conv.props.clone();
+        if e.relu {
+            props.push((
+                "conv2d_config".to_owned(),
+                "#ttnn.conv2d_config<activation = <op_type = relu>>".to_owned(),
+            ));
+        }
+        self.ops.push(OutOp {
+            name: conv.name.clone(),
+            form: conv.form.clone(),
+            operands,
+            props,
+            results: vec![result],
+            loc: conv.loc.clone(),
+            pure_op: conv.pure_op,
+        });
+    }
+}
+
 /// Elementwise ops a reshape commutes with: one result, each element from the same position
 /// of the (broadcast) operands.
 const ELEMENTWISE: &[&str] = &[
