@@ -14,7 +14,7 @@ const END: &str = "<!-- cost-validate:end -->";
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let flags = Flags::parse("cost-validate", args, &[], &["--write"])?;
     let models = workspace_root().join("test-data").join("models");
-    let snapshot = |model: &str| std::fs::read_to_string(models.join(format!("{model}.txt"))).ok();
+    let snapshot = |model: &str| read_text(&models.join(format!("{model}.txt"))).ok();
     let table = format!("{}\n{}", cost::validation_table(), cost::whole_model_table(&snapshot));
     std::io::stdout().lock().write_all(table.as_bytes())?;
     if flags.switch("--write") {
