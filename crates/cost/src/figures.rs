@@ -39,6 +39,9 @@ pub struct Figures {
     /// SFPU arithmetic instructions per element for a transcendental or iterative function
     /// (exp, log, sigmoid, gelu, reciprocal, ...). An estimate; see the doc.
     pub sfpu_transcendental_ops: u64,
+    /// Cycles a data-movement RISC-V core spends per element of a scalar loop (argmax's
+    /// compare, with no floating-point hardware on those cores). Fitted; see the doc.
+    pub riscv_cycles_per_element: u64,
     /// Peak DRAM bandwidth of the chip in GB/s (= bytes per ns).
     pub dram_peak_gb_s: u64,
     /// The share of the DRAM peak a streaming kernel reaches, in percent.
@@ -68,6 +71,7 @@ impl Figures {
             sfpu_lanes: 32,
             sfpu_load_store_instructions: 2,
             sfpu_transcendental_ops: 10,
+            riscv_cycles_per_element: 36,
             dram_peak_gb_s: 288,
             dram_efficiency_pct: 92,
             noc_bytes_per_cycle: 32,
@@ -240,6 +244,7 @@ impl fmt::Display for Figures {
             "  sfpu                   {} lanes, +{} load/store, transcendental {} ops",
             self.sfpu_lanes, self.sfpu_load_store_instructions, self.sfpu_transcendental_ops
         )?;
+        writeln!(f, "  riscv scalar loop      {} cycles/element", self.riscv_cycles_per_element)?;
         writeln!(
             f,
             "  dram                   {} GB/s peak, {}% sustained",

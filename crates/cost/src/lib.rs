@@ -38,7 +38,7 @@ pub use crate::{
     cost::{Bound, OpCost, PlanCost},
     figures::Figures,
     model::{CostModel, OpUnit, PlanStep, UnitTensor},
-    validation::validation_table,
+    validation::{validation_table, whole_model_table},
 };
 
 #[cfg(test)]

@@ -80,6 +80,7 @@ fn the_three_targets_get_their_own_figures() {
           fpu eltwise            128 op/cycle/core
           fpu reduce             512 FLOP/cycle/core
           sfpu                   32 lanes, +2 load/store, transcendental 10 ops
+          riscv scalar loop      36 cycles/element
           dram                   288 GB/s peak, 92% sustained
           noc                    32 B/cycle/core
           l1                     64 B/cycle/core
@@ -91,6 +92,7 @@ fn the_three_targets_get_their_own_figures() {
           fpu eltwise            128 op/cycle/core
           fpu reduce             512 FLOP/cycle/core
           sfpu                   32 lanes, +2 load/store, transcendental 10 ops
+          riscv scalar loop      36 cycles/element
           dram                   288 GB/s peak, 92% sustained
           noc                    32 B/cycle/core
           l1                     64 B/cycle/core
@@ -102,6 +104,7 @@ fn the_three_targets_get_their_own_figures() {
           fpu eltwise            128 op/cycle/core
           fpu reduce             512 FLOP/cycle/core
           sfpu                   32 lanes, +2 load/store, transcendental 10 ops
+          riscv scalar loop      36 cycles/element
           dram                   512 GB/s peak, 98% sustained
           noc                    64 B/cycle/core
           l1                     64 B/cycle/core
@@ -861,9 +864,59 @@ fn the_validation_table_in_the_docs_is_current() {
     // `cargo xtask cost-validate --write` regenerates it.
     // Included at compile time: the analysis crates do no IO, tests included.
     let doc = include_str!("../../../docs/cost-model.md");
-    let table = crate::validation_table();
+    let snapshot = |model: &str| {
+        let text = match model {
+            "llama_3_2_1b_decode_layer" => {
+                include_str!("../../../test-data/models/llama_3_2_1b_decode_layer.txt")
+            }
+            "llama_3_2_1b_decode_block" => {
+                include_str!("../../../test-data/models/llama_3_2_1b_decode_block.txt")
+            }
+            "resnet_hf" => include_str!("../../../test-data/models/resnet_hf.txt"),
+            _ => return None,
+        };
+        Some(text.to_owned())
+    };
+    let table = format!("{}\n{}", crate::validation_table(), crate::whole_model_table(&snapshot));
     assert!(
         doc.contains(table.as_str()),
         "docs/cost-model.md is stale; run `cargo xtask cost-validate --write`:\n{table}"
     );
+}
+
+#[test]
+fn argmax_over_the_lm_head_logits_is_a_scalar_loop_split_over_the_grid_unless_tiled() {
+    // Llama-3.2-1B's sampling argmax: 32 x 128256 bf16 logits, row major (tt-mlir's
+    // workaround), DRAM. 4 104 192 elements = 4008 row-major "tiles" of 1024 elements; the
+    // multi-core program spreads them over 64 cores: 63 x 1024 elements x 36 cycles =
+    // 2 322 432 ns of compute, against 2.31 ms measured in tt-mlir's ds-perf fleet run.
+    let kind = OpKind::Argmax { dim: Some(1), keep_dim: false };
+    let rm = |shape: &[u64], dtype| {
+        TensorDesc::new(shape, TtnnLayout::dram_interleaved(shape, dtype, PageLayout::RowMajor))
+    };
+    let logits = rm(&[32, 128_256], BF16);
+    let index = rm(&[32], DataType::U32);
+    let c = n150().op_cost(&kind, std::slice::from_ref(&logits), &index, &OpConfig::None);
+    assert_eq!((c.cores, c.compute_ns, c.bound), (64, 2_322_432, Bound::Compute));
+    // A tiled input takes the single-core program: 4008 tiles on one core, 64x slower.
+    let tiled = dram(&[32, 128_256]);
+    let c = n150().op_cost(&kind, &[tiled], &index, &OpConfig::None);
+    assert_eq!((c.cores, c.compute_ns), (1, 4008 * 1024 * 36));
+}
+
+#[test]
+fn a_sum_along_w_splits_the_input_tile_rows_over_cores_whatever_the_output_shape() {
+    // A decode RMS norm's sum of squares: 32x1x2048 f32 to 32x1. The input is 32 tile rows
+    // of 64 tiles (the 1 pads to a tile row per batch entry); tt-metal's reduce along W gives
+    // each of 32 cores one row, though the squeezed output is a single tile.
+    let f32_dram =
+        |s: &[u64]| TensorDesc::new(s, TtnnLayout::dram_interleaved(s, DataType::F32, TILE));
+    let kind =
+        OpKind::Reduction { op: opmodel::ReduceOp::Sum, dims: Some(vec![2]), keep_dim: false };
+    let c =
+        n150().op_cost(&kind, &[f32_dram(&[32, 1, 2048])], &f32_dram(&[32, 1]), &OpConfig::None);
+    assert_eq!(c.cores, 32);
+    // 32 x 64 tiles x 4 KB = 8 MB read from DRAM by 32 cores: about 32 us, not the 396 us of
+    // one core pulling it through its own NoC port.
+    assert!(c.total_ns < 40_000, "{c}");
 }

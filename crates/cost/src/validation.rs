@@ -232,3 +232,92 @@ pub fn validation_table() -> String {
     );
     out
 }
+
+/// A whole model measured on an n150, estimated as a sum of corpus models: each part's
+/// per-inference estimate under `df-sharding-merge`, as `cargo xtask models` pins it in
+/// `test-data/models/<part>.txt`, times how often the part runs.
+struct Whole {
+    name: &'static str,
+    parts: &'static [(&'static str, u64)],
+    measured_ns: u64,
+    /// What the measurement is, and whether it includes host time (then the estimate, which
+    /// is device time, must stay below it).
+    what: &'static str,
+    host_included: bool,
+}
+
+const WHOLE: &[Whole] = &[
+    Whole {
+        name: "Llama-3.2-1B decode step, batch 32: 16 layers, lm_head, argmax",
+        parts: &[("llama_3_2_1b_decode_layer", 1), ("llama_3_2_1b_decode_block", 15)],
+        measured_ns: 10_360_000,
+        what: "tt-mlir compiled, end to end per step (tt-mlir `ds-perf/n150/model_summary.csv`), host included",
+        host_included: true,
+    },
+    Whole {
+        name: "ResNet-50, batch 8",
+        parts: &[("resnet_hf", 1)],
+        measured_ns: 12_000_000,
+        what: "tt-forge compiled, host included",
+        host_included: true,
+    },
+    Whole {
+        name: "ResNet-50, batch 8",
+        parts: &[("resnet_hf", 1)],
+        measured_ns: 1_250_000,
+        what: "hand-written tt-metal, device time: 2.5 ms per batch of 16, halved",
+        host_included: false,
+    },
+];
+
+/// The `df-sharding-merge` row's per-inference time of a `cargo xtask models` snapshot, in ns.
+fn merged_ns(snapshot: &str) -> Option<u64> {
+    let line = snapshot.lines().find(|l| l.starts_with("df-sharding-merge "))?;
+    let us: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some((us * 1e3).round() as u64)
+}
+
+/// Whole-model estimates against measured whole-model times, in markdown. `snapshot` gives
+/// the text of `test-data/models/<model>.txt`; a model without one makes its row say so.
+#[must_use]
+pub fn whole_model_table(snapshot: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::from(
+        "| model | estimate (device, `df-sharding-merge`) ms | measured ms | measurement | estimate / measured |\n\
+         |---|---:|---:|---|---:|\n",
+    );
+    let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    for w in WHOLE {
+        let estimate = w.parts.iter().try_fold(0u64, |sum, (part, times)| {
+            let ns = merged_ns(&snapshot(part)?)?;
+            Some(sum.saturating_add(ns.saturating_mul(*times)))
+        });
+        let parts: Vec<String> = w
+            .parts
+            .iter()
+            .map(|(p, n)| if *n == 1 { format!("`{p}`") } else { format!("{n} x `{p}`") })
+            .collect();
+        let (est, ratio) = match estimate {
+            Some(e) => {
+                let r = e as f64 / w.measured_ns.max(1) as f64;
+                let verdict = if w.host_included {
+                    if e < w.measured_ns { "below, as it must be" } else { "above: too high" }
+                } else if (1.0 / 1.5..=1.5).contains(&r) {
+                    "within 1.5x"
+                } else {
+                    "outside 1.5x"
+                };
+                (ms(e), format!("{r:.2}x ({verdict})"))
+            }
+            None => ("no snapshot".to_owned(), "-".to_owned()),
+        };
+        let _ = writeln!(
+            out,
+            "| {} ({}) | {est} | {} | {} | {ratio} |",
+            w.name,
+            parts.join(" + "),
+            ms(w.measured_ns),
+            w.what
+        );
+    }
+    out
+}

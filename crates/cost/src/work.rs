@@ -5,7 +5,7 @@
 //! units only ever process whole tiles. The table is in `docs/cost-model.md`.
 
 use opmodel::{BinaryOp, NormOp, OpConfig, OpKind, PoolOp, ReduceOp, TernaryOp, UnaryOp};
-use ttnn_types::{DataType, MathFidelity, TILE, div_ceil};
+use ttnn_types::{DataType, MathFidelity, PageLayout, TILE, div_ceil};
 
 use crate::{
     figures::{Figures, ceil_ratio},
@@ -29,6 +29,9 @@ pub(crate) struct UnitOps {
     pub(crate) sfpu: u64,
     /// Elements a transcendental SFPU function is applied to.
     pub(crate) sfpu_transcendental: u64,
+    /// Elements a data-movement RISC-V core visits one at a time in a scalar loop (argmax:
+    /// the compare runs in the reader kernel, not on the Tensix math units).
+    pub(crate) scalar: u64,
 }
 
 impl UnitOps {
@@ -41,6 +44,7 @@ impl UnitOps {
             .saturating_add(self.reduce_max)
             .saturating_add(self.sfpu)
             .saturating_add(self.sfpu_transcendental.saturating_mul(fig.sfpu_transcendental_ops))
+            .saturating_add(self.scalar)
     }
 
     /// Cycles one core needs for `tiles` tiles of this work at `passes` fidelity passes.
@@ -78,6 +82,7 @@ impl UnitOps {
             term(self.reduce_sum, p, fig.fpu_reduce_flops_per_cycle),
             term(self.reduce_max, 1, fig.fpu_reduce_flops_per_cycle),
             term(sfpu_instr, 1, fig.sfpu_lanes),
+            term(self.scalar, u128::from(fig.riscv_cycles_per_element), 1),
         ]
         .into_iter()
         .fold(0u64, u64::saturating_add)
@@ -91,6 +96,7 @@ impl UnitOps {
         self.reduce_max = self.reduce_max.saturating_add(o.reduce_max);
         self.sfpu = self.sfpu.saturating_add(o.sfpu);
         self.sfpu_transcendental = self.sfpu_transcendental.saturating_add(o.sfpu_transcendental);
+        self.scalar = self.scalar.saturating_add(o.scalar);
         self
     }
 
@@ -103,6 +109,7 @@ impl UnitOps {
             reduce_max: self.reduce_max.saturating_mul(k),
             sfpu: self.sfpu.saturating_mul(k),
             sfpu_transcendental: self.sfpu_transcendental.saturating_mul(k),
+            scalar: self.scalar.saturating_mul(k),
         }
     }
 }
@@ -114,6 +121,7 @@ const SFPU: UnitOps = UnitOps { sfpu: E, ..ZERO };
 const TRANSCENDENTAL: UnitOps = UnitOps { sfpu_transcendental: E, ..ZERO };
 const REDUCE_SUM: UnitOps = UnitOps { reduce_sum: 2 * E, ..ZERO };
 const REDUCE_MAX: UnitOps = UnitOps { reduce_max: 2 * E, ..ZERO };
+const SCALAR: UnitOps = UnitOps { scalar: E, ..ZERO };
 const ZERO: UnitOps = UnitOps {
     matmul: 0,
     fpu_add: 0,
@@ -122,6 +130,7 @@ const ZERO: UnitOps = UnitOps {
     reduce_max: 0,
     sfpu: 0,
     sfpu_transcendental: 0,
+    scalar: 0,
 };
 
 /// The matmul-shaped core of matmul, linear and convolutions, in tiles.
@@ -270,15 +279,36 @@ pub(crate) fn analyze(
             rowwise(&in0, ops, n)
         }
         OpKind::Norm(op) => rowwise(&in0, norm_ops(*op, n), n),
-        OpKind::Reduction { op, .. } => {
+        OpKind::Reduction { op, dims, .. } => {
             let ops = match op {
                 ReduceOp::Sum | ReduceOp::Mean => REDUCE_SUM,
                 ReduceOp::Max | ReduceOp::Min => REDUCE_MAX,
             };
-            reduce(&in0, out_tiles, ops, n)
+            // tt-metal's reduce along W gives each core whole tile rows of the input (all
+            // leading dims and H folded in), whatever the output's shape: a 32x1x2048 sum to
+            // 32x1 runs on 32 cores, not on the one core its squeezed 32x1 output tile would
+            // suggest.
+            let rank = i64::try_from(in0.shape.len()).unwrap_or(i64::MAX);
+            let along_w = matches!(dims.as_deref(), Some([d]) if *d == rank - 1 || *d == -1);
+            if along_w && in0.page == PageLayout::Tile {
+                let (_, tw) = in0.tiles_2d();
+                Analysis { chunk: tw.max(1), ..Analysis::new(in0.tiles(), ops, n) }
+            } else {
+                reduce(&in0, out_tiles, ops, n)
+            }
         }
         OpKind::Prod { .. } => reduce(&in0, out_tiles, SFPU, n),
-        OpKind::Argmax { .. } => reduce(&in0, out_tiles, SFPU.times(2), n),
+        // tt-metal's argmax compares element by element in its reader kernel (a RISC-V data
+        // movement core, no vector unit). On a row-major input the multi-core program splits
+        // the reduced rows' elements over the whole grid; a tiled input falls back to the
+        // single-core program (tt-metal#46340).
+        OpKind::Argmax { .. } => {
+            let a = Analysis::new(in0.tiles(), SCALAR, n);
+            match in0.page {
+                PageLayout::Tile => Analysis { chunk: a.tiles.max(1), ..a },
+                PageLayout::RowMajor => a,
+            }
+        }
         OpKind::Cumulative { .. } => Analysis::new(in0.tiles(), SFPU, n),
         OpKind::Sort { .. } | OpKind::Topk { .. } => {
             // A bitonic network over a row of w elements: log2(w)(log2(w)+1)/2 compare-swap

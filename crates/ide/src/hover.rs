@@ -1,7 +1,8 @@
 //! Hover: what the name under the cursor is, in words.
 //!
 //! - On an op (its name or a result): the op, its result types, the layout of each result as
-//!   written, its per-core L1 footprint, then the optimizer's lines from
+//!   written, its per-core L1 footprint, its estimated device time as written and what bounds
+//!   it, then the optimizer's lines from
 //!   [`plan_hover::extra_lines`](crate::plan_hover::extra_lines).
 //! - On a layout alias (definition or use): the decoded layout, field by field.
 //! - On an SSA value use: where it is defined and its type.
@@ -104,12 +105,39 @@ fn op_hover(db: &RootDatabase, text: &str, site: &sites::OpSite) -> String {
     if let Some(callee) = &data.callee {
         lines.push(format!("callee: `@{callee}`"));
     }
+    lines.extend(time_line(db, site));
     lines.extend(plan_hover::extra_lines(db, site.op));
     for l in lines {
         out.push_str("\n\n");
         out.push_str(&l);
     }
     out
+}
+
+/// The cost model's device time for the op with its layouts as written, and what bounds it
+/// (compute, DRAM, NoC, L1, or the fixed dispatch cost). Ops the op model does not know,
+/// or with an operand or result of unknown shape or layout, get no line.
+fn time_line(db: &RootDatabase, site: &sites::OpSite) -> Option<String> {
+    let data = site.data();
+    let sig = layout::op_signature(db, site.op)?;
+    let desc = |t: &Ty| {
+        let t = t.as_tensor()?;
+        Some(opmodel::TensorDesc::new(&t.static_shape()?, t.layout.clone()?))
+    };
+    let inputs: Option<Vec<_>> = data.operand_types.iter().map(desc).collect();
+    let output = desc(data.results.first()?)?;
+    let target = base_db::TargetInput::get(db).target(db);
+    let c = cost::CostModel::for_target(target).op_cost(&sig.kind, &inputs?, &output, &sig.config);
+    Some(if c.bound == cost::Bound::Free {
+        "estimated time as written: none (no kernel runs)".to_owned()
+    } else {
+        format!(
+            "estimated time as written: {:.1} µs device time, {}-bound on {} core(s)",
+            c.total_ns as f64 / 1e3,
+            c.bound.keyword(),
+            c.cores
+        )
+    })
 }
 
 /// The layout of a value as written, in words, and its per-core L1 footprint.

@@ -515,6 +515,300 @@ impl FuncOut {
     }
 }
 
+impl FuncOut {
+    /// Fuses a matmul whose only use is an `add` of a bias into one `ttnn.linear`, as
+    /// tt-mlir's TTIR fusing does (`matmul` + `add` -> `linear`): the bias must broadcast
+    /// along the output's last dim only (`[N]`, `1x..x1xN`) and the add must keep the
+    /// matmul's result type. The linear takes the add's place (its bias may be computed
+    /// after the matmul) and the matmul's name; [`FuncOut::remove_dead_ops`] then drops the
+    /// matmul. One op instead of two saves a dispatch and a round trip of the product.
+    pub(crate) fn fuse_linear(&mut self) {
+        let mut uses: FxHashMap<ValueId, usize> = FxHashMap::default();
+        for o in self.ops.iter().flat_map(|op| &op.operands) {
+            *uses.entry(*o).or_insert(0) += 1;
+        }
+        for r in &self.returns {
+            *uses.entry(r.id).or_insert(0) += 1;
+        }
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            let fused = self.linear_for(i, &producer, &uses);
+            if let Some((m, bias)) = fused {
+                let mm = &self.ops[m];
+                let (operands, props, loc) =
+                    ([mm.operands[0], mm.operands[1], bias], mm.props.clone(), mm.loc.clone());
+                let add = &mut self.ops[i];
+                add.name = "ttnn.linear".to_owned();
+                add.operands = operands.to_vec();
+                add.props = props;
+                add.loc = loc;
+                for o in &operands {
+                    *uses.entry(*o).or_insert(0) += 1;
+                }
+            }
+            for r in &self.ops[i].results {
+                producer.insert(*r, i);
+            }
+        }
+    }
+
+    /// For an `add` at `i` that can absorb a matmul: the matmul's index and the bias.
+    fn linear_for(
+        &self,
+        i: usize,
+        producer: &FxHashMap<ValueId, usize>,
+        uses: &FxHashMap<ValueId, usize>,
+    ) -> Option<(usize, ValueId)> {
+        let add = &self.ops[i];
+        if add.name != "ttnn.add" || add.operands.len() != 2 || add.results.len() != 1 {
+            return None;
+        }
+        let ty = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t),
+            _ => None,
+        };
+        let out = ty(add.results[0])?;
+        let n = *out.shape.last()?;
+        for (x, bias) in [(add.operands[0], add.operands[1]), (add.operands[1], add.operands[0])] {
+            let Some(&m) = producer.get(&x) else { continue };
+            let mm = &self.ops[m];
+            let b = ty(bias)?;
+            let (last, rest) = b.shape.split_last()?;
+            let bias_ok =
+                *last == n && rest.iter().all(|d| *d == 1) && b.shape.len() <= out.shape.len();
+            if mm.name == "ttnn.matmul"
+                && mm.operands.len() == 2
+                && uses.get(&x) == Some(&1)
+                && ty(x) == Some(out)
+                && bias_ok
+            {
+                return Some((m, bias));
+            }
+        }
+        None
+    }
+}
+
+/// A conv whose single-use epilogue folds into it (see [`FuncOut::fuse_conv_epilogues`]).
+struct Epilogue {
+    conv: usize,
+    /// Per-channel scale and shift values, and whether a relu follows.
+    scale: Option<ValueId>,
+    shift: Option<ValueId>,
+    relu: bool,
+    /// The ops absorbed, in order; the fused conv takes the last one's place and result.
+    absorbed: Vec<usize>,
+}
+
+impl FuncOut {
+    /// Folds the per-channel epilogue of a conv into the conv, as tt-mlir's fusing does for
+    /// ResNet-style nets (its conv2d-with-multiply, conv2d-with-bias and conv2d-with-relu
+    /// patterns): a `multiply` by a per-channel scale becomes a scaled weight (`weight x
+    /// scale`, reshaped to `Cx1x1x1`), an `add` of a per-channel shift becomes the conv's
+    /// bias, and a `relu` becomes `conv2d_config` activation. Each step needs the previous
+    /// value to have that op as its only use; a conv with a bias already takes no scale or
+    /// shift. The weight scaling reads only weights and constants, so const-eval hoisting
+    /// moves it to load time. Run after the conv nets are flattened, so the epilogue reads
+    /// the conv's result directly.
+    pub(crate) fn fuse_conv_epilogues(&mut self) {
+        let mut uses: FxHashMap<ValueId, Vec<usize>> = FxHashMap::default();
+        for (i, op) in self.ops.iter().enumerate() {
+            for o in &op.operands {
+                uses.entry(*o).or_default().push(i);
+            }
+        }
+        for r in &self.returns {
+            uses.entry(r.id).or_default().push(usize::MAX);
+        }
+        let mut plans: Vec<Epilogue> = Vec::new();
+        for (c, op) in self.ops.iter().enumerate() {
+            if let Some(e) = self.epilogue(c, op, &uses) {
+                plans.push(e);
+            }
+        }
+        if plans.is_empty() {
+            return;
+        }
+        let mut at: FxHashMap<usize, usize> = FxHashMap::default();
+        let mut gone: Vec<bool> = vec![false; self.ops.len()];
+        for (k, e) in plans.iter().enumerate() {
+            gone[e.conv] = true;
+            for a in &e.absorbed {
+                gone[*a] = true;
+            }
+            if let Some(last) = e.absorbed.last() {
+                at.insert(*last, k);
+            }
+        }
+        let old = std::mem::take(&mut self.ops);
+        for (i, op) in old.iter().enumerate() {
+            if let Some(&k) = at.get(&i) {
+                self.emit_fused_conv(&old, &plans[k]);
+            } else if !gone[i] {
+                self.ops.push(op.clone());
+            }
+        }
+    }
+
+    /// The epilogue of the conv at `c`, if it has one to fold.
+    fn epilogue(
+        &self,
+        c: usize,
+        op: &OutOp,
+        uses: &FxHashMap<ValueId, Vec<usize>>,
+    ) -> Option<Epilogue> {
+        if op.name != "ttnn.conv2d" || op.results.len() != 1 {
+            return None;
+        }
+        let tensor = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t),
+            _ => None,
+        };
+        let y = op.results[0];
+        let yt = tensor(y)?;
+        let channels = *yt.shape.last()?;
+        let has_bias = op.operands.iter().filter(|o| tensor(**o).is_some()).count() > 2;
+        let per_channel = |v: ValueId| {
+            tensor(v).is_some_and(|t| {
+                t.shape.len() <= 4
+                    && t.shape.last() == Some(&channels)
+                    && t.shape[..t.shape.len() - 1].iter().all(|d| *d == 1)
+            })
+        };
+        let only_user = |v: ValueId| match uses.get(&v).map(Vec::as_slice) {
+            Some([u]) if *u != usize::MAX => Some(*u),
+            _ => None,
+        };
+        let mut e = Epilogue { conv: c, scale: None, shift: None, relu: false, absorbed: vec![] };
+        let mut cur = y;
+        // The other operand of a binary user of `cur` that keeps its type.
+        let other = |u: &OutOp, cur: ValueId| -> Option<ValueId> {
+            let [a, b] = u.operands.as_slice() else { return None };
+            let o = if *a == cur { *b } else { *a };
+            (u.results.len() == 1 && tensor(u.results[0]) == Some(yt)).then_some(o)
+        };
+        if let Some(u) = only_user(cur)
+            && !has_bias
+            && self.ops[u].name == "ttnn.multiply"
+            && let Some(s) = other(&self.ops[u], cur)
+            && per_channel(s)
+        {
+            e.scale = Some(s);
+            e.absorbed.push(u);
+            cur = self.ops[u].results[0];
+        }
+        if let Some(u) = only_user(cur)
+            && !has_bias
+            && self.ops[u].name == "ttnn.add"
+            && let Some(t) = other(&self.ops[u], cur)
+            && per_channel(t)
+        {
+            e.shift = Some(t);
+            e.absorbed.push(u);
+            cur = self.ops[u].results[0];
+        }
+        if let Some(u) = only_user(cur)
+            && self.ops[u].name == "ttnn.relu"
+            && self.ops[u].results.len() == 1
+            && tensor(self.ops[u].results[0]) == Some(yt)
+        {
+            e.relu = true;
+            e.absorbed.push(u);
+        }
+        (!e.absorbed.is_empty()).then_some(e)
+    }
+
+    /// Emits the weight scaling, the bias reshape and the fused conv of `e`, the conv
+    /// producing the last absorbed op's result.
+    fn emit_fused_conv(&mut self, old: &[OutOp], e: &Epilogue) {
+        let conv = &old[e.conv];
+        let result = old[e.absorbed.last().copied().unwrap_or(e.conv)].results[0];
+        let tensor = |f: &FuncOut, v: ValueId| match &f.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t.clone()),
+            _ => None,
+        };
+        let mut operands = conv.operands.clone();
+        let generic = || Form::Generic { raw_props: None, attrs: None };
+        let shape_prop = |shape: &[u64]| {
+            let dims: Vec<String> = shape.iter().map(|d| format!("{d} : i32")).collect();
+            ("shape".to_owned(), format!("[{}]", dims.join(", ")))
+        };
+        let fresh =
+            |f: &mut FuncOut, name: &str, ops: &[ValueId], props, ty: TType, loc: String| {
+                let id = f.values.len() as ValueId;
+                f.values.push((OutTy::Tensor(ty), Def::Op));
+                f.ops.push(OutOp {
+                    name: name.to_owned(),
+                    form: generic(),
+                    operands: ops.to_vec(),
+                    props,
+                    results: vec![id],
+                    loc,
+                    pure_op: true,
+                });
+                id
+            };
+        if let (Some(s), Some(w)) = (e.scale, operands.get(1).copied())
+            && let (Some(st), Some(wt)) = (tensor(self, s), tensor(self, w))
+        {
+            let oc = wt.shape.first().copied().unwrap_or(1);
+            let column = [oc, 1, 1, 1];
+            let s2 = fresh(
+                self,
+                "ttnn.reshape",
+                &[s],
+                vec![shape_prop(&column)],
+                st.reshaped(column.to_vec()),
+                format!("{}_scale_reshape", conv.loc),
+            );
+            operands[1] = fresh(
+                self,
+                "ttnn.multiply",
+                &[w, s2],
+                vec![],
+                wt,
+                format!("{}_scale_weights", conv.loc),
+            );
+        }
+        if let Some(t) = e.shift
+            && let Some(tt) = tensor(self, t)
+        {
+            let c = tt.shape.last().copied().unwrap_or(1);
+            let bias = if tt.shape == [1, 1, 1, c] {
+                t
+            } else {
+                let row = [1, 1, 1, c];
+                fresh(
+                    self,
+                    "ttnn.reshape",
+                    &[t],
+                    vec![shape_prop(&row)],
+                    tt.reshaped(row.to_vec()),
+                    format!("{}_reshape_bias", conv.loc),
+                )
+            };
+            // The bias goes after the input and the weight, before the device.
+            operands.insert(2, bias);
+        }
+        let mut props = conv.props.clone();
+        if e.relu {
+            props.push((
+                "conv2d_config".to_owned(),
+                "#ttnn.conv2d_config<activation = <op_type = relu>>".to_owned(),
+            ));
+        }
+        self.ops.push(OutOp {
+            name: conv.name.clone(),
+            form: conv.form.clone(),
+            operands,
+            props,
+            results: vec![result],
+            loc: conv.loc.clone(),
+            pure_op: conv.pure_op,
+        });
+    }
+}
+
 /// Elementwise ops a reshape commutes with: one result, each element from the same position
 /// of the (broadcast) operands.
 const ELEMENTWISE: &[&str] = &[
@@ -530,10 +824,14 @@ const ELEMENTWISE: &[&str] = &[
     "ttnn.minimum",
     "ttnn.multiply",
     "ttnn.neg",
+    "ttnn.pow_scalar",
+    "ttnn.reciprocal",
     "ttnn.relu",
     "ttnn.relu6",
+    "ttnn.rsqrt",
     "ttnn.sigmoid",
     "ttnn.silu",
+    "ttnn.sqrt",
     "ttnn.subtract",
     "ttnn.tanh",
     "ttnn.typecast",
@@ -602,6 +900,11 @@ impl FuncOut {
 
     /// For an elementwise `op` that can run on the flattened form: its operands in that form
     /// and the index (in `ops`) of one of the reshapes it reads.
+    ///
+    /// Two kinds of reshape sink: a conv's `_unflatten` (out of `1x1x(N·H·W)xC`), and a
+    /// reshape that only inserts unit dims where they add tile padding (a decode graph's
+    /// `32x2048 -> 32x1x2048` pads every row to a whole tile: 32x the bytes). Operands that
+    /// do not come from such a reshape must broadcast the same way in both forms.
     fn sink_through(
         &self,
         op: &OutOp,
@@ -617,44 +920,110 @@ impl FuncOut {
         };
         let result_shape = shape(op.results[0])?;
         let channels = *result_shape.last()?;
-        let mut flat: Option<Vec<u64>> = None;
-        let mut at = None;
-        let mut operands = Vec::with_capacity(op.operands.len());
-        for &o in &op.operands {
-            let unflatten = producer
+        let reshape_of = |o: ValueId| {
+            producer
                 .get(&o)
                 .and_then(|p| ops.get(*p).map(|r| (*p, r)))
                 .filter(|(_, r)| r.name == "ttnn.reshape")
-                .and_then(|(p, r)| Some((p, *r.operands.first()?)));
-            let from = unflatten.and_then(|(_, src)| shape(src));
-            match (unflatten, from) {
-                (Some((p, src)), Some(s))
-                    if s.len() == 4
-                        && s[0] == 1
-                        && s[1] == 1
-                        && s.last() == Some(&channels)
-                        && shape(o).as_deref() == Some(result_shape.as_slice()) =>
-                {
-                    if flat.as_ref().is_some_and(|f| *f != s) {
-                        return None;
-                    }
-                    flat = Some(s);
-                    at = Some(p);
-                    operands.push(src);
+                .and_then(|(p, r)| Some((p, *r.operands.first()?)))
+        };
+        // The form the op runs in, and for the unit-dim kind the positions of the inserted
+        // unit dims in the result's shape.
+        let mut flat: Option<(Vec<u64>, Option<Vec<usize>>)> = None;
+        for &o in &op.operands {
+            let Some((_, src)) = reshape_of(o) else { continue };
+            let (Some(s), Some(t)) = (shape(src), shape(o)) else { continue };
+            if t != result_shape {
+                continue;
+            }
+            let kind = if s.len() == 4 && s[0] == 1 && s[1] == 1 && s.last() == Some(&channels) {
+                Some((s, None))
+            } else {
+                inserted_units(&s, &t)
+                    .filter(|_| padded_volume(&s) < padded_volume(&t))
+                    .map(|units| (s, Some(units)))
+            };
+            if let Some(k) = kind {
+                if flat.as_ref().is_some_and(|f| *f != k) {
+                    return None;
                 }
-                _ => {
-                    let s = shape(o)?;
-                    let (last, rest) = s.split_last().unwrap_or((&1, &[]));
-                    let per_channel =
-                        (*last == 1 || *last == channels) && rest.iter().all(|d| *d == 1);
-                    if !per_channel || s.len() > 4 {
-                        return None;
-                    }
-                    operands.push(o);
-                }
+                flat = Some(k);
             }
         }
+        let (flat_shape, units) = flat?;
+        let mut at = None;
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for &o in &op.operands {
+            let s = shape(o)?;
+            let source = reshape_of(o).and_then(|(p, src)| Some((p, shape(src)?, src)));
+            if s == result_shape
+                && let Some((p, src_shape, src)) = &source
+                && *src_shape == flat_shape
+            {
+                at = Some(*p);
+                operands.push(*src);
+                continue;
+            }
+            // The same operand with the inserted unit dims dropped, when it has the result's
+            // rank: a per-row `32x1x1` is the flat form's `32x1`.
+            if let Some(units) = &units
+                && s.len() == result_shape.len()
+            {
+                let dropped: Vec<u64> = s
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !units.contains(i))
+                    .map(|(_, d)| *d)
+                    .collect();
+                if let Some((_, src_shape, src)) = &source
+                    && *src_shape == dropped
+                {
+                    operands.push(*src);
+                    continue;
+                }
+            }
+            // Scalars and per-channel vectors broadcast the same in both forms as long as
+            // they do not raise the rank.
+            let (last, rest) = s.split_last().unwrap_or((&1, &[]));
+            let per_channel = (*last == 1 || *last == channels) && rest.iter().all(|d| *d == 1);
+            if !per_channel || s.len() > flat_shape.len() {
+                return None;
+            }
+            operands.push(o);
+        }
         Some((operands, at?))
+    }
+}
+
+/// The positions in `to` of unit dims a reshape from `from` inserts, when that is all it
+/// does (`32x2048 -> 32x1x2048`: `[1]`); `None` for any other reshape.
+fn inserted_units(from: &[u64], to: &[u64]) -> Option<Vec<usize>> {
+    if to.len() <= from.len() {
+        return None;
+    }
+    let mut units = Vec::new();
+    let mut j = 0;
+    for (i, d) in to.iter().enumerate() {
+        if j < from.len() && from[j] == *d {
+            j += 1;
+        } else if *d == 1 {
+            units.push(i);
+        } else {
+            return None;
+        }
+    }
+    (j == from.len()).then_some(units)
+}
+
+/// Elements of a shape once its last two dims are padded to whole tiles.
+fn padded_volume(shape: &[u64]) -> u128 {
+    let pad = |d: u64| u128::from(d.div_ceil(32) * 32);
+    match shape {
+        [] => 1024,
+        [w] => 32 * pad(*w),
+        [rest @ .., h, w] => {
+            rest.iter().map(|d| u128::from(*d)).product::<u128>() * pad(*h) * pad(*w)
+        }
     }
 }
 

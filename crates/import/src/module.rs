@@ -306,6 +306,10 @@ impl<'a> ChunkCx<'a, '_> {
         fo.returns = returns;
         fo.sink_unflatten_reshapes();
         fo.fold_reshape_chains();
+        // The fusions count uses: the reshapes sinking and folding left behind must go first.
+        fo.remove_dead_ops();
+        fo.fuse_conv_epilogues();
+        fo.fuse_linear();
         fo.remove_dead_ops();
         let const_eval = self.hoist_const_eval(&mut fo, body, ast_func, mesh);
         for name in fo.op_names().chain(const_eval.iter().flat_map(|(_, c)| c.body.op_names())) {
