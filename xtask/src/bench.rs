@@ -500,7 +500,10 @@ fn section(machine: &str, profile: &str, results: &[(Spec, Measured)]) -> String
         s,
         "| input | ops | chains (completed) | (a) from scratch: cost / + final IR | (b) one override, median (max) | ratio a/b | cost alone after (b) | ratio | (b') same op again | ratio a/b' | (c) no change / whitespace edit | (d) hover after edit | (e) tuning candidates/s | from scratch/s | ratio | peak RSS after (a) / at end |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for (spec, m) in results {
         let _ = writeln!(
             s,

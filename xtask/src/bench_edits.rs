@@ -1,5 +1,5 @@
 //! `cargo xtask bench-edits [--inputs LIST] [--samples N] [--corpus DIR] [--server PATH]
-//! [--mlir-lsp-server PATH] [--no-mlir] [--no-write]`: the language server's latency per
+//! [--mlir-lsp-server PATH] [--session-edits N] [--no-mlir] [--no-write]`: the language server's latency per
 //! class of edit, side by side with LLVM's `mlir-lsp-server` on the same edits, written to
 //! `docs/performance.md` under `## Language server latency per edit class`.
 //!
@@ -31,6 +31,10 @@
 //! (its operand list's `(` deleted) [fix an op]; paste 100 ops (a copy of 100 consecutive
 //! ops with renamed results) [cut 100 ops]; add an override, change it, remove it (in the
 //! open sidecar `<stem>.overrides` document; ttnn-analyzer only).
+//!
+//! `--session-edits N` (default 0: off) goes on, in ttnn-analyzer's session on each input,
+//! replaying the scenarios' steps in a loop until N edits were made in all, and reports the
+//! server's resident set (`VmRSS`) right after opening and after the last edit.
 //!
 //! Run it in release (`cargo run --release -p xtask -- bench-edits`); without `--server`
 //! it builds `cargo build --release -p cli` first.
@@ -72,10 +76,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let flags = Flags::parse(
         "bench-edits",
         args,
-        &["--inputs", "--samples", "--corpus", "--server", "--mlir-lsp-server"],
+        &["--inputs", "--samples", "--corpus", "--server", "--mlir-lsp-server", "--session-edits"],
         &["--no-mlir", "--no-write"],
     )?;
     let samples: usize = flags.parsed("--samples", 10)?;
+    let session_edits: usize = flags.parsed("--session-edits", 0)?;
     if samples == 0 {
         return Err(anyhow::format_err!("`--samples` must be at least 1"));
     }
@@ -140,14 +145,22 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         )?;
         let mut cmd = Command::new(&ours_exe);
         cmd.arg("lsp");
-        let ours = measure("ttnn-analyzer", cmd, input, &scenarios, true, &dir, &mut out)?;
+        let ours = measure(
+            "ttnn-analyzer",
+            cmd,
+            input,
+            &scenarios,
+            (true, session_edits),
+            &dir,
+            &mut out,
+        )?;
         let mlir = match &mlir_exe {
             Some(exe) => Some(measure(
                 "mlir-lsp-server",
                 Command::new(exe),
                 input,
                 &scenarios,
-                false,
+                (false, 0),
                 &dir,
                 &mut out,
             )?),
@@ -495,6 +508,9 @@ struct Measured {
     open: Duration,
     /// Per class (as in [`CLASSES`]), each step's time.
     times: Vec<Vec<Duration>>,
+    /// With `--session-edits`: the resident set (KiB) after opening, after the last edit, and
+    /// the edits made.
+    memory: Option<(u64, u64, usize)>,
 }
 
 /// A document the client holds, with how its server syncs it.
@@ -546,7 +562,7 @@ fn measure(
     mut cmd: Command,
     input: &Input,
     scenarios: &[Scenario],
-    overrides: bool,
+    (overrides, session_edits): (bool, usize),
     dir: &Path,
     out: &mut impl std::io::Write,
 ) -> anyhow::Result<Measured> {
@@ -573,6 +589,7 @@ fn measure(
     let open = done - opened;
     s.forget();
     writeln!(out, "  {name}: open {:.1} ms", ms(open))?;
+    let opened_kib = s.resident_kib();
     let mut ir = Doc { uri: uri.clone(), text: input.text.clone(), version: 1 };
     let ov_path = input.path.with_extension("overrides");
     let mut ov = Doc { uri: file_uri(&ov_path)?, text: String::new(), version: 1 };
@@ -585,20 +602,48 @@ fn measure(
         s.forget();
     }
     let mut times = vec![Vec::new(); CLASSES.len()];
-    for sc in scenarios {
-        for step in sc {
-            let doc = match step.doc {
-                DocKind::Ir => &mut ir,
-                DocKind::Overrides if overrides => &mut ov,
-                DocKind::Overrides => continue,
-            };
-            let sent = doc.change(&mut s, &step.changes, incremental)?;
-            let (done, _) = s.wait_diagnostics(&doc.uri, doc.version)?;
-            s.forget();
-            if let Some(k) = CLASSES.iter().position(|c| *c == step.class) {
-                times[k].push(done - sent);
+    let mut edits = 0usize;
+    // The measured pass, then (with `--session-edits`) the same steps again, untimed, until
+    // the session has seen that many edits; a scenario is always finished, so the texts end
+    // as they began.
+    let mut pass = 0;
+    while pass == 0 || edits < session_edits {
+        for sc in scenarios {
+            for step in sc {
+                let doc = match step.doc {
+                    DocKind::Ir => &mut ir,
+                    DocKind::Overrides if overrides => &mut ov,
+                    DocKind::Overrides => continue,
+                };
+                let sent = doc.change(&mut s, &step.changes, incremental)?;
+                let (done, _) = s.wait_diagnostics(&doc.uri, doc.version)?;
+                s.forget();
+                edits += 1;
+                if pass == 0
+                    && let Some(k) = CLASSES.iter().position(|c| *c == step.class)
+                {
+                    times[k].push(done - sent);
+                }
             }
         }
+        pass += 1;
+        if edits == 0 {
+            break;
+        }
+    }
+    let memory = if session_edits > 0 {
+        opened_kib.zip(s.resident_kib()).map(|(a, b)| (a, b, edits))
+    } else {
+        None
+    };
+    if let Some((a, b, n)) = memory {
+        writeln!(
+            out,
+            "  {name}: resident set {} MiB after opening, {} MiB after {n} edits ({:.2}x)",
+            a / 1024,
+            b / 1024,
+            b as f64 / a.max(1) as f64
+        )?;
     }
     if ir.text != input.text {
         return Err(anyhow::format_err!(
@@ -619,7 +664,7 @@ fn measure(
             )?;
         }
     }
-    Ok(Measured { open, times })
+    Ok(Measured { open, times, memory })
 }
 
 fn ms(d: Duration) -> f64 {
@@ -679,6 +724,15 @@ fn report(
                 ours.times[k].len(),
                 cell(p50),
                 cell(p95)
+            );
+        }
+        if let Some((a, b, n)) = ours.memory {
+            let _ = writeln!(
+                s,
+                "\nttnn-analyzer's resident set: {} MiB after opening, {} MiB after a session of {n} edits (the steps above, replayed), {:.2}x.",
+                a / 1024,
+                b / 1024,
+                b as f64 / a.max(1) as f64
             );
         }
         let _ = writeln!(s);
