@@ -544,7 +544,8 @@ pub(crate) struct Session {
 impl Session {
     /// The server's resident set (`VmRSS`, KiB), where `/proc` tells it.
     pub(crate) fn resident_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = crate::util::read_text(std::path::Path::new(&path)).ok()?;
         let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
         line.split_whitespace().nth(1)?.parse().ok()
     }
