@@ -611,21 +611,10 @@ fn defs_by_key<'a>(
     for &name in mentioned {
         // The index keeps the last op of a key: the last definition.
         if let Some(i) = Name::lookup(name).and_then(|n| body.defs.get(n)) {
-            let r = match ops.get(i as usize)?.results.as_slice() {
-                [r] if r.name.text == name => r,
-                _ => return None,
-            };
-            let value = ValueRef::Result { op: Name::new(name), index: 0 };
-            defs.insert(r.name.text.as_str(), Def { value, op: i, count: r.count });
-        } else if let Some((k, a)) = f
-            .args
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, a)| a.name.as_ref().is_some_and(|n| n.text == name))
-        {
-            let n = a.name.as_ref()?;
-            defs.insert(n.text.as_str(), Def::other(ValueRef::Arg(k as u32), 1));
+            let (text, def) = result_def(ops.get(i as usize)?, i, name)?;
+            defs.insert(text, def);
+        } else if let Some((text, def)) = arg_def(f, name) {
+            defs.insert(text, def);
         }
     }
     Some(defs)
@@ -685,24 +674,35 @@ fn window_defs<'a>(
             }),
         };
         if let Some(j) = at {
-            let r = match ops.get(j)?.results.as_slice() {
-                [r] if r.name.text == name => r,
-                _ => return None,
-            };
-            let value = ValueRef::Result { op: Name::new(name), index: 0 };
-            defs.insert(r.name.text.as_str(), Def { value, op: j as u32, count: r.count });
-        } else if let Some((k, a)) = f
-            .args
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, a)| a.name.as_ref().is_some_and(|n| n.text == name))
-        {
-            let n = a.name.as_ref()?;
-            defs.insert(n.text.as_str(), Def::other(ValueRef::Arg(k as u32), 1));
+            let (text, def) = result_def(ops.get(j)?, j as u32, name)?;
+            defs.insert(text, def);
+        } else if let Some((text, def)) = arg_def(f, name) {
+            defs.insert(text, def);
         }
     }
     Some(defs)
+}
+
+/// The definition of `name` by op `o` (body index `j`) when the op's one result group is
+/// named so (its key is the name); `None` where a key lookup cannot stand for the walk.
+fn result_def<'a>(o: &'a ast::Op, j: u32, name: &str) -> Option<(&'a str, Def)> {
+    let [r] = o.results.as_slice() else { return None };
+    if r.name.text != name {
+        return None;
+    }
+    let value = ValueRef::Result { op: Name::new(name), index: 0 };
+    Some((r.name.text.as_str(), Def { value, op: j, count: r.count }))
+}
+
+/// The last argument of `f` named `name` (later ones shadow earlier ones, as lowering has it).
+fn arg_def<'a>(f: &'a ast::FuncOp, name: &str) -> Option<(&'a str, Def)> {
+    let (k, n) = f
+        .args
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(k, a)| a.name.as_ref().filter(|n| n.text == name).map(|n| (k, n)))?;
+    Some((n.text.as_str(), Def::other(ValueRef::Arg(k as u32), 1)))
 }
 
 /// Moves the ranges of a source map with `shift`: those of the function itself and of its

@@ -280,18 +280,9 @@ fn relowering_a_result_type_change_checks_the_uses_again_as_lowering_does() {
     let relu = text.find("ttnn.relu").expect("the relu");
     let at =
         (relu + text[relu..].find("-> tensor<64x64xbf16").expect("its result type")) as u32 + 16;
-    let step = |before: &str, range: TextRange, insert: &str| -> (String, usize) {
-        let mut after = before.to_owned();
-        after.replace_range(range.start as usize..range.end as usize, insert);
-        let old_parse = parse(before);
-        let old = ir::lower_parse(before, &old_parse);
-        let mut patched = old_parse.clone();
-        let op = patched.reparse_edit(&after, range, insert.len() as u32).expect("re-parsed");
-        let again = ir::relower_edit(&old, &after, &patched, op).expect("re-lowered alone");
-        let fresh = ir::lower_parse(&after, &parse(&after));
-        assert!(again == fresh, "the re-lowering differs from lowering {after}");
-        let mismatches = fresh.diagnostics.iter().filter(|d| d.code == "type-mismatch").count();
-        (after, mismatches)
+    let step = |before: &str, range: TextRange, insert: &str| {
+        let (after, fresh) = relowered_alone(before, range, insert);
+        (after, fresh.diagnostics.iter().filter(|d| d.code == "type-mismatch").count())
     };
     let (retyped, mismatches) = step(&text, TextRange::new(at, at + 4), "f32");
     assert_eq!(mismatches, 2);
@@ -315,16 +306,8 @@ fn relowering_an_op_broken_and_fixed_equals_lowering_from_scratch() {
          \x20 return %2 : {t}\n}}\n"
     );
     let at = text.find("\"ttnn.exp\"(").expect("the exp") as u32 + 10;
-    let step = |before: &str, range: TextRange, insert: &str| -> (String, usize) {
-        let mut after = before.to_owned();
-        after.replace_range(range.start as usize..range.end as usize, insert);
-        let old_parse = parse(before);
-        let old = ir::lower_parse(before, &old_parse);
-        let mut patched = old_parse.clone();
-        let op = patched.reparse_edit(&after, range, insert.len() as u32).expect("re-parsed");
-        let again = ir::relower_edit(&old, &after, &patched, op).expect("re-lowered alone");
-        let fresh = ir::lower_parse(&after, &parse(&after));
-        assert!(again == fresh, "the re-lowering differs from lowering {after}");
+    let step = |before: &str, range: TextRange, insert: &str| {
+        let (after, fresh) = relowered_alone(before, range, insert);
         (after, fresh.diagnostics.len())
     };
     let (broken, errors) = step(&text, TextRange::new(at, at + 1), "");
@@ -332,4 +315,20 @@ fn relowering_an_op_broken_and_fixed_equals_lowering_from_scratch() {
     let (fixed, errors) = step(&broken, TextRange::new(at, at), "(");
     assert_eq!(errors, 0);
     assert_eq!(fixed, text);
+}
+
+/// `before` with `range` replaced by `insert`, re-parsed and re-lowered incrementally (which
+/// must take the fast path), checked equal to lowering the new text from scratch; the new
+/// text and that lowering.
+fn relowered_alone(before: &str, range: TextRange, insert: &str) -> (String, ir::LoweredFile) {
+    let mut after = before.to_owned();
+    after.replace_range(range.start as usize..range.end as usize, insert);
+    let old_parse = parse(before);
+    let old = ir::lower_parse(before, &old_parse);
+    let mut patched = old_parse.clone();
+    let op = patched.reparse_edit(&after, range, insert.len() as u32).expect("re-parsed");
+    let again = ir::relower_edit(&old, &after, &patched, op).expect("re-lowered alone");
+    let fresh = ir::lower_parse(&after, &parse(&after));
+    assert!(again == fresh, "the re-lowering differs from lowering {after}");
+    (after, fresh)
 }
