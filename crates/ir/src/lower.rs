@@ -272,18 +272,9 @@ fn recheck_uses(
             else {
                 continue;
             };
-            if declared != actual && *declared != Ty::Unknown && *actual != Ty::Unknown {
-                let written = text.get(range.start as usize..range.end as usize)?;
-                let name = written.split('#').next().unwrap_or(written);
-                found.push(error(
-                    range,
-                    "type-mismatch",
-                    format!(
-                        "operand {k} of `{}` is declared as `{declared}` but `{name}` has type `{actual}`",
-                        user.name
-                    ),
-                ));
-            }
+            let written = text.get(range.start as usize..range.end as usize)?;
+            let name = written.split('#').next().unwrap_or(written);
+            found.extend(operand_mismatch(range, k, &user.name, name, declared, actual));
         }
     }
     let at_use = |d: &Diagnostic| ranges.contains(&d.range);
@@ -334,6 +325,28 @@ const OP_LOCAL_CODES: &[&str] = &[
     "wrong-operand-count",
     "wrong-result-count",
 ];
+
+/// The `type-mismatch` of operand `k` of op `op` (written `name` at `range`), declared as
+/// `declared` where its value has type `actual`; none when they agree or one is unknown.
+/// Lowering an op and re-checking the uses of a re-typed op both report it.
+fn operand_mismatch(
+    range: TextRange,
+    k: usize,
+    op: &str,
+    name: &str,
+    declared: &Ty,
+    actual: &Ty,
+) -> Option<Diagnostic> {
+    (declared != actual && *declared != Ty::Unknown && *actual != Ty::Unknown).then(|| {
+        error(
+            range,
+            "type-mismatch",
+            format!(
+                "operand {k} of `{op}` is declared as `{declared}` but `{name}` has type `{actual}`"
+            ),
+        )
+    })
+}
 
 /// The codes of lowering diagnostics whose place depends on other ops than the one they
 /// are reported at: while the old lowering has one, a window of ops is not lowered alone.
@@ -1712,17 +1725,14 @@ impl<'a> Lower<'a> {
             operand_ranges.push(u.range);
             if let (Some(declared), Some(actual)) =
                 (data.operand_types.get(i), def_type(body, v, def))
-                && declared != actual
-                && *declared != Ty::Unknown
-                && *actual != Ty::Unknown
             {
-                self.diags.push(error(
+                self.diags.extend(operand_mismatch(
                     u.range,
-                    "type-mismatch",
-                    format!(
-                        "operand {i} of `{}` is declared as `{declared}` but `{}` has type `{actual}`",
-                        o.name.text, u.name.text
-                    ),
+                    i,
+                    &o.name.text,
+                    &u.name.text,
+                    declared,
+                    actual,
                 ));
             }
             data.operands.push(v);
