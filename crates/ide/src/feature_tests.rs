@@ -945,3 +945,62 @@ fn an_edit_inside_one_op_patches_the_parse_and_one_between_ops_replaces_it() {
     let now = f.host.text("/m.mlir").expect("open");
     assert!(*parse_of(&f) == syntax::parse(&now));
 }
+
+/// Two 512 KiB-per-core L1 values are live when the add allocates a third.
+const L1_LIVE: &str = r##"
+//- /m.mlir
+#dram = #ttnn.buffer_type<dram>
+#l1 = #ttnn.buffer_type<l1>
+#d = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<128x128x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#big = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <8x8>, memref<1x256x!ttcore.tile<32x32, bf16>, #l1>, <interleaved>>
+func.func @f(%a: tensor<4096x4096xbf16, #d>) -> tensor<4096x4096xbf16, #d> {
+  %0 = "ttnn.relu"(%a) : (tensor<4096x4096xbf16, #d>) -> tensor<4096x4096xbf16, #big> loc("r0")
+  %1 = "ttnn.gelu"(%a) : (tensor<4096x4096xbf16, #d>) -> tensor<4096x4096xbf16, #big> loc("r1")
+  %2 = "ttnn.add"(%0, %1) : (tensor<4096x4096xbf16, #big>, tensor<4096x4096xbf16, #big>) -> tensor<4096x4096xbf16, #big> loc("sum")
+  %3 = "ttnn.relu"(%2) : (tensor<4096x4096xbf16, #big>) -> tensor<4096x4096xbf16, #d> loc("out")
+  return %3 : tensor<4096x4096xbf16, #d>
+}
+"##;
+
+const GELU_OF_A: &str = "\"ttnn.gelu\"(%a) : (tensor<4096x4096xbf16, #d>)";
+const GELU_OF_0: &str = "\"ttnn.gelu\"(%0) : (tensor<4096x4096xbf16, #big>)";
+
+/// `code range "text": message` per problem of `/m.mlir`.
+fn problems_of(f: &Fixture) -> String {
+    let file = f.file("/m.mlir");
+    let analysis = f.host.analysis();
+    let text = analysis.file_text(file).expect("not cancelled");
+    let problems = analysis.problems(file).expect("not cancelled");
+    problems
+        .iter()
+        .map(|p| format!("{} {:?}: {}\n", p.code, &text[p.range.start as usize..][..12], p.message))
+        .collect()
+}
+
+#[test]
+fn problems_follow_the_live_l1_as_written_through_a_data_flow_edit() {
+    // As written, `%0` and `%1` are both live when the add runs: out of L1 there. When `%1`
+    // reads `%0` and the add reads `%1` twice, `%0` dies after `%1`: one value is live at
+    // the add, and it fits. The walk runs again for the edit (an L1 value's uses changed),
+    // and says what a fresh analysis of the new text says.
+    let mut f = fixture(L1_LIVE);
+    expect![[r#"
+        l1-out-of-memory "\"ttnn.add\"(%": out of L1 as written: 1048576 B live + 536576 B for the op exceed the 1325652 B usable per core
+    "#]]
+    .assert_eq(&problems_of(&f));
+    let text = f.host.text("/m.mlir").expect("open").to_owned();
+    let edit = |old: &str, new: &str| {
+        let at = text.find(old).expect("the text is there") as u32;
+        crate::TextEdit { range: TextRange::new(at, at + old.len() as u32), text: new.to_owned() }
+    };
+    let _ = f.host.take_executed_queries();
+    f.host.apply_change(crate::Change::new().edit_file(
+        "/m.mlir",
+        vec![edit("\"ttnn.add\"(%0, %1)", "\"ttnn.add\"(%1, %1)"), edit(GELU_OF_A, GELU_OF_0)],
+    ));
+    expect![[""]].assert_eq(&problems_of(&f));
+    let executed = f.host.take_executed_queries();
+    assert!(executed.iter().any(|q| q.starts_with("written_findings")), "{executed:?}");
+    let fresh = fixture(&L1_LIVE.replace("(%0, %1)", "(%1, %1)").replace(GELU_OF_A, GELU_OF_0));
+    assert_eq!(problems_of(&f), problems_of(&fresh));
+}

@@ -215,68 +215,78 @@ pub(crate) fn findings(
 /// and the points where the live L1 exceeds the budget (`l1-out-of-memory`): each op with
 /// the output L1 of the values still to be used.
 ///
-/// Reads the data flow (`plan::func_topology`) and the verdicts per block of ops
-/// (`layout::written_checks_block`), not the body: an edit to one op's attributes re-checks
-/// its group, and unless the verdict or the data flow changed this is not re-run (it walks
-/// every op and formats some thousand messages on a 10k-op function).
+/// Reads the verdicts per group of ops (`layout::written_checks_block`) and, only for the
+/// values that hold L1 as written, their uses from the per-group data flow
+/// (`plan::flow_block`): not the body, and not the function's topology, which an insertion
+/// or deletion anywhere changes (its lists are by body index) and which costs a walk that
+/// allocates per op. A value in DRAM never adds to the live L1, so a function written all
+/// in DRAM (what tt-mlir's optimizer takes as input) needs no use lists at all. An edit to one
+/// op's attributes re-checks its group, and unless a verdict or the data flow of an L1 value
+/// changed this is not re-run.
 #[salsa::tracked(returns(clone))]
 pub(crate) fn written_findings(
     db: &dyn plan::Db,
     func: ir::FuncId,
 ) -> std::sync::Arc<[PlanFinding]> {
     let Some(frame) = ir::func_frame(db, func) else { return std::sync::Arc::from([]) };
-    let topo = plan::func_topology(db, func);
     let _p = tracing::debug_span!("written_findings", func = %func.name(db)).entered();
     let budget = TargetInput::get(db).target(db).usable_l1_per_core();
-    let n = frame.n_ops.min(topo.ops.len());
-    // Each value is released after its last use, a returned one never. A result nobody uses
-    // is never released either (`verify` frees it after its own op).
-    let last_use: Vec<usize> = topo.ops[..n]
-        .iter()
-        .map(|t| {
-            if t.returned {
-                usize::MAX
-            } else {
-                t.users.iter().map(|u| u.user as usize).max().unwrap_or(0)
-            }
-        })
+    let groups = ir::func_groups(db, func);
+    let n = frame.n_ops;
+    let checks: Vec<std::sync::Arc<[Option<layout::WrittenCheck>]>> =
+        (0..groups.len() as u32).map(|g| layout::written_checks_block(db, func, g)).collect();
+    let check_of = |i: usize| {
+        let (g, at) = groups.locate(i)?;
+        checks.get(g as usize)?.get(at)?.as_ref()
+    };
+    // The ops whose result holds L1 as written, and the last op that uses each (`None`:
+    // returned, or used by no op, and so never released; `verify` frees an unused result
+    // after its own op, this walk keeps it, as it always has).
+    let mut last_use: rustc_hash::FxHashMap<u32, Option<u32>> = (0..n)
+        .filter(|&i| check_of(i).is_some_and(|c| c.output_l1 > 0))
+        .map(|i| (i as u32, None))
         .collect();
-    // The values that die after each op, as one list sorted by op (`dying_at[i]..
-    // dying_at[i + 1]` in `dying`): scanning every earlier value per op was quadratic, and a
-    // list per op was 10k allocations.
-    let released = |j: usize, lu: usize| j <= lu && lu < n;
-    let mut dying_at = vec![0usize; n + 1];
-    for (j, &lu) in last_use.iter().enumerate() {
-        if released(j, lu) {
-            dying_at[lu + 1] += 1;
+    if !last_use.is_empty() {
+        for g in 0..groups.len() as u32 {
+            let base = groups.range(g).start as u32;
+            for (at, flow) in plan::flow_block(db, func, g).iter().enumerate() {
+                for &(name, _) in &flow.operands {
+                    if let Some(def) = frame.index_of(name)
+                        && let Some(last) = last_use.get_mut(&def)
+                    {
+                        let user = base + at as u32;
+                        *last = Some(last.map_or(user, |l| l.max(user)));
+                    }
+                }
+            }
+        }
+        for v in &frame.returns {
+            if let Some((op, _)) = frame.result_of(*v)
+                && let Some(last) = last_use.get_mut(&op)
+            {
+                *last = None;
+            }
         }
     }
-    for i in 0..n {
-        dying_at[i + 1] += dying_at[i];
-    }
-    let mut dying = vec![0usize; dying_at[n]];
-    let mut fill = dying_at.clone();
-    for (j, &lu) in last_use.iter().enumerate() {
-        if released(j, lu) {
-            dying[fill[lu]] = j;
-            fill[lu] += 1;
-        }
-    }
+    // The values that die after each op, sorted by op: a value used by no later op than its
+    // own is released after it.
+    let mut dying: Vec<(u32, u32)> = last_use
+        .iter()
+        .filter_map(|(&def, &last)| Some((last.filter(|&l| l >= def && (l as usize) < n)?, def)))
+        .collect();
+    dying.sort_unstable();
+    let mut dying = dying.into_iter().peekable();
     let mut live: u64 = frame
         .args
         .iter()
         .map(|t| t.layout().map_or(0, ttnn_types::TtnnLayout::l1_bytes_per_core))
         .sum();
     let mut out = Vec::new();
-    let mut outputs = vec![0u64; n];
-    let groups = ir::func_groups(db, func);
-    let mut checks: Option<(u32, std::sync::Arc<[Option<layout::WrittenCheck>]>)> = None;
-    for i in 0..n {
-        let Some((g, at)) = groups.locate(i) else { continue };
-        if checks.as_ref().is_none_or(|(k, _)| *k != g) {
-            checks = Some((g, layout::written_checks_block(db, func, g)));
-        }
-        let check = checks.as_ref().and_then(|(_, c)| c.get(at)?.as_ref());
+    let ops = (0..groups.len() as u32).flat_map(|g| {
+        let base = groups.range(g).start;
+        checks[g as usize].iter().enumerate().map(move |(at, c)| (base + at, c.as_ref()))
+    });
+    for (i, check) in ops.take_while(|&(i, _)| i < n) {
         if let Some(check) = check {
             let message = match &check.error {
                 Some(e) => Some(("op-model-rejects", e.clone())),
@@ -298,11 +308,10 @@ pub(crate) fn written_findings(
                     message,
                 });
             }
-            outputs[i] = check.output_l1;
             live = live.saturating_add(check.output_l1);
         }
-        for &j in dying.get(dying_at[i]..dying_at[i + 1]).unwrap_or(&[]) {
-            live = live.saturating_sub(outputs[j]);
+        while let Some((_, def)) = dying.next_if(|&(at, _)| at as usize == i) {
+            live = live.saturating_sub(check_of(def as usize).map_or(0, |c| c.output_l1));
         }
     }
     out.into()
