@@ -41,7 +41,7 @@ use syntax::Parse;
 
 pub use crate::{
     groups::{
-        BodyView, FuncFrame, GROUP_OPS, GroupLayout, MAX_GROUP_OPS, OpsView, func_frame,
+        BodyView, FuncFrame, GROUP_OPS, GroupLayout, GroupOps, MAX_GROUP_OPS, OpsView, func_frame,
         func_group, func_groups, func_loc_names,
     },
     lower::{lower_file as lower_parse, relower_edit},

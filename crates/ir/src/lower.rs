@@ -486,6 +486,7 @@ fn relower_window(
         has_body: body.has_body,
         keys: Arc::clone(&body.keys),
         defs: body.defs.clone(),
+        apart: body.apart,
     };
     let mut window_sm = FuncSourceMap::default();
     let mut locs = Vec::with_capacity(added);
@@ -504,6 +505,9 @@ fn relower_window(
         return None;
     }
     new_body.ops.extend(body.ops[i + removed..].iter().cloned());
+    let apart = |ops: &[Arc<OpData>]| ops.iter().filter(|o| o.resolves_apart()).count() as u32;
+    new_body.apart =
+        (body.apart + apart(&new_body.ops[i..i + added])).checked_sub(apart(old_window))?;
     // The keys and their index spliced, not built again (that interned every key).
     let added_keys: Vec<Name> =
         new_body.ops[i..i + added].iter().map(|o| Name::new(&o.key)).collect();
@@ -616,7 +620,7 @@ fn defs_by_key<'a>(
     if region.blocks.iter().any(|b| b.label.is_some())
         || body.ops.len() != ops.len()
         || body.keys.len() != ops.len()
-        || body.ops.iter().any(|o| o.has_regions || o.key.contains(','))
+        || body.apart > 0
     {
         return None;
     }
@@ -650,7 +654,7 @@ fn window_defs<'a>(
     if region.blocks.iter().any(|b| b.label.is_some())
         || body.keys.len() != body.ops.len()
         || ops.len() != body.ops.len() - removed + added
-        || body.ops.iter().any(|o| o.has_regions || o.key.contains(','))
+        || body.apart > 0
     {
         return None;
     }
@@ -1362,6 +1366,7 @@ impl<'a> Lower<'a> {
             has_body: f.body.is_some(),
             keys: Arc::default(),
             defs: DefIndex::default(),
+            apart: 0,
         };
         let mut sm = FuncSourceMap {
             range: op.range,

@@ -242,6 +242,13 @@ pub struct OpData {
 }
 
 impl OpData {
+    /// True if names in this op cannot be resolved through the body's key index alone: it
+    /// has regions (with their own values), or several results under one key (`%a, %b`).
+    #[must_use]
+    pub fn resolves_apart(&self) -> bool {
+        self.has_regions || self.key.contains(',')
+    }
+
     #[must_use]
     pub fn property(&self, key: &str) -> Option<&AttrValue> {
         self.properties
@@ -285,6 +292,11 @@ pub struct FuncBody {
     /// queries, which look their op up by key (a linear search would make analyzing a
     /// function quadratic in its size).
     pub defs: DefIndex,
+    /// How many ops have regions or define several results under one key
+    /// ([`OpData::resolves_apart`]): re-lowering a window resolves names through
+    /// [`FuncBody::defs`] only when there are none, and counting them per edit was a walk
+    /// over every op.
+    pub apart: u32,
 }
 
 /// Op keys as [`Name`]s with the body index of the op each names, for resolving a
@@ -433,10 +445,11 @@ impl FuncBody {
         Some(self.defs.get(Name::lookup(key)?)? as usize)
     }
 
-    /// Builds `keys` and `defs` from the ops.
+    /// Builds `keys`, `defs` and `apart` from the ops.
     pub fn index_keys(&mut self) {
         self.keys = self.ops.iter().map(|o| Name::new(&o.key)).collect();
         self.defs = DefIndex::of_names(&self.keys);
+        self.apart = self.ops.iter().filter(|o| o.resolves_apart()).count() as u32;
     }
 }
 
