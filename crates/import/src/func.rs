@@ -5,6 +5,8 @@
 //! dropped the way tt-mlir's canonicalizer drops them, and so that SSA numbers and location
 //! names are handed out only to the ops that survive.
 
+mod fuse;
+
 use std::fmt::Write as _;
 
 use ir::ValueRef;

@@ -678,6 +678,118 @@ fn a_matmul_plus_a_bias_fuses_into_linear_and_other_adds_stay() {
 }
 
 #[test]
+fn a_decomposed_rms_norm_fuses_into_one_rms_norm_on_the_input_before_its_casts() {
+    // Llama's RMS norm as tt-xla writes it: x cast to f32, squared, summed over the last dim,
+    // scaled by 1/N (a mean), plus eps, rsqrt, times x, cast back, times the weight. tt-mlir's
+    // TTIR fusing makes it one `rms_norm` on the bf16 input with the 1-D weight; the second
+    // norm squares with `pow(x, 3)`, which is no RMS norm, and stays as written.
+    let norm = |name: &str, exponent: &str| {
+        format!(
+            r#"  %{name}c = "ttir.typecast"(%x) : (tensor<32x1x64xbf16>) -> tensor<32x1x64xf32> loc("{name}_cast")
+  %{name}e = "ttir.constant"() <{{value = dense<{exponent}> : tensor<32x1x64xf32>}}> : () -> tensor<32x1x64xf32> loc("{name}_exponent")
+  %{name}p = "ttir.pow"(%{name}c, %{name}e) : (tensor<32x1x64xf32>, tensor<32x1x64xf32>) -> tensor<32x1x64xf32> loc("{name}_square")
+  %{name}s = "ttir.sum"(%{name}p) <{{dim_arg = [2 : i32], keep_dim = false}}> : (tensor<32x1x64xf32>) -> tensor<32x1xf32> loc("{name}_sum")
+  %{name}n = "ttir.constant"() <{{value = dense<1.562500e-02> : tensor<32x1xf32>}}> : () -> tensor<32x1xf32> loc("{name}_inv_n")
+  %{name}m = "ttir.multiply"(%{name}s, %{name}n) : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<32x1xf32> loc("{name}_mean")
+  %{name}r = "ttir.reshape"(%{name}m) <{{shape = [32 : i32, 1 : i32, 1 : i32]}}> : (tensor<32x1xf32>) -> tensor<32x1x1xf32> loc("{name}_keep")
+  %{name}eps = "ttir.constant"() <{{value = dense<9.99999974E-6> : tensor<32x1x1xf32>}}> : () -> tensor<32x1x1xf32> loc("{name}_eps")
+  %{name}a = "ttir.add"(%{name}r, %{name}eps) : (tensor<32x1x1xf32>, tensor<32x1x1xf32>) -> tensor<32x1x1xf32> loc("{name}_add")
+  %{name}q = "ttir.rsqrt"(%{name}a) : (tensor<32x1x1xf32>) -> tensor<32x1x1xf32> loc("{name}_rsqrt")
+  %{name}b = "ttir.broadcast"(%{name}q) <{{broadcast_dimensions = array<i64: 1, 1, 64>}}> : (tensor<32x1x1xf32>) -> tensor<32x1x64xf32> loc("{name}_bcast")
+  %{name}y = "ttir.multiply"(%{name}c, %{name}b) : (tensor<32x1x64xf32>, tensor<32x1x64xf32>) -> tensor<32x1x64xf32> loc("{name}_normed")
+  %{name}t = "ttir.typecast"(%{name}y) : (tensor<32x1x64xf32>) -> tensor<32x1x64xbf16> loc("{name}_back")
+  %{name}g = "ttir.reshape"(%g) <{{shape = [1 : i32, 1 : i32, 64 : i32]}}> : (tensor<64xbf16>) -> tensor<1x1x64xbf16> loc("{name}_weight")
+  %{name}gb = "ttir.broadcast"(%{name}g) <{{broadcast_dimensions = array<i64: 32, 1, 1>}}> : (tensor<1x1x64xbf16>) -> tensor<32x1x64xbf16> loc("{name}_weight_bcast")
+  %{name} = "ttir.multiply"(%{name}gb, %{name}t) : (tensor<32x1x64xbf16>, tensor<32x1x64xbf16>) -> tensor<32x1x64xbf16> loc("{name}")
+"#
+        )
+    };
+    check(
+        &format!(
+            "func.func @f(%x: tensor<32x1x64xbf16>, %g: tensor<64xbf16>) -> (tensor<32x1x64xbf16>, tensor<32x1x64xbf16>) {{\n{}{}  return %rms, %cube : tensor<32x1x64xbf16>, tensor<32x1x64xbf16>\n}}\n",
+            norm("rms", "2.000000e+00"),
+            norm("cube", "3.000000e+00")
+        ),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x1x64xbf16, #ttnn_layout>, %arg1: tensor<64xbf16, #ttnn_layout1>) -> (tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>) {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.rms_norm"(%arg0, %arg1) <{epsilon = 1.000000e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<32x1x64xbf16, #ttnn_layout>, tensor<64xbf16, #ttnn_layout1>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("rms")
+                %2 = "ttnn.typecast"(%arg0) : (tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_cast")
+                %3 = "ttnn.pow_scalar"(%2) <{rhs = 3.000000e+00 : f32}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_square")
+                %4 = "ttnn.sum"(%3) <{dim_arg = [2 : i32], keep_dim = false}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_sum")
+                %5 = "ttnn.full"(%0) <{fill_value = 1.562500e-02 : f32, shape = #ttnn.shape<32x1>}> : (!ttnn.device) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_inv_n")
+                %6 = "ttnn.multiply"(%4, %5) : (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_mean")
+                %7 = "ttnn.reshape"(%6) <{shape = [32 : i32, 1 : i32, 1 : i32]}> : (tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_keep")
+                %8 = "ttnn.full"(%0) <{fill_value = 1.000000e-05 : f32, shape = #ttnn.shape<32x1x1>}> : (!ttnn.device) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_eps")
+                %9 = "ttnn.add"(%7, %8) : (tensor<32x1x1xf32, #ttnn_layout4>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_add")
+                %10 = "ttnn.rsqrt"(%9) : (tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_rsqrt")
+                %11 = "ttnn.multiply"(%2, %10) : (tensor<32x1x64xf32, #ttnn_layout2>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_normed")
+                %12 = "ttnn.typecast"(%11) : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube_back")
+                %13 = "ttnn.reshape"(%arg1) <{shape = [1 : i32, 1 : i32, 64 : i32]}> : (tensor<64xbf16, #ttnn_layout1>) -> tensor<1x1x64xbf16, #ttnn_layout5> loc("cube_weight")
+                %14 = "ttnn.multiply"(%13, %12) : (tensor<1x1x64xbf16, #ttnn_layout5>, tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube")
+                return %1, %14 : tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_decomposed_softmax_fuses_into_one_softmax_and_subtracting_the_max_makes_it_stable() {
+    // `exp(x - max(x)) / sum(exp(x - max(x)))` over the last dim, with the reductions'
+    // dropped dims put back by reshapes, is tt-mlir's numerically stable softmax of `x`. The
+    // second one's `exp` has a third use (it is returned), so tt-mlir leaves it unfused.
+    let softmax = |name: &str| {
+        format!(
+            r#"  %{name}mx = "ttir.max"(%x) <{{dim_arg = [1 : i32], keep_dim = false}}> : (tensor<32x64xf32>) -> tensor<32xf32> loc("{name}_max")
+  %{name}mr = "ttir.reshape"(%{name}mx) <{{shape = [32 : i32, 1 : i32]}}> : (tensor<32xf32>) -> tensor<32x1xf32> loc("{name}_max_keep")
+  %{name}d = "ttir.subtract"(%x, %{name}mr) : (tensor<32x64xf32>, tensor<32x1xf32>) -> tensor<32x64xf32> loc("{name}_shift")
+  %{name}e = "ttir.exp"(%{name}d) : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("{name}_exp")
+  %{name}s = "ttir.sum"(%{name}e) <{{dim_arg = [1 : i32], keep_dim = false}}> : (tensor<32x64xf32>) -> tensor<32xf32> loc("{name}_sum")
+  %{name}sr = "ttir.reshape"(%{name}s) <{{shape = [32 : i32, 1 : i32]}}> : (tensor<32xf32>) -> tensor<32x1xf32> loc("{name}_sum_keep")
+  %{name} = "ttir.div"(%{name}e, %{name}sr) : (tensor<32x64xf32>, tensor<32x1xf32>) -> tensor<32x64xf32> loc("{name}")
+"#
+        )
+    };
+    check(
+        &format!(
+            "func.func @f(%x: tensor<32x64xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) {{\n{}{}  return %probs, %other, %othere : tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>\n}}\n",
+            softmax("probs"),
+            softmax("other")
+        ),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xf32, #ttnn_layout>) -> (tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>) {
+                %0 = "ttnn.softmax"(%arg0) <{dimension = 1 : si32, numericStable = true}> : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32x64xf32, #ttnn_layout> loc("probs")
+                %1 = "ttnn.max"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout1> loc("other_max")
+                %2 = "ttnn.reshape"(%1) <{shape = [32 : i32, 1 : i32]}> : (tensor<32xf32, #ttnn_layout1>) -> tensor<32x1xf32, #ttnn_layout2> loc("other_max_keep")
+                %3 = "ttnn.subtract"(%arg0, %2) : (tensor<32x64xf32, #ttnn_layout>, tensor<32x1xf32, #ttnn_layout2>) -> tensor<32x64xf32, #ttnn_layout> loc("other_shift")
+                %4 = "ttnn.exp"(%3) : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32x64xf32, #ttnn_layout> loc("other_exp")
+                %5 = "ttnn.sum"(%4) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout1> loc("other_sum")
+                %6 = "ttnn.reshape"(%5) <{shape = [32 : i32, 1 : i32]}> : (tensor<32xf32, #ttnn_layout1>) -> tensor<32x1xf32, #ttnn_layout2> loc("other_sum_keep")
+                %7 = "ttnn.divide"(%4, %6) : (tensor<32x64xf32, #ttnn_layout>, tensor<32x1xf32, #ttnn_layout2>) -> tensor<32x64xf32, #ttnn_layout> loc("other")
+                return %0, %7, %4 : tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
     assert!(is_ttir(r#"%0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
     // tt-mlir's TTIR tests spell the expected TTNN layouts in their CHECK comments.
