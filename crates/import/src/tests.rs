@@ -790,6 +790,53 @@ fn a_decomposed_softmax_fuses_into_one_softmax_and_subtracting_the_max_makes_it_
 }
 
 #[test]
+fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
+    // tt-xla marks the weights it wants in a block float with `ttcore.weight_dtype`; tt-mlir
+    // casts each matmul's weight that traces back to such a parameter (here through the
+    // transpose) and const-eval runs the cast once, at load. The unmarked weight and the
+    // marked argument that is an activation, not a parameter, stay bf16.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %v: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>) {
+  %0 = "ttir.permute"(%w) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("w_t")
+  %1 = "ttir.matmul"(%x, %0) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
+  %2 = "ttir.permute"(%v) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("v_t")
+  %3 = "ttir.matmul"(%x, %2) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("plain")
+  %4 = "ttir.permute"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16>) -> tensor<64x32xbf16> loc("x_t")
+  %5 = "ttir.matmul"(%x, %4) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("gram")
+  return %1, %3, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg2: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>) {
+                %0:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @f_const_eval_0}> : (tensor<96x64xbf16, #ttnn_layout1>, tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0#1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout5>) -> tensor<32x96xbf16, #ttnn_layout2> loc("proj")
+                %2 = "ttnn.matmul"(%arg0, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout4>) -> tensor<32x96xbf16, #ttnn_layout2> loc("plain")
+                %3 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout6> loc("x_t")
+                %4 = "ttnn.matmul"(%arg0, %3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout6>) -> tensor<32x32xbf16, #ttnn_layout3> loc("gram")
+                return %1, %2, %4 : tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<96x64xbf16, #ttnn_layout1>, %arg1: tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("w_t")
+                %1 = "ttnn.typecast"(%0) : (tensor<64x96xbf16, #ttnn_layout4>) -> tensor<64x96xbf16, #ttnn_layout5> loc("proj_weight_dtype")
+                %2 = "ttnn.permute"(%arg1) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("v_t")
+                return %2, %1 : tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
     assert!(is_ttir(r#"%0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
     // tt-mlir's TTIR tests spell the expected TTNN layouts in their CHECK comments.

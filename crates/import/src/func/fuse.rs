@@ -425,3 +425,89 @@ fn last_dim_kept(from: &[u64], to: &[u64]) -> bool {
     let trim = |s: &[u64]| s.iter().rposition(|d| *d != 1).map(|k| s[k]);
     trim(from) == trim(to)
 }
+
+/// Ops a weight passes through unchanged in identity on its way from an argument to a
+/// matmul, as tt-mlir's weight-dtype propagation walks back through tensor manipulations
+/// and typecasts.
+const WEIGHT_PATH: &[&str] = &[
+    "ttnn.permute",
+    "ttnn.repeat",
+    "ttnn.repeat_interleave",
+    "ttnn.reshape",
+    "ttnn.slice_static",
+    "ttnn.typecast",
+];
+
+impl FuncOut {
+    /// tt-mlir's per-weight data type override (`ttcore.weight_dtype = "bfp_bf8"` on a
+    /// function argument, which tt-xla writes for the weights it wants in a block float):
+    /// the B operand of every `ttnn.matmul` and `ttnn.linear` that traces back to such an
+    /// argument through `WEIGHT_PATH` ops, the argument a parameter or constant
+    /// (`const_args`), gets a `ttnn.typecast` to that type in front of the op, as tt-mlir's
+    /// `ttir-propagate-weight-dtype` and `ttnn-weight-dtype-conversion` passes insert it.
+    /// Only `bf16` and `f32` weights are converted. The typecast reads only the weight, so
+    /// const-eval hoisting moves it to load time; per inference the matmul then reads a
+    /// bfp8 weight, about half the bytes (decode matmuls are bound by those bytes).
+    /// `arg_dtypes` holds each argument's override, by argument index.
+    pub(crate) fn convert_weight_dtypes(
+        &mut self,
+        arg_dtypes: &[Option<ttnn_types::DataType>],
+        const_args: &[bool],
+    ) {
+        if arg_dtypes.iter().all(Option::is_none) {
+            return;
+        }
+        let arg_index: FxHashMap<ValueId, usize> = self
+            .values
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, def))| *def == Def::Arg)
+            .enumerate()
+            .map(|(k, (v, _))| (v as ValueId, k))
+            .collect();
+        let u = self.uses();
+        let mut before: FxHashMap<usize, Vec<OutOp>> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            let op = &self.ops[i];
+            if !matches!(op.name.as_str(), "ttnn.matmul" | "ttnn.linear") {
+                continue;
+            }
+            let Some(&weight) = op.operands.get(1) else { continue };
+            let mut source = weight;
+            while let Some(p) = u.producer.get(&source).map(|p| &self.ops[*p])
+                && WEIGHT_PATH.contains(&p.name.as_str())
+                && let Some(input) = p.operands.first()
+            {
+                source = *input;
+            }
+            let Some(&arg) = arg_index.get(&source) else { continue };
+            let (Some(Some(dtype)), Some(true)) = (arg_dtypes.get(arg), const_args.get(arg)) else {
+                continue;
+            };
+            let Some(wt) = self.tensor_ty(weight).cloned() else { continue };
+            if wt.dtype == *dtype
+                || !matches!(wt.dtype, ttnn_types::DataType::BF16 | ttnn_types::DataType::F32)
+            {
+                continue;
+            }
+            let loc = format!("{}_weight_dtype", op.loc);
+            let cast = self.values.len() as ValueId;
+            self.values.push((OutTy::Tensor(TType { dtype: *dtype, ..wt }), Def::Op));
+            before.entry(i).or_default().push(OutOp {
+                name: "ttnn.typecast".to_owned(),
+                form: Form::Generic { raw_props: None, attrs: None },
+                operands: vec![weight],
+                props: Vec::new(),
+                results: vec![cast],
+                loc,
+                pure_op: true,
+            });
+            self.ops[i].operands[1] = cast;
+        }
+        let old = std::mem::take(&mut self.ops);
+        for (i, op) in old.into_iter().enumerate() {
+            self.ops.extend(before.remove(&i).unwrap_or_default());
+            self.ops.push(op);
+        }
+    }
+}
