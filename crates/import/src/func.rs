@@ -339,11 +339,10 @@ impl FuncOut {
     /// The ops the device runs once, at load, moved into a const-eval function, as tt-mlir's
     /// `const-eval-hoist-transform` does: every op whose operands all derive from arguments
     /// marked `parameter` or `constant` (`const_args`, by argument index), from creation ops
-    /// (ops taking at most the device) or from other such ops. The function is replaced by one
-    /// `ttcore.load_cached` of `callee` at the first hoisted op, producing the hoisted values
-    /// the rest of the function (or its return) uses. Creation ops a hoisted op reads are
-    /// copied into the const-eval function; the originals stay while the outer function still
-    /// uses them. `None` when nothing can be hoisted.
+    /// (ops taking at most the device) or from other such ops, and every creation op itself.
+    /// The function is replaced by one `ttcore.load_cached` of `callee` at the first hoisted
+    /// op, producing the hoisted values the rest of the function (or its return) uses.
+    /// `None` when nothing can be hoisted.
     ///
     /// Call after [`FuncOut::remove_dead_ops`], so that only live ops move.
     pub(crate) fn hoist_const_eval(
@@ -372,6 +371,10 @@ impl FuncOut {
         for (i, op) in self.ops.iter().enumerate() {
             let all_const = op.operands.iter().all(|o| constant[*o as usize]);
             if creation(op) {
+                // tt-mlir hoists standalone creation ops too (its const-eval caches a
+                // `full` or `constant` even when only per-inference ops read it), so they
+                // run once, at load.
+                hoisted[i] = true;
                 for r in &op.results {
                     constant[*r as usize] = true;
                 }
@@ -399,7 +402,7 @@ impl FuncOut {
         for r in &self.returns {
             exported[r.id as usize] |= produced[r.id as usize];
         }
-        // Creation ops a hoisted op reads are copied in.
+        // The arguments the hoisted ops read become the const-eval function's.
         let mut read_by_hoisted = vec![false; self.values.len()];
         for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| **h) {
             for o in &op.operands {
@@ -417,9 +420,7 @@ impl FuncOut {
             }
         }
         for (i, op) in self.ops.iter().enumerate() {
-            let copied_creation =
-                creation(op) && op.results.iter().any(|r| read_by_hoisted[*r as usize]);
-            if !hoisted[i] && !copied_creation {
+            if !hoisted[i] {
                 continue;
             }
             let operands: Vec<Val> =

@@ -408,9 +408,6 @@ impl<'a> ChunkCx<'a, '_> {
             return None;
         }
         let const_args = self.const_args(body, ast_func);
-        if !const_args.contains(&true) {
-            return None;
-        }
         let name = ast_func.sym_name.text.trim_start_matches('@');
         let callee = format!("{name}_const_eval_0");
         let c = fo.hoist_const_eval(&const_args, &callee, mesh)?;

@@ -162,6 +162,10 @@ fn splat_constants_become_full_and_others_keep_their_values_in_the_normalized_ty
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
               func.func @f() -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) {
+                %0:6 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) loc("f_const_eval_0")
+                return %0#0, %0#1, %0#2, %0#3, %0#4, %0#5 : tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>
+              }
+              func.func private @f_const_eval_0() -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
                 %1 = "ttnn.full"(%0) <{fill_value = 3.5355338e-01 : f32, shape = #ttnn.shape<2x2>}> : (!ttnn.device) -> tensor<2x2xf32, #ttnn_layout> loc("scale")
                 %2 = "ttnn.constant"(%0) <{value = dense<[0, 1, -2147483648]> : tensor<3xsi32>}> : (!ttnn.device) -> tensor<3xsi32, #ttnn_layout1> loc("idx")
@@ -266,15 +270,19 @@ module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
             #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x32xf32, #dram>, <interleaved>>
             module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
               func.func @main(%arg0: tensor<32xf32, #ttnn_layout> {ttir.name = "x"} loc("p0.3")) -> tensor<32xf32, #ttnn_layout> {
+                %0 = "ttnn.exp"(%arg0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1")
+                %1 = "ttnn.exp"(%0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
+                %2 = "ttnn.neg"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
+                %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
+                %4 = "ttcore.load_cached"() <{callee = @main_const_eval_0}> : () -> tensor<32xf32, #ttnn_layout> loc("main_const_eval_0")
+                %5 = "ttnn.add"(%3, %4) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
+                return %5 : tensor<32xf32, #ttnn_layout>
+              }
+              func.func private @main_const_eval_0() -> (tensor<32xf32, #ttnn_layout>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x2>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.exp"(%arg0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1")
-                %2 = "ttnn.exp"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
-                %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
-                %4 = "ttnn.neg"(%3) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
-                %5 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3")
-                %6 = "ttnn.to_layout"(%5) : (tensor<32xf32, #ttnn_layout1>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_to_layout")
-                %7 = "ttnn.add"(%4, %6) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
-                return %7 : tensor<32xf32, #ttnn_layout>
+                %1 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3")
+                %2 = "ttnn.to_layout"(%1) : (tensor<32xf32, #ttnn_layout1>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_to_layout")
+                return %2 : tensor<32xf32, #ttnn_layout>
               }
             }
         "#]],
@@ -376,28 +384,32 @@ fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
             #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout3 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
-            #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
-            #ttnn_layout6 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
-            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
             module {
               func.func @f(%arg0: tensor<2x8xbf16, #ttnn_layout>, %arg1: tensor<4x8xf32, #ttnn_layout1>, %arg2: tensor<1x4x4x8xbf16, #ttnn_layout2>, %arg3: tensor<8xbf16, #ttnn_layout3>, %arg4: tensor<8xbf16, #ttnn_layout3>, %arg5: tensor<8xbf16, #ttnn_layout3>, %arg6: tensor<8xbf16, #ttnn_layout3>) -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>) {
+                %0 = "ttnn.sum"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<2x8xbf16, #ttnn_layout>) -> tensor<2xbf16, #ttnn_layout3> loc("any_sum")
+                %1:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xsi32, #ttnn_layout4>) loc("f_const_eval_0")
+                %2 = "ttnn.ne"(%0, %1#0) : (tensor<2xbf16, #ttnn_layout3>, tensor<2xbf16, #ttnn_layout3>) -> tensor<2xbf16, #ttnn_layout3> loc("any")
+                %3 = "ttnn.pow_scalar"(%arg1) <{rhs = 2.000000e+00 : f32}> : (tensor<4x8xf32, #ttnn_layout1>) -> tensor<4x8xf32, #ttnn_layout1> loc("sq")
+                %4 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout5> loc("bn_permute_in")
+                %5 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_weight")
+                %6 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_bias")
+                %7 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_mean")
+                %8 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_var")
+                %9 = "ttnn.batch_norm_inference"(%4, %7, %8, %5, %6) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>) -> tensor<1x8x4x4xbf16, #ttnn_layout5> loc("bn")
+                %10 = "ttnn.permute"(%9) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout5>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
+                return %2, %3, %1#1, %10 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
+              }
+              func.func private @f_const_eval_0() -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xsi32, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.sum"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<2x8xbf16, #ttnn_layout>) -> tensor<2xbf16, #ttnn_layout3> loc("any_sum")
-                %2 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2>}> : (!ttnn.device) -> tensor<2xbf16, #ttnn_layout3> loc("any_zero")
-                %3 = "ttnn.ne"(%1, %2) : (tensor<2xbf16, #ttnn_layout3>, tensor<2xbf16, #ttnn_layout3>) -> tensor<2xbf16, #ttnn_layout3> loc("any")
-                %4 = "ttnn.pow_scalar"(%arg1) <{rhs = 2.000000e+00 : f32}> : (tensor<4x8xf32, #ttnn_layout1>) -> tensor<4x8xf32, #ttnn_layout1> loc("sq")
-                %5 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout5> loc("iota")
-                %6 = "ttnn.to_layout"(%5) : (tensor<4xsi32, #ttnn_layout5>) -> tensor<4xsi32, #ttnn_layout6> loc("iota_to_layout")
-                %7 = "ttnn.reshape"(%6) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout6>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
-                %8 = "ttnn.repeat"(%7) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
-                %9 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout7> loc("bn_permute_in")
-                %10 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_weight")
-                %11 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_bias")
-                %12 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_mean")
-                %13 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_var")
-                %14 = "ttnn.batch_norm_inference"(%9, %12, %13, %10, %11) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>) -> tensor<1x8x4x4xbf16, #ttnn_layout7> loc("bn")
-                %15 = "ttnn.permute"(%14) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout7>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
-                return %3, %4, %8, %15 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
+                %1 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2>}> : (!ttnn.device) -> tensor<2xbf16, #ttnn_layout3> loc("any_zero")
+                %2 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout6> loc("iota")
+                %3 = "ttnn.to_layout"(%2) : (tensor<4xsi32, #ttnn_layout6>) -> tensor<4xsi32, #ttnn_layout7> loc("iota_to_layout")
+                %4 = "ttnn.reshape"(%3) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout7>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
+                %5 = "ttnn.repeat"(%4) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
+                return %1, %5 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xsi32, #ttnn_layout4>
               }
             }
         "#]],
@@ -538,20 +550,18 @@ fn ops_that_derive_only_from_parameters_and_constants_move_into_a_const_eval_fun
             #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
               func.func @main(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<32x32xf32, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<constant>}) -> (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) {
-                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
-                %1:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @main_const_eval_0}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) loc("main_const_eval_0")
-                %2 = "ttnn.matmul"(%arg0, %1#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout3>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm")
-                %3 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one")
-                %4 = "ttnn.add"(%2, %3) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm_plus_one")
-                return %4, %1#1 : tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
+                %0:3 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @main_const_eval_0}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) loc("main_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout3>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm")
+                %2 = "ttnn.add"(%1, %0#1) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm_plus_one")
+                return %2, %0#2 : tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
               }
-              func.func private @main_const_eval_0(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) attributes {tt.function_type = "const_eval"} {
-                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device_1")
+              func.func private @main_const_eval_0(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
                 %1 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout3> loc("w_t")
-                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one_1")
+                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one")
                 %3 = "ttnn.typecast"(%arg1) : (tensor<32x32xf32, #ttnn_layout1>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_bf16")
                 %4 = "ttnn.add"(%3, %2) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_plus_one")
-                return %1, %4 : tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>
+                return %1, %2, %4 : tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
               }
             }
         "#]],
@@ -721,22 +731,26 @@ fn a_decomposed_rms_norm_fuses_into_one_rms_norm_on_the_input_before_its_casts()
             #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
               func.func @f(%arg0: tensor<32x1x64xbf16, #ttnn_layout>, %arg1: tensor<64xbf16, #ttnn_layout1>) -> (tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>) {
+                %0 = "ttnn.rms_norm"(%arg0, %arg1) <{epsilon = 1.000000e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<32x1x64xbf16, #ttnn_layout>, tensor<64xbf16, #ttnn_layout1>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("rms")
+                %1 = "ttnn.typecast"(%arg0) : (tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_cast")
+                %2 = "ttnn.pow_scalar"(%1) <{rhs = 3.000000e+00 : f32}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_square")
+                %3 = "ttnn.sum"(%2) <{dim_arg = [2 : i32], keep_dim = false}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_sum")
+                %4:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1x1xf32, #ttnn_layout4>) loc("f_const_eval_0")
+                %5 = "ttnn.multiply"(%3, %4#0) : (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_mean")
+                %6 = "ttnn.reshape"(%5) <{shape = [32 : i32, 1 : i32, 1 : i32]}> : (tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_keep")
+                %7 = "ttnn.add"(%6, %4#1) : (tensor<32x1x1xf32, #ttnn_layout4>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_add")
+                %8 = "ttnn.rsqrt"(%7) : (tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_rsqrt")
+                %9 = "ttnn.multiply"(%1, %8) : (tensor<32x1x64xf32, #ttnn_layout2>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_normed")
+                %10 = "ttnn.typecast"(%9) : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube_back")
+                %11 = "ttnn.reshape"(%arg1) <{shape = [1 : i32, 1 : i32, 64 : i32]}> : (tensor<64xbf16, #ttnn_layout1>) -> tensor<1x1x64xbf16, #ttnn_layout5> loc("cube_weight")
+                %12 = "ttnn.multiply"(%11, %10) : (tensor<1x1x64xbf16, #ttnn_layout5>, tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube")
+                return %0, %12 : tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>
+              }
+              func.func private @f_const_eval_0() -> (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1x1xf32, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.rms_norm"(%arg0, %arg1) <{epsilon = 1.000000e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<32x1x64xbf16, #ttnn_layout>, tensor<64xbf16, #ttnn_layout1>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("rms")
-                %2 = "ttnn.typecast"(%arg0) : (tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_cast")
-                %3 = "ttnn.pow_scalar"(%2) <{rhs = 3.000000e+00 : f32}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_square")
-                %4 = "ttnn.sum"(%3) <{dim_arg = [2 : i32], keep_dim = false}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_sum")
-                %5 = "ttnn.full"(%0) <{fill_value = 1.562500e-02 : f32, shape = #ttnn.shape<32x1>}> : (!ttnn.device) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_inv_n")
-                %6 = "ttnn.multiply"(%4, %5) : (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_mean")
-                %7 = "ttnn.reshape"(%6) <{shape = [32 : i32, 1 : i32, 1 : i32]}> : (tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_keep")
-                %8 = "ttnn.full"(%0) <{fill_value = 1.000000e-05 : f32, shape = #ttnn.shape<32x1x1>}> : (!ttnn.device) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_eps")
-                %9 = "ttnn.add"(%7, %8) : (tensor<32x1x1xf32, #ttnn_layout4>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_add")
-                %10 = "ttnn.rsqrt"(%9) : (tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_rsqrt")
-                %11 = "ttnn.multiply"(%2, %10) : (tensor<32x1x64xf32, #ttnn_layout2>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_normed")
-                %12 = "ttnn.typecast"(%11) : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube_back")
-                %13 = "ttnn.reshape"(%arg1) <{shape = [1 : i32, 1 : i32, 64 : i32]}> : (tensor<64xbf16, #ttnn_layout1>) -> tensor<1x1x64xbf16, #ttnn_layout5> loc("cube_weight")
-                %14 = "ttnn.multiply"(%13, %12) : (tensor<1x1x64xbf16, #ttnn_layout5>, tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube")
-                return %1, %14 : tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>
+                %1 = "ttnn.full"(%0) <{fill_value = 1.562500e-02 : f32, shape = #ttnn.shape<32x1>}> : (!ttnn.device) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_inv_n")
+                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e-05 : f32, shape = #ttnn.shape<32x1x1>}> : (!ttnn.device) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_eps")
+                return %1, %2 : tensor<32x1xf32, #ttnn_layout3>, tensor<32x1x1xf32, #ttnn_layout4>
               }
             }
         "#]],
