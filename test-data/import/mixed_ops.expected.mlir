@@ -34,7 +34,7 @@ module @mixed attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x1>]>} {
     %8 = "ttnn.rms_norm"(%7, %arg5) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x4x32xbf16, #ttnn_layout9>, tensor<32xbf16, #ttnn_layout5>) -> tensor<2x4x32xbf16, #ttnn_layout9> loc("norm")
     %9 = "ttnn.layer_norm"(%8, %arg5, %arg6) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<2x4x32xbf16, #ttnn_layout9>, tensor<32xbf16, #ttnn_layout5>, tensor<32xbf16, #ttnn_layout5>) -> tensor<2x4x32xbf16, #ttnn_layout9> loc("ln")
     %10 = "ttnn.permute"(%9) <{permutation = array<i64: 1, 0, 2>}> : (tensor<2x4x32xbf16, #ttnn_layout9>) -> tensor<4x2x32xbf16, #ttnn_layout15> loc("heads")
-    %11 = "ttnn.permute"(%10) <{permutation = array<i64: 0, 2, 1>}> : (tensor<4x2x32xbf16, #ttnn_layout15>) -> tensor<4x32x2xbf16, #ttnn_layout15> loc("scores_permute_rhs")
+    %11 = "ttnn.permute"(%9) <{permutation = array<i64: 1, 2, 0>}> : (tensor<2x4x32xbf16, #ttnn_layout9>) -> tensor<4x32x2xbf16, #ttnn_layout15> loc("scores_permute_rhs")
     %12 = "ttnn.matmul"(%10, %11) <{transpose_a = false, transpose_b = false}> : (tensor<4x2x32xbf16, #ttnn_layout15>, tensor<4x32x2xbf16, #ttnn_layout15>) -> tensor<4x2x2xbf16, #ttnn_layout15> loc("scores")
     %13:3 = "ttcore.load_cached"() <{callee = @main_const_eval_0}> : () -> (tensor<1x1x1xbf16, #ttnn_layout16>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) loc("main_const_eval_0")
     %14 = "ttnn.multiply"(%12, %13#0) : (tensor<4x2x2xbf16, #ttnn_layout15>, tensor<1x1x1xbf16, #ttnn_layout16>) -> tensor<4x2x2xbf16, #ttnn_layout15> loc("scaled")
@@ -51,12 +51,10 @@ module @mixed attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x1>]>} {
     %25 = "ttnn.pad"(%24) <{padding = array<i32: 0, 0, 0, 0, 0, 12, 0, 0>, use_multicore = true, value = 0.000000e+00 : f32}> : (tensor<1x1x4x32xbf16, #ttnn_layout2>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("kv_pad")
     "ttnn.fill_cache"(%arg7, %25) <{batch_offset = 1 : i32}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>, tensor<1x1x16x32xbf16, #ttnn_layout2>) -> () loc("fill")
     %26 = "ttnn.slice_static"(%arg7) <{begins = [1 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 1 : i32, 16 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("last")
-    %27 = "ttnn.permute"(%26) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x32x1x16xbf16, #ttnn_layout10> loc("nchw")
-    %28 = "ttnn.permute"(%27) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x32x1x16xbf16, #ttnn_layout10>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("up_permute_in")
-    %29 = "ttnn.upsample"(%28) <{mode = "nearest", scale_factor = array<i32: 16, 1>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x16x16x32xbf16, #ttnn_layout> loc("up")
-    %30 = "ttnn.permute"(%29) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x16x16x32xbf16, #ttnn_layout>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("up_permute_out")
-    %31 = "ttnn.pow_scalar"(%30) <{rhs = 2.000000e+00 : f32}> : (tensor<1x32x16x16xbf16, #ttnn_layout10>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("square")
-    return %4, %9, %22, %31 : tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>
+    %27 = "ttnn.upsample"(%26) <{mode = "nearest", scale_factor = array<i32: 16, 1>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x16x16x32xbf16, #ttnn_layout> loc("up")
+    %28 = "ttnn.permute"(%27) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x16x16x32xbf16, #ttnn_layout>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("up_permute_out")
+    %29 = "ttnn.pow_scalar"(%28) <{rhs = 2.000000e+00 : f32}> : (tensor<1x32x16x16xbf16, #ttnn_layout10>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("square")
+    return %4, %9, %22, %29 : tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>
   }
   func.func private @main_const_eval_0() -> (tensor<1x1x1xbf16, #ttnn_layout16>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) attributes {tt.function_type = "const_eval"} {
     %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device_1")

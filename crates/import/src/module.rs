@@ -307,10 +307,12 @@ impl<'a> ChunkCx<'a, '_> {
         // tt-mlir canonicalizes, fuses, then erases inverse ops: the norm patterns match the
         // graph with its reshape chains folded and nothing dead left to count as a use.
         fo.fold_reshape_chains();
+        fo.fold_permute_chains();
         fo.remove_dead_ops();
         fo.fuse_norms();
         fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
+        fo.fold_permute_chains();
         fo.fold_reshape_chains();
         // The fusions count uses: the reshapes sinking and folding left behind must go first.
         fo.remove_dead_ops();

@@ -851,6 +851,59 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
 }
 
 #[test]
+fn a_conv_stage_tt_xla_wrote_in_nchw_runs_flattened_and_its_permutes_cancel() {
+    // tt-xla brings each conv result to NCHW with two transposes and back before the next
+    // conv. The transposes merge into one permute, the batch norm and relu run on the flat
+    // form (the per-channel 1xCx1x1 scale and shift become 1x1x1xC rows) and fold into the
+    // first conv, and the permutes back cancel: no permute, no 7x7 tile padding between the
+    // convs. The residual add of the two NCHW values runs flat as well.
+    check(
+        r#"func.func @f(%x: tensor<2x7x7x64xbf16>, %w: tensor<64x64x1x1xbf16>, %s: tensor<1x64x1x1xbf16>, %b: tensor<1x64x1x1xbf16>, %w2: tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> {
+  %0 = "ttir.conv2d"(%x, %w) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> loc("conv1")
+  %1 = "ttir.permute"(%0) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x7x7x64xbf16>) -> tensor<2x7x64x7xbf16> loc("t1")
+  %2 = "ttir.permute"(%1) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x7x64x7xbf16>) -> tensor<2x64x7x7xbf16> loc("t2")
+  %3 = "ttir.multiply"(%2, %s) : (tensor<2x64x7x7xbf16>, tensor<1x64x1x1xbf16>) -> tensor<2x64x7x7xbf16> loc("bn_scale")
+  %4 = "ttir.add"(%3, %b) : (tensor<2x64x7x7xbf16>, tensor<1x64x1x1xbf16>) -> tensor<2x64x7x7xbf16> loc("bn_shift")
+  %5 = "ttir.relu"(%4) : (tensor<2x64x7x7xbf16>) -> tensor<2x64x7x7xbf16> loc("act")
+  %6 = "ttir.permute"(%5) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x64x7x7xbf16>) -> tensor<2x7x64x7xbf16> loc("t3")
+  %7 = "ttir.permute"(%6) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x7x64x7xbf16>) -> tensor<2x7x7x64xbf16> loc("t4")
+  %8 = "ttir.conv2d"(%7, %w2) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> loc("conv2")
+  %9 = "ttir.permute"(%8) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x7x7x64xbf16>) -> tensor<2x7x64x7xbf16> loc("t5")
+  %10 = "ttir.permute"(%9) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x7x64x7xbf16>) -> tensor<2x64x7x7xbf16> loc("t6")
+  %11 = "ttir.add"(%10, %5) : (tensor<2x64x7x7xbf16>, tensor<2x64x7x7xbf16>) -> tensor<2x64x7x7xbf16> loc("residual")
+  %12 = "ttir.permute"(%11) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<2x64x7x7xbf16>) -> tensor<2x7x7x64xbf16> loc("back")
+  return %12 : tensor<2x7x7x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 224 + d1 * 32 + d2, d3), <1x1>, memref<14x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<4096x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<64x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<64x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x7x7x64xbf16, #ttnn_layout>, %arg1: tensor<64x64x1x1xbf16, #ttnn_layout1>, %arg2: tensor<1x64x1x1xbf16, #ttnn_layout2>, %arg3: tensor<1x64x1x1xbf16, #ttnn_layout2>, %arg4: tensor<64x64x1x1xbf16, #ttnn_layout1>) -> tensor<2x7x7x64xbf16, #ttnn_layout> {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 98 : i32, 64 : i32]}> : (tensor<2x7x7x64xbf16, #ttnn_layout>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1_flatten")
+                %2 = "ttnn.reshape"(%arg2) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_scale_channels")
+                %3 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_shift_channels")
+                %4 = "ttnn.reshape"(%2) <{shape = [64 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<1x1x1x64xbf16, #ttnn_layout4>) -> tensor<64x1x1x1xbf16, #ttnn_layout5> loc("conv1_scale_reshape")
+                %5 = "ttnn.multiply"(%arg1, %4) : (tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<64x1x1x1xbf16, #ttnn_layout5>) -> tensor<64x64x1x1xbf16, #ttnn_layout1> loc("conv1_scale_weights")
+                %6 = "ttnn.conv2d"(%1, %5, %3, %0) <{batch_size = 2 : i32, conv2d_config = #ttnn.conv2d_config<activation = <op_type = relu>>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<1x1x1x64xbf16, #ttnn_layout4>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1")
+                %7 = "ttnn.conv2d"(%6, %arg4, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv2")
+                %8 = "ttnn.add"(%7, %6) : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("residual")
+                %9 = "ttnn.reshape"(%8) <{shape = [2 : i32, 7 : i32, 7 : i32, 64 : i32]}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<2x7x7x64xbf16, #ttnn_layout> loc("conv2_unflatten")
+                return %9 : tensor<2x7x7x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
     assert!(is_ttir(r#"%0 = "ttir.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>"#));
     // tt-mlir's TTIR tests spell the expected TTNN layouts in their CHECK comments.
