@@ -183,14 +183,14 @@ fn a_ttir_file_is_imported_before_it_is_compared() {
     assert_eq!(stderr, "");
     assert_eq!(code, 0, "no policy introduces a violation:\n{stdout}");
     expect![[r#"
-        mixed_ops: 38 ops (imported from TTIR), target n150, usable L1 1325652 B per core
-        lower bound: 144.5 µs
-        estimated device time per inference; const-eval at load (once): 0.0 µs
+        mixed_ops: 31 ops (imported from TTIR), target n150, usable L1 1325652 B per core
+        lower bound: 122.0 µs
+        estimated device time per inference; const-eval at load (once): 15.9 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
-        as-written           151.1    1.05x       0/38         0       0           51200       3.9%               0             0
-        df-sharding          160.3    1.11x       3/38         1       3           51200       3.9%               0             0
-        df-sharding-merge    148.1    1.02x       0/38         0       0           51200       3.9%               0             0
+        as-written           125.7    1.03x       0/31         0       0           51200       3.9%               0             0
+        df-sharding          137.9    1.13x       3/31         1       3           51200       3.9%               0             0
+        df-sharding-merge    125.7    1.03x       0/31         0       0           51200       3.9%               0             0
     "#]]
     .assert_eq(&stdout);
 }

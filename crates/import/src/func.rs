@@ -5,6 +5,8 @@
 //! dropped the way tt-mlir's canonicalizer drops them, and so that SSA numbers and location
 //! names are handed out only to the ops that survive.
 
+mod fuse;
+
 use std::fmt::Write as _;
 
 use ir::ValueRef;
@@ -337,11 +339,10 @@ impl FuncOut {
     /// The ops the device runs once, at load, moved into a const-eval function, as tt-mlir's
     /// `const-eval-hoist-transform` does: every op whose operands all derive from arguments
     /// marked `parameter` or `constant` (`const_args`, by argument index), from creation ops
-    /// (ops taking at most the device) or from other such ops. The function is replaced by one
-    /// `ttcore.load_cached` of `callee` at the first hoisted op, producing the hoisted values
-    /// the rest of the function (or its return) uses. Creation ops a hoisted op reads are
-    /// copied into the const-eval function; the originals stay while the outer function still
-    /// uses them. `None` when nothing can be hoisted.
+    /// (ops taking at most the device) or from other such ops, and every creation op itself.
+    /// The function is replaced by one `ttcore.load_cached` of `callee` at the first hoisted
+    /// op, producing the hoisted values the rest of the function (or its return) uses.
+    /// `None` when nothing can be hoisted.
     ///
     /// Call after [`FuncOut::remove_dead_ops`], so that only live ops move.
     pub(crate) fn hoist_const_eval(
@@ -370,6 +371,10 @@ impl FuncOut {
         for (i, op) in self.ops.iter().enumerate() {
             let all_const = op.operands.iter().all(|o| constant[*o as usize]);
             if creation(op) {
+                // tt-mlir hoists standalone creation ops too (its const-eval caches a
+                // `full` or `constant` even when only per-inference ops read it), so they
+                // run once, at load.
+                hoisted[i] = true;
                 for r in &op.results {
                     constant[*r as usize] = true;
                 }
@@ -397,7 +402,7 @@ impl FuncOut {
         for r in &self.returns {
             exported[r.id as usize] |= produced[r.id as usize];
         }
-        // Creation ops a hoisted op reads are copied in.
+        // The arguments the hoisted ops read become the const-eval function's.
         let mut read_by_hoisted = vec![false; self.values.len()];
         for (op, _) in self.ops.iter().zip(&hoisted).filter(|(_, h)| **h) {
             for o in &op.operands {
@@ -415,9 +420,7 @@ impl FuncOut {
             }
         }
         for (i, op) in self.ops.iter().enumerate() {
-            let copied_creation =
-                creation(op) && op.results.iter().any(|r| read_by_hoisted[*r as usize]);
-            if !hoisted[i] && !copied_creation {
+            if !hoisted[i] {
                 continue;
             }
             let operands: Vec<Val> =
@@ -505,6 +508,72 @@ impl FuncOut {
                     }
                 }
                 producer.insert(result, i);
+            }
+        }
+        for r in &mut self.returns {
+            if let Some(s) = replace.get(&r.id) {
+                r.id = *s;
+            }
+        }
+    }
+}
+
+impl FuncOut {
+    /// Merges permute chains as tt-mlir's permute folder does: a permute of a permute reads
+    /// the first one's input with the two permutations composed, and when the composition
+    /// is the identity the pair disappears (uses read the input). tt-xla writes NHWC to NCHW
+    /// as two transposes; merged, they are one permute that inverse-op erasure can cancel
+    /// against the one back ([`FuncOut::sink_nchw`]).
+    pub(crate) fn fold_permute_chains(&mut self) {
+        const PERMUTE: &str = "ttnn.permute";
+        let perm_of = |op: &OutOp| {
+            let text = op.props.iter().find(|(k, _)| k == "permutation")?.1.as_str();
+            parse_i64_array(text)
+        };
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            for o in &mut self.ops[i].operands {
+                if let Some(r) = replace.get(o) {
+                    *o = *r;
+                }
+            }
+            let op = &self.ops[i];
+            if op.name != PERMUTE {
+                continue;
+            }
+            let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice()) else {
+                continue;
+            };
+            let (input, result) = (*input, *result);
+            producer.insert(result, i);
+            let Some(outer) = perm_of(op) else { continue };
+            let inner = producer.get(&input).map(|p| &self.ops[*p]);
+            let Some((source, inner)) = inner
+                .filter(|p| p.name == PERMUTE && p.operands.len() == 1)
+                .and_then(|p| Some((p.operands[0], perm_of(p)?)))
+            else {
+                continue;
+            };
+            // `permute(permute(x, a), b)` is `permute(x, c)` with `c[i] = a[b[i]]`.
+            let composed: Option<Vec<i64>> = outer
+                .iter()
+                .map(|b| usize::try_from(*b).ok().and_then(|b| inner.get(b).copied()))
+                .collect();
+            let Some(composed) = composed.filter(|c| c.len() == outer.len()) else { continue };
+            if composed.iter().enumerate().all(|(k, d)| usize::try_from(*d).ok() == Some(k))
+                && self.values[source as usize].0 == self.values[result as usize].0
+            {
+                replace.insert(result, source);
+                continue;
+            }
+            let dims: Vec<String> = composed.iter().map(i64::to_string).collect();
+            let op = &mut self.ops[i];
+            op.operands[0] = source;
+            for (k, v) in &mut op.props {
+                if k == "permutation" {
+                    *v = format!("array<i64: {}>", dims.join(", "));
+                }
             }
         }
         for r in &mut self.returns {
@@ -856,39 +925,88 @@ impl FuncOut {
                     *o = *r;
                 }
             }
-            let sunk = self.sink_through(&op, &ops, &producer);
-            if let Some((flat_operands, reshape_at)) = sunk {
-                let result = op.results[0];
-                let OutTy::Tensor(t) = self.values[result as usize].0.clone() else {
-                    keep(&mut ops, op, &mut producer);
-                    continue;
-                };
-                let reshape: &OutOp = &ops[reshape_at];
-                let flat_shape = match &self.values[reshape.operands[0] as usize].0 {
-                    OutTy::Tensor(s) => s.shape.clone(),
-                    // `sink_through` only accepts tensor sources.
-                    _ => t.shape.clone(),
-                };
-                let (loc, props) = (reshape.loc.clone(), reshape.props.clone());
-                self.values[result as usize].0 = OutTy::Tensor(t.reshaped(flat_shape));
-                op.operands = flat_operands;
-                let out = self.values.len() as ValueId;
-                self.values.push((OutTy::Tensor(t), Def::Op));
-                replace.insert(result, out);
-                ops.push(op);
-                producer.insert(out, ops.len());
-                ops.push(OutOp {
-                    name: "ttnn.reshape".to_owned(),
-                    form: Form::Generic { raw_props: None, attrs: None },
-                    operands: vec![result],
-                    props,
-                    results: vec![out],
-                    loc,
-                    pure_op: true,
-                });
+            let sunk = self.sink_nchw(&op, &ops, &producer).or_else(|| {
+                self.sink_through(&op, &ops, &producer).map(|(operands, reshape_at)| Sink {
+                    operands: operands.into_iter().map(SinkOperand::Flat).collect(),
+                    reshape_at,
+                    permute_at: None,
+                })
+            });
+            let result = op.results.first().copied();
+            let (Some(sink), Some(result)) = (sunk, result) else {
+                keep(&mut ops, op, &mut producer);
                 continue;
+            };
+            let OutTy::Tensor(t) = self.values[result as usize].0.clone() else {
+                keep(&mut ops, op, &mut producer);
+                continue;
+            };
+            let reshape = ops[sink.reshape_at].clone();
+            let flat_shape = match &self.values[reshape.operands[0] as usize].0 {
+                OutTy::Tensor(s) => s.shape.clone(),
+                // The sinks only accept tensor sources.
+                _ => t.shape.clone(),
+            };
+            // Per-channel operands of the channel-first form become `1x1x1xC` rows.
+            let mut operands = Vec::with_capacity(sink.operands.len());
+            for o in sink.operands {
+                match o {
+                    SinkOperand::Flat(v) => operands.push(v),
+                    SinkOperand::Channels(v) => {
+                        let OutTy::Tensor(ct) = self.values[v as usize].0.clone() else {
+                            operands.push(v);
+                            continue;
+                        };
+                        let c = ct.shape.iter().product::<u64>();
+                        let row = self.values.len() as ValueId;
+                        self.values.push((OutTy::Tensor(ct.reshaped(vec![1, 1, 1, c])), Def::Op));
+                        keep(
+                            &mut ops,
+                            OutOp {
+                                name: "ttnn.reshape".to_owned(),
+                                form: Form::Generic { raw_props: None, attrs: None },
+                                operands: vec![v],
+                                props: vec![(
+                                    "shape".to_owned(),
+                                    format!("[1 : i32, 1 : i32, 1 : i32, {c} : i32]"),
+                                )],
+                                results: vec![row],
+                                loc: format!("{}_channels", op.loc),
+                                pure_op: true,
+                            },
+                            &mut producer,
+                        );
+                        operands.push(row);
+                    }
+                }
             }
-            keep(&mut ops, op, &mut producer);
+            self.values[result as usize].0 = OutTy::Tensor(t.reshaped(flat_shape));
+            op.operands = operands;
+            ops.push(op);
+            // Back to the op's own form: the reshape out of the flat form, then for the
+            // channel-first form the permute to it.
+            let mut restore = vec![reshape];
+            if let Some(p) = sink.permute_at {
+                restore.push(ops[p].clone());
+            }
+            let mut cur = result;
+            let count = restore.len();
+            for (k, template) in restore.into_iter().enumerate() {
+                let ty = if k + 1 == count {
+                    t.clone()
+                } else {
+                    match &self.values[template.results[0] as usize].0 {
+                        OutTy::Tensor(r) => r.clone(),
+                        _ => t.clone(),
+                    }
+                };
+                let out = self.values.len() as ValueId;
+                self.values.push((OutTy::Tensor(ty), Def::Op));
+                producer.insert(out, ops.len());
+                ops.push(OutOp { operands: vec![cur], results: vec![out], ..template });
+                cur = out;
+            }
+            replace.insert(result, cur);
         }
         self.ops = ops;
         for r in &mut self.returns {
@@ -896,6 +1014,72 @@ impl FuncOut {
                 r.id = *s;
             }
         }
+    }
+
+    /// The channel-first variant of [`FuncOut::sink_through`]: tt-xla writes the stages of
+    /// some conv nets in NCHW, with a permute to NCHW after each conv's `_unflatten` (once
+    /// [`FuncOut::fold_permute_chains`] has merged tt-xla's two transposes, one
+    /// `permute [0, 3, 1, 2]`) and one back before the next conv. tt-mlir's inverse-op
+    /// erasure commutes those permutes through the elementwise ops between the convs and
+    /// cancels them, so the ops run on the flat `1x1x(N·H·W)xC` form. Here an elementwise op
+    /// with such an operand of its result's shape runs on the flat form when every other
+    /// operand is another one of the same flat shape, a per-channel `1xCx1x1` (brought to
+    /// `1x1x1xC`) or all ones.
+    fn sink_nchw(
+        &self,
+        op: &OutOp,
+        ops: &[OutOp],
+        producer: &FxHashMap<ValueId, usize>,
+    ) -> Option<Sink> {
+        if !ELEMENTWISE.contains(&op.name.as_str()) || op.results.len() != 1 {
+            return None;
+        }
+        let shape = |v: ValueId| match &self.values[v as usize].0 {
+            OutTy::Tensor(t) => Some(t.shape.clone()),
+            _ => None,
+        };
+        let result_shape = shape(op.results[0])?;
+        let [_, c, _, _] = result_shape.as_slice() else { return None };
+        let c = *c;
+        let made_by = |v: ValueId, name: &str| {
+            producer
+                .get(&v)
+                .and_then(|p| ops.get(*p).map(|r| (*p, r)))
+                .filter(|(_, r)| r.name == name && r.operands.len() == 1)
+        };
+        // (reshape index, permute index, flat source) of a conv result brought to NCHW.
+        let nchw_of = |v: ValueId| {
+            let (q, perm) = made_by(v, "ttnn.permute")?;
+            let p_text = perm.props.iter().find(|(k, _)| k == "permutation")?.1.as_str();
+            if parse_i64_array(p_text)? != [0, 3, 1, 2] {
+                return None;
+            }
+            let (p, reshape) = made_by(perm.operands[0], "ttnn.reshape")?;
+            let src = reshape.operands[0];
+            let fs = shape(src)?;
+            (matches!(fs.as_slice(), [1, 1, _, last] if *last == c) && shape(v)? == result_shape)
+                .then_some((p, q, src, fs))
+        };
+        let (p, q, _, flat) = op.operands.iter().find_map(|o| nchw_of(*o))?;
+        let mut operands = Vec::with_capacity(op.operands.len());
+        for &o in &op.operands {
+            if let Some((_, _, src, fs)) = nchw_of(o) {
+                if fs != flat {
+                    return None;
+                }
+                operands.push(SinkOperand::Flat(src));
+                continue;
+            }
+            let s = shape(o)?;
+            if s.len() <= 4 && s.iter().all(|d| *d == 1) {
+                operands.push(SinkOperand::Flat(o));
+            } else if matches!(s.as_slice(), [1, k, 1, 1] if *k == c) {
+                operands.push(SinkOperand::Channels(o));
+            } else {
+                return None;
+            }
+        }
+        Some(Sink { operands, reshape_at: p, permute_at: Some(q) })
     }
 
     /// For an elementwise `op` that can run on the flattened form: its operands in that form
@@ -993,6 +1177,27 @@ impl FuncOut {
         }
         Some((operands, at?))
     }
+}
+
+/// How an elementwise op runs on the flat form of a conv net's activations: its operands
+/// there, and the ops (by index) whose copies bring its result back to its own form.
+struct Sink {
+    operands: Vec<SinkOperand>,
+    reshape_at: usize,
+    permute_at: Option<usize>,
+}
+
+enum SinkOperand {
+    /// Read as it is.
+    Flat(ValueId),
+    /// A per-channel `1xCx1x1`, reshaped to `1x1x1xC` first.
+    Channels(ValueId),
+}
+
+/// The values of an `array<i64: ...>` property.
+fn parse_i64_array(text: &str) -> Option<Vec<i64>> {
+    let inner = text.trim().strip_prefix("array<i64:")?.strip_suffix('>')?;
+    inner.split(',').map(|d| d.trim().parse().ok()).collect()
 }
 
 /// The positions in `to` of unit dims a reshape from `from` inserts, when that is all it

@@ -304,13 +304,23 @@ impl<'a> ChunkCx<'a, '_> {
             }
         }
         fo.returns = returns;
+        // tt-mlir canonicalizes, fuses, then erases inverse ops: the norm patterns match the
+        // graph with its reshape chains folded and nothing dead left to count as a use.
+        fo.fold_reshape_chains();
+        fo.fold_permute_chains();
+        fo.remove_dead_ops();
+        fo.fuse_norms();
+        fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
+        fo.fold_permute_chains();
         fo.fold_reshape_chains();
         // The fusions count uses: the reshapes sinking and folding left behind must go first.
         fo.remove_dead_ops();
         fo.fuse_conv_epilogues();
         fo.fuse_linear();
         fo.remove_dead_ops();
+        let const_args = self.const_args(body, ast_func);
+        fo.convert_weight_dtypes(&self.weight_dtypes(body, ast_func), &const_args);
         let const_eval = self.hoist_const_eval(&mut fo, body, ast_func, mesh);
         for name in fo.op_names().chain(const_eval.iter().flat_map(|(_, c)| c.body.op_names())) {
             self.stats.ops_out += 1;
@@ -399,23 +409,49 @@ impl<'a> ChunkCx<'a, '_> {
         if body.function_type.as_deref().is_some_and(|k| k != "forward_device") {
             return None;
         }
-        let const_args: Vec<bool> = (0..body.args.len())
-            .map(|i| {
-                let attrs = ast_func.args.get(i).and_then(|a| a.attrs.as_ref());
-                attrs.is_some_and(|a| {
-                    let text = self.norm(a.range);
-                    text.contains("#ttcore.argument_type<parameter>")
-                        || text.contains("#ttcore.argument_type<constant>")
-                })
-            })
-            .collect();
-        if !const_args.contains(&true) {
-            return None;
-        }
+        let const_args = self.const_args(body, ast_func);
         let name = ast_func.sym_name.text.trim_start_matches('@');
         let callee = format!("{name}_const_eval_0");
         let c = fo.hoist_const_eval(&const_args, &callee, mesh)?;
         Some((callee, c))
+    }
+
+    /// Each argument's attribute dictionary as written (normalized), empty without one.
+    fn arg_attrs(&self, body: &ir::FuncBody, ast_func: &ast::FuncOp) -> Vec<String> {
+        (0..body.args.len())
+            .map(|i| {
+                let attrs = ast_func.args.get(i).and_then(|a| a.attrs.as_ref());
+                attrs.map(|a| self.norm(a.range)).unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Which arguments are `parameter`s or `constant`s (`ttcore.argument_type`): what
+    /// const-eval may read.
+    fn const_args(&self, body: &ir::FuncBody, ast_func: &ast::FuncOp) -> Vec<bool> {
+        self.arg_attrs(body, ast_func)
+            .iter()
+            .map(|text| {
+                text.contains("#ttcore.argument_type<parameter>")
+                    || text.contains("#ttcore.argument_type<constant>")
+            })
+            .collect()
+    }
+
+    /// Each argument's `ttcore.weight_dtype = "..."` override, when it names a data type.
+    fn weight_dtypes(
+        &self,
+        body: &ir::FuncBody,
+        ast_func: &ast::FuncOp,
+    ) -> Vec<Option<ttnn_types::DataType>> {
+        self.arg_attrs(body, ast_func)
+            .iter()
+            .map(|text| {
+                let rest = text.split_once("ttcore.weight_dtype")?.1.trim_start();
+                let quoted = rest.strip_prefix('=')?.trim_start().strip_prefix('"')?;
+                ttnn_types::DataType::from_keyword(quoted.split('"').next()?)
+            })
+            .collect()
     }
 
     /// `call @f(...)`: operands and results converted, nothing else changes.

@@ -162,6 +162,10 @@ fn splat_constants_become_full_and_others_keep_their_values_in_the_normalized_ty
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
               func.func @f() -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) {
+                %0:6 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) loc("f_const_eval_0")
+                return %0#0, %0#1, %0#2, %0#3, %0#4, %0#5 : tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>
+              }
+              func.func private @f_const_eval_0() -> (tensor<2x2xf32, #ttnn_layout>, tensor<3xsi32, #ttnn_layout1>, tensor<4xbf16, #ttnn_layout2>, tensor<1xf32, #ttnn_layout3>, tensor<2xsi32, #ttnn_layout1>, tensor<2x2xbf16, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
                 %1 = "ttnn.full"(%0) <{fill_value = 3.5355338e-01 : f32, shape = #ttnn.shape<2x2>}> : (!ttnn.device) -> tensor<2x2xf32, #ttnn_layout> loc("scale")
                 %2 = "ttnn.constant"(%0) <{value = dense<[0, 1, -2147483648]> : tensor<3xsi32>}> : (!ttnn.device) -> tensor<3xsi32, #ttnn_layout1> loc("idx")
@@ -266,15 +270,19 @@ module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
             #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x32xf32, #dram>, <interleaved>>
             module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
               func.func @main(%arg0: tensor<32xf32, #ttnn_layout> {ttir.name = "x"} loc("p0.3")) -> tensor<32xf32, #ttnn_layout> {
+                %0 = "ttnn.exp"(%arg0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1")
+                %1 = "ttnn.exp"(%0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
+                %2 = "ttnn.neg"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
+                %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
+                %4 = "ttcore.load_cached"() <{callee = @main_const_eval_0}> : () -> tensor<32xf32, #ttnn_layout> loc("main_const_eval_0")
+                %5 = "ttnn.add"(%3, %4) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
+                return %5 : tensor<32xf32, #ttnn_layout>
+              }
+              func.func private @main_const_eval_0() -> (tensor<32xf32, #ttnn_layout>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x2>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.exp"(%arg0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1")
-                %2 = "ttnn.exp"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
-                %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
-                %4 = "ttnn.neg"(%3) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
-                %5 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3")
-                %6 = "ttnn.to_layout"(%5) : (tensor<32xf32, #ttnn_layout1>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_to_layout")
-                %7 = "ttnn.add"(%4, %6) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
-                return %7 : tensor<32xf32, #ttnn_layout>
+                %1 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3")
+                %2 = "ttnn.to_layout"(%1) : (tensor<32xf32, #ttnn_layout1>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_to_layout")
+                return %2 : tensor<32xf32, #ttnn_layout>
               }
             }
         "#]],
@@ -376,28 +384,32 @@ fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
             #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout3 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
-            #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
-            #ttnn_layout6 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
-            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
             module {
               func.func @f(%arg0: tensor<2x8xbf16, #ttnn_layout>, %arg1: tensor<4x8xf32, #ttnn_layout1>, %arg2: tensor<1x4x4x8xbf16, #ttnn_layout2>, %arg3: tensor<8xbf16, #ttnn_layout3>, %arg4: tensor<8xbf16, #ttnn_layout3>, %arg5: tensor<8xbf16, #ttnn_layout3>, %arg6: tensor<8xbf16, #ttnn_layout3>) -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>) {
+                %0 = "ttnn.sum"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<2x8xbf16, #ttnn_layout>) -> tensor<2xbf16, #ttnn_layout3> loc("any_sum")
+                %1:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xsi32, #ttnn_layout4>) loc("f_const_eval_0")
+                %2 = "ttnn.ne"(%0, %1#0) : (tensor<2xbf16, #ttnn_layout3>, tensor<2xbf16, #ttnn_layout3>) -> tensor<2xbf16, #ttnn_layout3> loc("any")
+                %3 = "ttnn.pow_scalar"(%arg1) <{rhs = 2.000000e+00 : f32}> : (tensor<4x8xf32, #ttnn_layout1>) -> tensor<4x8xf32, #ttnn_layout1> loc("sq")
+                %4 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout5> loc("bn_permute_in")
+                %5 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_weight")
+                %6 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_bias")
+                %7 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_mean")
+                %8 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout5> loc("bn_reshape_var")
+                %9 = "ttnn.batch_norm_inference"(%4, %7, %8, %5, %6) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>, tensor<1x8x1x1xbf16, #ttnn_layout5>) -> tensor<1x8x4x4xbf16, #ttnn_layout5> loc("bn")
+                %10 = "ttnn.permute"(%9) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout5>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
+                return %2, %3, %1#1, %10 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
+              }
+              func.func private @f_const_eval_0() -> (tensor<2xbf16, #ttnn_layout3>, tensor<4x8xsi32, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.sum"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<2x8xbf16, #ttnn_layout>) -> tensor<2xbf16, #ttnn_layout3> loc("any_sum")
-                %2 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2>}> : (!ttnn.device) -> tensor<2xbf16, #ttnn_layout3> loc("any_zero")
-                %3 = "ttnn.ne"(%1, %2) : (tensor<2xbf16, #ttnn_layout3>, tensor<2xbf16, #ttnn_layout3>) -> tensor<2xbf16, #ttnn_layout3> loc("any")
-                %4 = "ttnn.pow_scalar"(%arg1) <{rhs = 2.000000e+00 : f32}> : (tensor<4x8xf32, #ttnn_layout1>) -> tensor<4x8xf32, #ttnn_layout1> loc("sq")
-                %5 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout5> loc("iota")
-                %6 = "ttnn.to_layout"(%5) : (tensor<4xsi32, #ttnn_layout5>) -> tensor<4xsi32, #ttnn_layout6> loc("iota_to_layout")
-                %7 = "ttnn.reshape"(%6) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout6>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
-                %8 = "ttnn.repeat"(%7) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
-                %9 = "ttnn.permute"(%arg2) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x4x4x8xbf16, #ttnn_layout2>) -> tensor<1x8x4x4xbf16, #ttnn_layout7> loc("bn_permute_in")
-                %10 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_weight")
-                %11 = "ttnn.reshape"(%arg4) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_bias")
-                %12 = "ttnn.reshape"(%arg5) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_mean")
-                %13 = "ttnn.reshape"(%arg6) <{shape = [1 : i32, 8 : i32, 1 : i32, 1 : i32]}> : (tensor<8xbf16, #ttnn_layout3>) -> tensor<1x8x1x1xbf16, #ttnn_layout7> loc("bn_reshape_var")
-                %14 = "ttnn.batch_norm_inference"(%9, %12, %13, %10, %11) <{epsilon = 9.99999974E-6 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>, tensor<1x8x1x1xbf16, #ttnn_layout7>) -> tensor<1x8x4x4xbf16, #ttnn_layout7> loc("bn")
-                %15 = "ttnn.permute"(%14) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<1x8x4x4xbf16, #ttnn_layout7>) -> tensor<1x4x4x8xbf16, #ttnn_layout2> loc("bn_permute_out")
-                return %3, %4, %8, %15 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xf32, #ttnn_layout1>, tensor<4x8xsi32, #ttnn_layout4>, tensor<1x4x4x8xbf16, #ttnn_layout2>
+                %1 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2>}> : (!ttnn.device) -> tensor<2xbf16, #ttnn_layout3> loc("any_zero")
+                %2 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout6> loc("iota")
+                %3 = "ttnn.to_layout"(%2) : (tensor<4xsi32, #ttnn_layout6>) -> tensor<4xsi32, #ttnn_layout7> loc("iota_to_layout")
+                %4 = "ttnn.reshape"(%3) <{shape = [4 : i32, 1 : i32]}> : (tensor<4xsi32, #ttnn_layout7>) -> tensor<4x1xsi32, #ttnn_layout4> loc("iota_reshape")
+                %5 = "ttnn.repeat"(%4) <{repeat_dims = #ttnn.shape<1x8>}> : (tensor<4x1xsi32, #ttnn_layout4>) -> tensor<4x8xsi32, #ttnn_layout4> loc("iota_repeat")
+                return %1, %5 : tensor<2xbf16, #ttnn_layout3>, tensor<4x8xsi32, #ttnn_layout4>
               }
             }
         "#]],
@@ -538,20 +550,18 @@ fn ops_that_derive_only_from_parameters_and_constants_move_into_a_const_eval_fun
             #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
               func.func @main(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<32x32xf32, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<constant>}) -> (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) {
-                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
-                %1:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @main_const_eval_0}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) loc("main_const_eval_0")
-                %2 = "ttnn.matmul"(%arg0, %1#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout3>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm")
-                %3 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one")
-                %4 = "ttnn.add"(%2, %3) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm_plus_one")
-                return %4, %1#1 : tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
+                %0:3 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @main_const_eval_0}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) loc("main_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout3>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm")
+                %2 = "ttnn.add"(%1, %0#1) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("mm_plus_one")
+                return %2, %0#2 : tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
               }
-              func.func private @main_const_eval_0(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>) attributes {tt.function_type = "const_eval"} {
-                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device_1")
+              func.func private @main_const_eval_0(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout1>) -> (tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
                 %1 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout3> loc("w_t")
-                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one_1")
+                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e+00 : f32, shape = #ttnn.shape<32x32>}> : (!ttnn.device) -> tensor<32x32xbf16, #ttnn_layout2> loc("one")
                 %3 = "ttnn.typecast"(%arg1) : (tensor<32x32xf32, #ttnn_layout1>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_bf16")
                 %4 = "ttnn.add"(%3, %2) : (tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>) -> tensor<32x32xbf16, #ttnn_layout2> loc("c_plus_one")
-                return %1, %4 : tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>
+                return %1, %2, %4 : tensor<64x32xbf16, #ttnn_layout3>, tensor<32x32xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout2>
               }
             }
         "#]],
@@ -671,6 +681,222 @@ fn a_matmul_plus_a_bias_fuses_into_linear_and_other_adds_stay() {
                 %1 = "ttnn.matmul"(%arg0, %arg1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout1>) -> tensor<32x96xbf16, #ttnn_layout3> loc("other")
                 %2 = "ttnn.add"(%1, %arg3) : (tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>) -> tensor<32x96xbf16, #ttnn_layout3> loc("residual")
                 return %0, %2 : tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_decomposed_rms_norm_fuses_into_one_rms_norm_on_the_input_before_its_casts() {
+    // Llama's RMS norm as tt-xla writes it: x cast to f32, squared, summed over the last dim,
+    // scaled by 1/N (a mean), plus eps, rsqrt, times x, cast back, times the weight. tt-mlir's
+    // TTIR fusing makes it one `rms_norm` on the bf16 input with the 1-D weight; the second
+    // norm squares with `pow(x, 3)`, which is no RMS norm, and stays as written.
+    let norm = |name: &str, exponent: &str| {
+        format!(
+            r#"  %{name}c = "ttir.typecast"(%x) : (tensor<32x1x64xbf16>) -> tensor<32x1x64xf32> loc("{name}_cast")
+  %{name}e = "ttir.constant"() <{{value = dense<{exponent}> : tensor<32x1x64xf32>}}> : () -> tensor<32x1x64xf32> loc("{name}_exponent")
+  %{name}p = "ttir.pow"(%{name}c, %{name}e) : (tensor<32x1x64xf32>, tensor<32x1x64xf32>) -> tensor<32x1x64xf32> loc("{name}_square")
+  %{name}s = "ttir.sum"(%{name}p) <{{dim_arg = [2 : i32], keep_dim = false}}> : (tensor<32x1x64xf32>) -> tensor<32x1xf32> loc("{name}_sum")
+  %{name}n = "ttir.constant"() <{{value = dense<1.562500e-02> : tensor<32x1xf32>}}> : () -> tensor<32x1xf32> loc("{name}_inv_n")
+  %{name}m = "ttir.multiply"(%{name}s, %{name}n) : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<32x1xf32> loc("{name}_mean")
+  %{name}r = "ttir.reshape"(%{name}m) <{{shape = [32 : i32, 1 : i32, 1 : i32]}}> : (tensor<32x1xf32>) -> tensor<32x1x1xf32> loc("{name}_keep")
+  %{name}eps = "ttir.constant"() <{{value = dense<9.99999974E-6> : tensor<32x1x1xf32>}}> : () -> tensor<32x1x1xf32> loc("{name}_eps")
+  %{name}a = "ttir.add"(%{name}r, %{name}eps) : (tensor<32x1x1xf32>, tensor<32x1x1xf32>) -> tensor<32x1x1xf32> loc("{name}_add")
+  %{name}q = "ttir.rsqrt"(%{name}a) : (tensor<32x1x1xf32>) -> tensor<32x1x1xf32> loc("{name}_rsqrt")
+  %{name}b = "ttir.broadcast"(%{name}q) <{{broadcast_dimensions = array<i64: 1, 1, 64>}}> : (tensor<32x1x1xf32>) -> tensor<32x1x64xf32> loc("{name}_bcast")
+  %{name}y = "ttir.multiply"(%{name}c, %{name}b) : (tensor<32x1x64xf32>, tensor<32x1x64xf32>) -> tensor<32x1x64xf32> loc("{name}_normed")
+  %{name}t = "ttir.typecast"(%{name}y) : (tensor<32x1x64xf32>) -> tensor<32x1x64xbf16> loc("{name}_back")
+  %{name}g = "ttir.reshape"(%g) <{{shape = [1 : i32, 1 : i32, 64 : i32]}}> : (tensor<64xbf16>) -> tensor<1x1x64xbf16> loc("{name}_weight")
+  %{name}gb = "ttir.broadcast"(%{name}g) <{{broadcast_dimensions = array<i64: 32, 1, 1>}}> : (tensor<1x1x64xbf16>) -> tensor<32x1x64xbf16> loc("{name}_weight_bcast")
+  %{name} = "ttir.multiply"(%{name}gb, %{name}t) : (tensor<32x1x64xbf16>, tensor<32x1x64xbf16>) -> tensor<32x1x64xbf16> loc("{name}")
+"#
+        )
+    };
+    check(
+        &format!(
+            "func.func @f(%x: tensor<32x1x64xbf16>, %g: tensor<64xbf16>) -> (tensor<32x1x64xbf16>, tensor<32x1x64xbf16>) {{\n{}{}  return %rms, %cube : tensor<32x1x64xbf16>, tensor<32x1x64xbf16>\n}}\n",
+            norm("rms", "2.000000e+00"),
+            norm("cube", "3.000000e+00")
+        ),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<32x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x1x64xbf16, #ttnn_layout>, %arg1: tensor<64xbf16, #ttnn_layout1>) -> (tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>) {
+                %0 = "ttnn.rms_norm"(%arg0, %arg1) <{epsilon = 1.000000e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<32x1x64xbf16, #ttnn_layout>, tensor<64xbf16, #ttnn_layout1>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("rms")
+                %1 = "ttnn.typecast"(%arg0) : (tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_cast")
+                %2 = "ttnn.pow_scalar"(%1) <{rhs = 3.000000e+00 : f32}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_square")
+                %3 = "ttnn.sum"(%2) <{dim_arg = [2 : i32], keep_dim = false}> : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_sum")
+                %4:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1x1xf32, #ttnn_layout4>) loc("f_const_eval_0")
+                %5 = "ttnn.multiply"(%3, %4#0) : (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_mean")
+                %6 = "ttnn.reshape"(%5) <{shape = [32 : i32, 1 : i32, 1 : i32]}> : (tensor<32x1xf32, #ttnn_layout3>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_keep")
+                %7 = "ttnn.add"(%6, %4#1) : (tensor<32x1x1xf32, #ttnn_layout4>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_add")
+                %8 = "ttnn.rsqrt"(%7) : (tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_rsqrt")
+                %9 = "ttnn.multiply"(%1, %8) : (tensor<32x1x64xf32, #ttnn_layout2>, tensor<32x1x1xf32, #ttnn_layout4>) -> tensor<32x1x64xf32, #ttnn_layout2> loc("cube_normed")
+                %10 = "ttnn.typecast"(%9) : (tensor<32x1x64xf32, #ttnn_layout2>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube_back")
+                %11 = "ttnn.reshape"(%arg1) <{shape = [1 : i32, 1 : i32, 64 : i32]}> : (tensor<64xbf16, #ttnn_layout1>) -> tensor<1x1x64xbf16, #ttnn_layout5> loc("cube_weight")
+                %12 = "ttnn.multiply"(%11, %10) : (tensor<1x1x64xbf16, #ttnn_layout5>, tensor<32x1x64xbf16, #ttnn_layout>) -> tensor<32x1x64xbf16, #ttnn_layout> loc("cube")
+                return %0, %12 : tensor<32x1x64xbf16, #ttnn_layout>, tensor<32x1x64xbf16, #ttnn_layout>
+              }
+              func.func private @f_const_eval_0() -> (tensor<32x1xf32, #ttnn_layout3>, tensor<32x1x1xf32, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.full"(%0) <{fill_value = 1.562500e-02 : f32, shape = #ttnn.shape<32x1>}> : (!ttnn.device) -> tensor<32x1xf32, #ttnn_layout3> loc("cube_inv_n")
+                %2 = "ttnn.full"(%0) <{fill_value = 1.000000e-05 : f32, shape = #ttnn.shape<32x1x1>}> : (!ttnn.device) -> tensor<32x1x1xf32, #ttnn_layout4> loc("cube_eps")
+                return %1, %2 : tensor<32x1xf32, #ttnn_layout3>, tensor<32x1x1xf32, #ttnn_layout4>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_decomposed_softmax_fuses_into_one_softmax_and_subtracting_the_max_makes_it_stable() {
+    // `exp(x - max(x)) / sum(exp(x - max(x)))` over the last dim, with the reductions'
+    // dropped dims put back by reshapes, is tt-mlir's numerically stable softmax of `x`. The
+    // second one's `exp` has a third use (it is returned), so tt-mlir leaves it unfused.
+    let softmax = |name: &str| {
+        format!(
+            r#"  %{name}mx = "ttir.max"(%x) <{{dim_arg = [1 : i32], keep_dim = false}}> : (tensor<32x64xf32>) -> tensor<32xf32> loc("{name}_max")
+  %{name}mr = "ttir.reshape"(%{name}mx) <{{shape = [32 : i32, 1 : i32]}}> : (tensor<32xf32>) -> tensor<32x1xf32> loc("{name}_max_keep")
+  %{name}d = "ttir.subtract"(%x, %{name}mr) : (tensor<32x64xf32>, tensor<32x1xf32>) -> tensor<32x64xf32> loc("{name}_shift")
+  %{name}e = "ttir.exp"(%{name}d) : (tensor<32x64xf32>) -> tensor<32x64xf32> loc("{name}_exp")
+  %{name}s = "ttir.sum"(%{name}e) <{{dim_arg = [1 : i32], keep_dim = false}}> : (tensor<32x64xf32>) -> tensor<32xf32> loc("{name}_sum")
+  %{name}sr = "ttir.reshape"(%{name}s) <{{shape = [32 : i32, 1 : i32]}}> : (tensor<32xf32>) -> tensor<32x1xf32> loc("{name}_sum_keep")
+  %{name} = "ttir.div"(%{name}e, %{name}sr) : (tensor<32x64xf32>, tensor<32x1xf32>) -> tensor<32x64xf32> loc("{name}")
+"#
+        )
+    };
+    check(
+        &format!(
+            "func.func @f(%x: tensor<32x64xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) {{\n{}{}  return %probs, %other, %othere : tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>\n}}\n",
+            softmax("probs"),
+            softmax("other")
+        ),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xf32, #ttnn_layout>) -> (tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>) {
+                %0 = "ttnn.softmax"(%arg0) <{dimension = 1 : si32, numericStable = true}> : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32x64xf32, #ttnn_layout> loc("probs")
+                %1 = "ttnn.max"(%arg0) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout1> loc("other_max")
+                %2 = "ttnn.reshape"(%1) <{shape = [32 : i32, 1 : i32]}> : (tensor<32xf32, #ttnn_layout1>) -> tensor<32x1xf32, #ttnn_layout2> loc("other_max_keep")
+                %3 = "ttnn.subtract"(%arg0, %2) : (tensor<32x64xf32, #ttnn_layout>, tensor<32x1xf32, #ttnn_layout2>) -> tensor<32x64xf32, #ttnn_layout> loc("other_shift")
+                %4 = "ttnn.exp"(%3) : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32x64xf32, #ttnn_layout> loc("other_exp")
+                %5 = "ttnn.sum"(%4) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<32x64xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout1> loc("other_sum")
+                %6 = "ttnn.reshape"(%5) <{shape = [32 : i32, 1 : i32]}> : (tensor<32xf32, #ttnn_layout1>) -> tensor<32x1xf32, #ttnn_layout2> loc("other_sum_keep")
+                %7 = "ttnn.divide"(%4, %6) : (tensor<32x64xf32, #ttnn_layout>, tensor<32x1xf32, #ttnn_layout2>) -> tensor<32x64xf32, #ttnn_layout> loc("other")
+                return %0, %7, %4 : tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>, tensor<32x64xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
+    // tt-xla marks the weights it wants in a block float with `ttcore.weight_dtype`; tt-mlir
+    // casts each matmul's weight that traces back to such a parameter (here through the
+    // transpose) and const-eval runs the cast once, at load. The unmarked weight and the
+    // marked argument that is an activation, not a parameter, stay bf16.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %v: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>) {
+  %0 = "ttir.permute"(%w) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("w_t")
+  %1 = "ttir.matmul"(%x, %0) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
+  %2 = "ttir.permute"(%v) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("v_t")
+  %3 = "ttir.matmul"(%x, %2) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("plain")
+  %4 = "ttir.permute"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16>) -> tensor<64x32xbf16> loc("x_t")
+  %5 = "ttir.matmul"(%x, %4) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("gram")
+  return %1, %3, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg2: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>) {
+                %0:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @f_const_eval_0}> : (tensor<96x64xbf16, #ttnn_layout1>, tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0#1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout5>) -> tensor<32x96xbf16, #ttnn_layout2> loc("proj")
+                %2 = "ttnn.matmul"(%arg0, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout4>) -> tensor<32x96xbf16, #ttnn_layout2> loc("plain")
+                %3 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout6> loc("x_t")
+                %4 = "ttnn.matmul"(%arg0, %3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout6>) -> tensor<32x32xbf16, #ttnn_layout3> loc("gram")
+                return %1, %2, %4 : tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<96x64xbf16, #ttnn_layout1>, %arg1: tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("w_t")
+                %1 = "ttnn.typecast"(%0) : (tensor<64x96xbf16, #ttnn_layout4>) -> tensor<64x96xbf16, #ttnn_layout5> loc("proj_weight_dtype")
+                %2 = "ttnn.permute"(%arg1) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("v_t")
+                return %2, %1 : tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_conv_stage_tt_xla_wrote_in_nchw_runs_flattened_and_its_permutes_cancel() {
+    // tt-xla brings each conv result to NCHW with two transposes and back before the next
+    // conv. The transposes merge into one permute, the batch norm and relu run on the flat
+    // form (the per-channel 1xCx1x1 scale and shift become 1x1x1xC rows) and fold into the
+    // first conv, and the permutes back cancel: no permute, no 7x7 tile padding between the
+    // convs. The residual add of the two NCHW values runs flat as well.
+    check(
+        r#"func.func @f(%x: tensor<2x7x7x64xbf16>, %w: tensor<64x64x1x1xbf16>, %s: tensor<1x64x1x1xbf16>, %b: tensor<1x64x1x1xbf16>, %w2: tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> {
+  %0 = "ttir.conv2d"(%x, %w) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> loc("conv1")
+  %1 = "ttir.permute"(%0) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x7x7x64xbf16>) -> tensor<2x7x64x7xbf16> loc("t1")
+  %2 = "ttir.permute"(%1) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x7x64x7xbf16>) -> tensor<2x64x7x7xbf16> loc("t2")
+  %3 = "ttir.multiply"(%2, %s) : (tensor<2x64x7x7xbf16>, tensor<1x64x1x1xbf16>) -> tensor<2x64x7x7xbf16> loc("bn_scale")
+  %4 = "ttir.add"(%3, %b) : (tensor<2x64x7x7xbf16>, tensor<1x64x1x1xbf16>) -> tensor<2x64x7x7xbf16> loc("bn_shift")
+  %5 = "ttir.relu"(%4) : (tensor<2x64x7x7xbf16>) -> tensor<2x64x7x7xbf16> loc("act")
+  %6 = "ttir.permute"(%5) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x64x7x7xbf16>) -> tensor<2x7x64x7xbf16> loc("t3")
+  %7 = "ttir.permute"(%6) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x7x64x7xbf16>) -> tensor<2x7x7x64xbf16> loc("t4")
+  %8 = "ttir.conv2d"(%7, %w2) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> loc("conv2")
+  %9 = "ttir.permute"(%8) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x7x7x64xbf16>) -> tensor<2x7x64x7xbf16> loc("t5")
+  %10 = "ttir.permute"(%9) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x7x64x7xbf16>) -> tensor<2x64x7x7xbf16> loc("t6")
+  %11 = "ttir.add"(%10, %5) : (tensor<2x64x7x7xbf16>, tensor<2x64x7x7xbf16>) -> tensor<2x64x7x7xbf16> loc("residual")
+  %12 = "ttir.permute"(%11) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<2x64x7x7xbf16>) -> tensor<2x7x7x64xbf16> loc("back")
+  return %12 : tensor<2x7x7x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 224 + d1 * 32 + d2, d3), <1x1>, memref<14x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<4096x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<64x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<64x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x7x7x64xbf16, #ttnn_layout>, %arg1: tensor<64x64x1x1xbf16, #ttnn_layout1>, %arg2: tensor<1x64x1x1xbf16, #ttnn_layout2>, %arg3: tensor<1x64x1x1xbf16, #ttnn_layout2>, %arg4: tensor<64x64x1x1xbf16, #ttnn_layout1>) -> tensor<2x7x7x64xbf16, #ttnn_layout> {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 98 : i32, 64 : i32]}> : (tensor<2x7x7x64xbf16, #ttnn_layout>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1_flatten")
+                %2 = "ttnn.reshape"(%arg2) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_scale_channels")
+                %3 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_shift_channels")
+                %4 = "ttnn.reshape"(%2) <{shape = [64 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<1x1x1x64xbf16, #ttnn_layout4>) -> tensor<64x1x1x1xbf16, #ttnn_layout5> loc("conv1_scale_reshape")
+                %5 = "ttnn.multiply"(%arg1, %4) : (tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<64x1x1x1xbf16, #ttnn_layout5>) -> tensor<64x64x1x1xbf16, #ttnn_layout1> loc("conv1_scale_weights")
+                %6 = "ttnn.conv2d"(%1, %5, %3, %0) <{batch_size = 2 : i32, conv2d_config = #ttnn.conv2d_config<activation = <op_type = relu>>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<1x1x1x64xbf16, #ttnn_layout4>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1")
+                %7 = "ttnn.conv2d"(%6, %arg4, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv2")
+                %8 = "ttnn.add"(%7, %6) : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("residual")
+                %9 = "ttnn.reshape"(%8) <{shape = [2 : i32, 7 : i32, 7 : i32, 64 : i32]}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<2x7x7x64xbf16, #ttnn_layout> loc("conv2_unflatten")
+                return %9 : tensor<2x7x7x64xbf16, #ttnn_layout>
               }
             }
         "#]],
