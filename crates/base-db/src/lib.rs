@@ -42,7 +42,7 @@ pub struct SourceFile {
     #[returns(ref)]
     pub path: String,
     #[returns(ref)]
-    pub text: Arc<str>,
+    pub text: FileText,
     #[returns(ref)]
     pub parse: Arc<syntax::Parse>,
     /// How `text` came from the previous text, when it was one edit inside one op (the host
@@ -55,11 +55,16 @@ pub struct SourceFile {
     pub line_index: Arc<syntax::LineIndex>,
 }
 
+/// A file's text: a `String` behind the pointer rather than a `str`, because the host
+/// builds each edit's new text in a `String`, and turning that into an `Arc<str>` copied the
+/// whole file a second time on every keystroke.
+pub type FileText = Arc<String>;
+
 /// One edit inside one op: the text it was made to and the op it changed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LastEdit {
     /// The text before the edit (compared by pointer with what a lowering was made from).
-    pub before: Arc<str>,
+    pub before: FileText,
     pub op: syntax::OpEdit,
 }
 

@@ -61,7 +61,7 @@ pub use crate::{
         overrides_without, partial_layout_params,
     },
 };
-pub use base_db::{Options, Policy};
+pub use base_db::{FileText, Options, Policy};
 pub use salsa::Cancelled;
 
 /// A result that is `Err(Cancelled)` when a write arrived while the query ran.
@@ -76,7 +76,7 @@ pub struct TextEdit {
 
 #[derive(Debug, Clone)]
 enum FileChange {
-    Set(Arc<str>),
+    Set(FileText),
     Edit(Vec<TextEdit>),
     Remove,
 }
@@ -97,8 +97,8 @@ impl Change {
     }
 
     /// Sets (or creates) a file's whole text.
-    pub fn set_file(mut self, path: impl Into<String>, text: impl Into<Arc<str>>) -> Change {
-        self.files.push((path.into(), FileChange::Set(text.into())));
+    pub fn set_file(mut self, path: impl Into<String>, text: impl Into<String>) -> Change {
+        self.files.push((path.into(), FileChange::Set(Arc::new(text.into()))));
         self
     }
 
@@ -320,7 +320,7 @@ impl AnalysisHost {
 
     /// The current text of a file.
     #[must_use]
-    pub fn text(&self, path: &str) -> Option<Arc<str>> {
+    pub fn text(&self, path: &str) -> Option<FileText> {
         self.files.get(path).map(|f| f.text(&self.db).clone())
     }
 
@@ -387,20 +387,25 @@ impl AnalysisHost {
                     // change of many edits, re-lowered as the window from the first to the
                     // last op it touched.
                     let mut op_edit: Option<syntax::OpEdit> = None;
-                    // Each edit copies the text once, into a string of the new length (a
-                    // copy then a splice moved the tail of a large file twice).
+                    // The first edit copies the text once, into a string of its new length
+                    // and some room; the next ones patch that string in place (a copy per
+                    // edit made a rename at ten uses ten copies of the file).
                     let mut text = String::new();
                     let mut index = LineIndex::clone(file.line_index(&self.db));
                     for (k, e) in edits.into_iter().enumerate() {
                         let old: &str = if k == 0 { &before } else { &text };
                         let start = clamp_to_char_boundary(old, e.range.start as usize);
                         let end = clamp_to_char_boundary(old, (e.range.end as usize).max(start));
-                        let mut next =
-                            String::with_capacity(old.len() - (end - start) + e.text.len());
-                        next.push_str(&old[..start]);
-                        next.push_str(&e.text);
-                        next.push_str(&old[end..]);
-                        text = next;
+                        if k == 0 {
+                            let len = old.len() - (end - start) + e.text.len();
+                            let mut next = String::with_capacity(len + len / 64);
+                            next.push_str(&old[..start]);
+                            next.push_str(&e.text);
+                            next.push_str(&old[end..]);
+                            text = next;
+                        } else {
+                            text.replace_range(start..end, &e.text);
+                        }
                         let range = TextRange::new(start as u32, end as u32);
                         index.apply_edit(&text, range, &e.text);
                         if let Some(mut p) = parse.take() {
@@ -422,7 +427,7 @@ impl AnalysisHost {
                     // Lowering can redo the ops the edits replaced.
                     let last_edit =
                         op_edit.filter(|_| parse.is_some()).map(|op| LastEdit { before, op });
-                    Some((Arc::from(text), parse, last_edit, Some(index)))
+                    Some((Arc::new(text), parse, last_edit, Some(index)))
                 }
                 FileChange::Remove => None,
             };
@@ -452,7 +457,7 @@ impl AnalysisHost {
                 }
                 None => {
                     if let Some(file) = self.files.remove(&path) {
-                        self.set_file(file, Arc::from(""), None, None, None);
+                        self.set_file(file, Arc::default(), None, None, None);
                         self.removed.insert(path.clone(), file);
                         changed.push(path);
                     }
@@ -543,7 +548,7 @@ impl AnalysisHost {
     fn set_file(
         &mut self,
         file: SourceFile,
-        text: Arc<str>,
+        text: FileText,
         parse: Option<syntax::Parse>,
         last_edit: Option<LastEdit>,
         index: Option<LineIndex>,
@@ -683,7 +688,7 @@ fn clamp_to_char_boundary(text: &str, mut i: usize) -> usize {
 
 /// A file's new text with what the host could keep of the old one: the patched parse, the
 /// one op edit lowering can redo, the patched line index (`None`s: made from the text).
-type NewText = (Arc<str>, Option<syntax::Parse>, Option<LastEdit>, Option<LineIndex>);
+type NewText = (FileText, Option<syntax::Parse>, Option<LastEdit>, Option<LineIndex>);
 
 /// A snapshot of the database that answers queries.
 #[derive(Clone)]
@@ -705,7 +710,7 @@ impl Analysis {
         &self.db
     }
 
-    pub fn file_text(&self, file: SourceFile) -> Cancellable<Arc<str>> {
+    pub fn file_text(&self, file: SourceFile) -> Cancellable<FileText> {
         self.with_db(|db| file.text(db).clone())
     }
 

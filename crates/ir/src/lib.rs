@@ -70,7 +70,7 @@ pub struct LoweringCache {
 }
 
 /// A lowering and the text it was made from.
-type LastLowering = (Arc<str>, Arc<LoweredFile>);
+type LastLowering = (base_db::FileText, Arc<LoweredFile>);
 
 impl std::fmt::Debug for LoweringCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,13 +80,13 @@ impl std::fmt::Debug for LoweringCache {
 
 impl LoweringCache {
     /// The lowering of `file` made from exactly `text` (the same allocation), if kept.
-    fn get(&self, file: SourceFile, text: &Arc<str>) -> Option<Arc<LoweredFile>> {
+    fn get(&self, file: SourceFile, text: &base_db::FileText) -> Option<Arc<LoweredFile>> {
         let last = self.last.lock().ok()?;
         let (t, lowered) = last.get(&file)?;
         Arc::ptr_eq(t, text).then(|| Arc::clone(lowered))
     }
 
-    fn set(&self, file: SourceFile, text: Arc<str>, lowered: Arc<LoweredFile>) {
+    fn set(&self, file: SourceFile, text: base_db::FileText, lowered: Arc<LoweredFile>) {
         if let Ok(mut last) = self.last.lock() {
             last.insert(file, (text, lowered));
         }

@@ -131,7 +131,7 @@ fn encode<T: serde::Serialize>(value: T) -> Result<Value> {
 /// An open IR file with its text and line index.
 struct Doc<'a> {
     file: &'a SnapFile,
-    text: std::sync::Arc<str>,
+    text: base_db::FileText,
     index: std::sync::Arc<LineIndex>,
 }
 
@@ -380,7 +380,7 @@ fn workspace_edit(snap: &Snapshot, edits: &[ide::FileEdit]) -> Result<Option<lsp
 pub(crate) struct DocDiagnostics {
     pub(crate) uri: lsp::Uri,
     pub(crate) version: Option<i32>,
-    pub(crate) text: Arc<str>,
+    pub(crate) text: base_db::FileText,
     pub(crate) index: Arc<LineIndex>,
     /// Syntax and lowering diagnostics, problems in the IR as written, the optimizer's
     /// findings if the settings ask for them, notes from the overrides files.

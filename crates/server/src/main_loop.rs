@@ -572,11 +572,11 @@ impl GlobalState {
     fn did_open(&mut self, p: lsp::DidOpenTextDocumentParams) {
         let uri = p.text_document.uri;
         let path = convert::uri_to_path(&uri);
-        let text: Arc<str> = Arc::from(p.text_document.text);
+        let text = p.text_document.text;
         let is_overrides = overrides::is_overrides_path(&path);
         self.docs.insert(path.clone(), Doc { uri, version: p.text_document.version, is_overrides });
         if is_overrides {
-            self.overrides.set_open(&path, text);
+            self.overrides.set_open(&path, Arc::new(text));
             self.sync_overrides();
         } else {
             self.apply(Change::new().set_file(path.clone(), text));

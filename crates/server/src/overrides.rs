@@ -24,7 +24,7 @@ pub(crate) fn is_overrides_path(path: &str) -> bool {
 
 #[derive(Debug, Clone)]
 struct Source {
-    text: Arc<str>,
+    text: base_db::FileText,
     /// Open in the editor: the editor's text is authoritative.
     open: bool,
 }
@@ -39,7 +39,7 @@ pub(crate) struct OverrideSources {
 pub(crate) struct Segment {
     pub(crate) path: String,
     pub(crate) start: u32,
-    pub(crate) text: Arc<str>,
+    pub(crate) text: base_db::FileText,
 }
 
 /// The joined overrides text and where each file's text sits in it.
@@ -67,7 +67,7 @@ impl OverrideSources {
         self.sources.contains_key(path)
     }
 
-    pub(crate) fn text(&self, path: &str) -> Option<Arc<str>> {
+    pub(crate) fn text(&self, path: &str) -> Option<base_db::FileText> {
         self.sources.get(path).map(|s| s.text.clone())
     }
 
@@ -80,7 +80,7 @@ impl OverrideSources {
         match crate::files::read_regular_file(&path) {
             Ok(text) => {
                 tracing::info!(path = %path, "overrides sidecar loaded");
-                self.sources.insert(path, Source { text: Arc::from(text), open: false });
+                self.sources.insert(path, Source { text: Arc::new(text), open: false });
                 true
             }
             Err(_) => false,
@@ -88,7 +88,7 @@ impl OverrideSources {
     }
 
     /// The editor opened or changed an overrides document.
-    pub(crate) fn set_open(&mut self, path: &str, text: Arc<str>) {
+    pub(crate) fn set_open(&mut self, path: &str, text: base_db::FileText) {
         self.sources.insert(path.to_owned(), Source { text, open: true });
     }
 
@@ -97,7 +97,7 @@ impl OverrideSources {
     pub(crate) fn close(&mut self, path: &str, still_wanted: bool) {
         self.sources.remove(path);
         if still_wanted && let Ok(text) = crate::files::read_regular_file(path) {
-            self.sources.insert(path.to_owned(), Source { text: Arc::from(text), open: false });
+            self.sources.insert(path.to_owned(), Source { text: Arc::new(text), open: false });
         }
     }
 
@@ -183,8 +183,8 @@ mod tests {
     #[test]
     fn joined_offsets_map_back_to_each_file() {
         let mut s = OverrideSources::default();
-        s.set_open("/b.overrides", Arc::from("max-legal-layouts=8"));
-        s.set_open("/a.overrides", Arc::from("x\n"));
+        s.set_open("/b.overrides", Arc::new("max-legal-layouts=8".to_owned()));
+        s.set_open("/a.overrides", Arc::new("x\n".to_owned()));
         let seg = s.segments();
         assert_eq!(&*seg.text, "x\nmax-legal-layouts=8\n");
         assert_eq!(seg.origin, "/a.overrides + /b.overrides");
