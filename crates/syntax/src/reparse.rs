@@ -122,13 +122,16 @@ impl Parse {
         new_len: u32,
     ) -> Option<OpEdit> {
         // Worked on out of the tree's cell; put back finished on every refusal.
-        let mut parts = self.tree.take();
-        match reparse_parts(&mut parts, &mut self.errors, new_text, edit, new_len) {
+        let (mut parts, pending) = self.tree.take_for(edit);
+        match reparse_parts(&mut parts, &mut self.errors, new_text, edit, new_len, pending) {
             Some((op_edit, shift)) => {
                 self.tree = Tree::deferred(parts, shift);
                 Some(op_edit)
             }
             None => {
+                if let Some(p) = pending {
+                    p.finish(&mut parts);
+                }
                 self.tree = Tree::ready(parts);
                 None
             }
@@ -146,18 +149,30 @@ const LOOKAHEAD: usize = 64;
 /// [`Parse::reparse_edit`] on the tree and tokens taken out of the parse: on success the
 /// positions the returned shift leaves for later are still to move ([`Shifter::finish`]);
 /// on `None` nothing changed.
+///
+/// `pending` is what an earlier re-parse left to move and [`Tree::take_for`] kept pending
+/// (the ops of the edited block from its `deferred_from` on, the tokens from its `tok_from`
+/// on, all past what this re-parse reads): on success the returned shift moves them too.
 fn reparse_parts(
     parts: &mut Parts,
     errors: &mut Vec<SyntaxError>,
     new_text: &str,
     edit: TextRange,
     new_len: u32,
+    pending: Option<Shifter>,
 ) -> Option<(OpEdit, Shifter)> {
     if new_text.len() > u32::MAX as usize {
         return None;
     }
     let delta = i64::from(new_len) - i64::from(edit.len());
-    let old_len = parts.tokens.last().map_or(0, |t| t.range.end);
+    // The tokens whose positions are current: all, or those before the pending ones.
+    let current = pending.map_or(parts.tokens.len(), |p| p.tok_from.min(parts.tokens.len()));
+    let all_current = current == parts.tokens.len();
+    let last_end = parts.tokens.last().map_or(0, |t| t.range.end);
+    let old_len = match pending {
+        Some(p) if current < parts.tokens.len() => shift(last_end, p.delta)?,
+        _ => last_end,
+    };
     if edit.end > old_len || i64::from(old_len) + delta != new_text.len() as i64 {
         return None;
     }
@@ -180,8 +195,12 @@ fn reparse_parts(
         return None;
     }
     let tokens = &mut parts.tokens;
-    let Ok(ta) = tokens.binary_search_by_key(&a, |t| t.range.start) else { return None };
-    let Ok(tt) = tokens.binary_search_by_key(&t, |t| t.range.start) else { return None };
+    let Ok(ta) = tokens[..current].binary_search_by_key(&a, |t| t.range.start) else {
+        return None;
+    };
+    let Ok(tt) = tokens[..current].binary_search_by_key(&t, |t| t.range.start) else {
+        return None;
+    };
     if ta >= tt {
         return None;
     }
@@ -266,6 +285,12 @@ fn reparse_parts(
             _ => false,
         })
     });
+    if alias_after && !all_current {
+        // Every token would move now, the pending ones by this edit alone.
+        move_tokens(&mut tokens[after..moved_to], -delta);
+        tokens.splice(ta..after, old_toks);
+        return None;
+    }
     let tok_from = if alias_after {
         move_tokens(&mut tokens[moved_to..], delta);
         tokens.len()
@@ -285,6 +310,28 @@ fn reparse_parts(
             _ => w.block_start,
         },
         deferred_from: (w.lo + new_ops.len()) as u32,
+    };
+    // The pending ops and tokens, where they are after this re-parse: still past what it
+    // read (`Tree::take_for` left them only there), else this re-parse is refused.
+    let grow = new_ops.len() as i64 - (w.hi + 1 - w.lo) as i64;
+    let block_len = block_at(&parts.file, &w.path).map_or(0, |b| b.ops.len() as i64) + grow;
+    let pending = match pending {
+        Some(p) => {
+            let from = i64::from(p.deferred_from) + grow;
+            let tok = p.tok_from as i64 + dt;
+            let fits = w.block_start == p.edited_block
+                && i64::from(s.deferred_from) <= from
+                && from <= block_len
+                && s.tok_from as i64 <= tok
+                && tok <= parts.tokens.len() as i64;
+            if !fits {
+                move_tokens(&mut parts.tokens[after..moved_to], -delta);
+                parts.tokens.splice(ta..after, old_toks);
+                return None;
+            }
+            Some((p, from as usize, tok as usize))
+        }
+        None => None,
     };
     let mut op_edit = replaced(&w, &new_ops, edit, new_len, delta, ta as u32, dt)?;
     // Commit. Errors: the window's are replaced by its new ones; those after it move.
@@ -361,7 +408,26 @@ fn reparse_parts(
         // The block ends where its last op's last token does.
         block.range.end = last_sig_end.max(block.range.start);
     }
-    Some((op_edit, s))
+    let Some((p, from, tok)) = pending else { return Some((op_edit, s)) };
+    // What lies between this window and the pending ops has current positions: it moves by
+    // this edit now, and the pending ones move by both edits when the tree is next read.
+    let now = Shifter { defer: false, ..s };
+    for o in block.ops.get_mut(s.deferred_from as usize..from).unwrap_or_default() {
+        now.op(o);
+    }
+    move_tokens(parts.tokens.get_mut(s.tok_from..tok).unwrap_or_default(), delta);
+    let both = Shifter {
+        old_start: p.old_start.min(s.old_start),
+        old_end: p.old_end,
+        delta: p.delta + delta,
+        tok_after: p.tok_after,
+        dt: p.dt + dt,
+        defer: true,
+        tok_from: tok,
+        edited_block: block.range.start,
+        deferred_from: from as u32,
+    };
+    Some((op_edit, both))
 }
 
 /// The ops replaced, as [`OpEdit`] says: the window less an untouched first op that parsed
@@ -638,7 +704,51 @@ fn next_sig_start(region: &Region, bi: usize, end: u32) -> Option<u32> {
     }
 }
 
+/// The block starting at `start` (a [`Shifter::edited_block`]) if no op outside it follows
+/// it: it is the last block of the last region of the last op of its block, and so on up to
+/// the last op of the last chunk; with no alias after that op when `no_alias_after`.
+fn last_block_at(
+    file: &mut crate::ast::SourceFile,
+    start: u32,
+    no_alias_after: bool,
+) -> Option<&mut Block> {
+    let chunk = file.chunks.last_mut()?;
+    let ii = chunk.items.iter().rposition(|i| matches!(i, Item::Op(_)))?;
+    let alias = |i: &Item| matches!(i, Item::AttrAlias(_) | Item::TypeAlias(_) | Item::LocAlias(_));
+    if no_alias_after && chunk.items[ii + 1..].iter().any(alias) {
+        return None;
+    }
+    let Item::Op(op) = chunk.items.get_mut(ii)? else { return None };
+    let mut op = op;
+    loop {
+        let block = op_regions_mut(op).last_mut()?.blocks.last_mut()?;
+        if block.range.start == start {
+            return Some(block);
+        }
+        op = block.ops.last_mut()?;
+    }
+}
+
 /// The block `path` leads to (see [`Window::path`]).
+fn block_at<'f>(file: &'f crate::ast::SourceFile, path: &[usize]) -> Option<&'f Block> {
+    let (&ci, rest) = path.split_first()?;
+    let (&ii, mut rest) = rest.split_first()?;
+    let Item::Op(op) = file.chunks.get(ci)?.items.get(ii)? else { return None };
+    let mut op = op;
+    loop {
+        let [ri, bi, tail @ ..] = rest else { return None };
+        let block = op_regions(op).get(*ri)?.blocks.get(*bi)?;
+        match tail {
+            [] => return Some(block),
+            [oi, more @ ..] => {
+                op = block.ops.get(*oi)?;
+                rest = more;
+            }
+        }
+    }
+}
+
+/// [`block_at`], to change.
 fn block_at_mut<'f>(file: &'f mut crate::ast::SourceFile, path: &[usize]) -> Option<&'f mut Block> {
     let (&ci, rest) = path.split_first()?;
     let (&ii, mut rest) = rest.split_first()?;
@@ -1055,6 +1165,96 @@ impl Shifter {
 }
 
 impl Shifter {
+    /// Makes current the pending ops of the edited block and their tokens up to where a
+    /// re-parse of `edit` (current offsets) stops reading, and says whether the rest may stay
+    /// pending through it: only when the edit lies in the edited block, nothing follows that
+    /// block at any level above it (what follows would move by the next edit alone), no
+    /// alias follows in its chunk (the re-parse would move every token), and the block has
+    /// ops left past the window, its lookahead and the edit (also at their old positions,
+    /// which the re-parse's searches meet). On `false` what it moved is recorded, and
+    /// [`Shifter::finish`] moves the rest.
+    fn advance_for(&mut self, parts: &mut Parts, edit: TextRange) -> bool {
+        let tokens_pending = self.tok_from < parts.tokens.len();
+        let Some(block) = last_block_at(&mut parts.file, self.edited_block, tokens_pending) else {
+            return false;
+        };
+        if edit.start < block.range.start || edit.end > block.range.end {
+            return false;
+        }
+        let k = self.deferred_from as usize;
+        let n = block.ops.len();
+        if k > n {
+            return false;
+        }
+        // Current starts: moved for the ops before `k`, old plus `delta` from `k` on.
+        let start_now = |ops: &[Op], i: usize| -> i64 {
+            let s = i64::from(ops[i].range.start);
+            if i >= k { s + self.delta } else { s }
+        };
+        // The first op starting after the edit, and the one after it, where the window's
+        // lookahead starts.
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if start_now(&block.ops, mid) <= i64::from(edit.end) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let lookahead_op = lo + 1;
+        if lookahead_op >= n {
+            return false;
+        }
+        let look_from = start_now(&block.ops, lookahead_op);
+        // Significant tokens from the lookahead's start among the current ones (a count
+        // that stops once it is enough).
+        let mut tok = self.tok_from.min(parts.tokens.len());
+        let first_look =
+            parts.tokens[..tok].partition_point(|t| i64::from(t.range.start) < look_from);
+        let mut sig = parts.tokens[first_look..tok]
+            .iter()
+            .filter(|t| !t.kind.is_trivia())
+            .take(LOOKAHEAD + 1)
+            .count();
+        let now = Shifter { defer: false, ..*self };
+        let mut j = k;
+        let enough = loop {
+            let Some(next) = block.ops.get(j) else { break false };
+            let stale = i64::from(next.range.start);
+            if j > lookahead_op
+                && sig > LOOKAHEAD
+                && stale > look_from
+                && stale + self.delta > look_from
+                && stale > i64::from(edit.end)
+            {
+                break true;
+            }
+            // Op `j` and its tokens, with the trivia after it: those before the next op's
+            // old start.
+            let Some(until) = block.ops.get(j + 1).map(|o| o.range.start) else { break false };
+            while let Some(t) = parts.tokens.get_mut(tok) {
+                if t.range.start >= until {
+                    break;
+                }
+                move_tokens(std::slice::from_mut(t), self.delta);
+                if i64::from(t.range.start) >= look_from && !t.kind.is_trivia() {
+                    sig += 1;
+                }
+                tok += 1;
+            }
+            now.op(&mut block.ops[j]);
+            j += 1;
+        };
+        // What was moved is recorded either way: `finish` moves the rest.
+        self.deferred_from = j as u32;
+        self.tok_from = tok;
+        if let Some(next) = block.ops.get(j) {
+            self.old_end = next.range.start.max(self.old_end);
+        }
+        enough
+    }
+
     /// Moves what a deferring shift left: the ops after the re-parsed window, which still
     /// have the old text's positions. The enclosing ops were moved already, so they are
     /// only descended into.
@@ -1217,19 +1417,25 @@ impl Tree {
         self.ready.get().is_none()
     }
 
-    /// The parts, finished, taken out (for a re-parse to patch).
-    fn take(&mut self) -> Parts {
+    /// The parts taken out for a re-parse of `edit` (offsets in the text they are for), with
+    /// what an earlier re-parse left to move still pending where that is safe
+    /// ([`Shifter::advance_for`]): a run of edits near each other then moves only what lies
+    /// between them, and an edit undone moves nothing. Otherwise finished.
+    fn take_for(&mut self, edit: TextRange) -> (Parts, Option<Shifter>) {
         if let Some(parts) = self.ready.take() {
-            return parts;
+            return (parts, None);
         }
         let deferred =
             self.deferred.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        match deferred {
-            Some((mut parts, shift)) => {
-                shift.finish(&mut parts);
-                parts
-            }
-            None => Parts::empty(),
+        let Some((mut parts, mut shift)) = deferred else { return (Parts::empty(), None) };
+        // The window must be in the edited block itself, not in a region of one of its ops.
+        if shift.advance_for(&mut parts, edit)
+            && find_window(&parts.file, edit).is_some_and(|w| w.block_start == shift.edited_block)
+        {
+            (parts, Some(shift))
+        } else {
+            shift.finish(&mut parts);
+            (parts, None)
         }
     }
 }

@@ -798,3 +798,66 @@ fn two_edits_compose_into_the_window_from_the_first_op_either_touched_to_the_las
     assert_eq!(all.old, syntax::TextRange::new(first, last_old));
     assert_eq!(all.new.end - all.old.end, 4);
 }
+
+#[test]
+fn edits_near_each_other_leave_the_ops_after_them_to_move_once() {
+    // A long function: an edit, its undo and a run of edits nearby, without reading the tree
+    // in between. Each re-parse keeps what the one before left to move pending past what it
+    // reads, so the last op still has the original text's position until the tree is read;
+    // read then, the tree and tokens are those of a parse from scratch.
+    let ty = "tensor<64x64xbf16>";
+    let relus: String = (0..300)
+        .map(|i| format!("    %{i} = \"ttnn.relu\"(%a) {{n = {i} : i64}} : ({ty}) -> {ty}\n"))
+        .collect();
+    let text = format!(
+        "module {{\n  func.func @f(%a: {ty}) -> {ty} {{\n{relus}    return %299 : {ty}\n  }}\n}}\n"
+    );
+    let last_start = |p: &syntax::Parse| {
+        p.with_current_tree(|file| {
+            let Some(syntax::ast::Item::Op(module)) = file.chunks[0].items.last() else {
+                return None;
+            };
+            let syntax::ast::OpBody::Module(m) = &module.body else { return None };
+            let func = m.body.blocks[0].ops.last()?;
+            let syntax::ast::OpBody::Func(f) = &func.body else { return None };
+            Some(f.body.as_ref()?.blocks[0].ops.last()?.range.start)
+        })
+    };
+    let original_last = last_start(&parse(&text));
+    let at = |text: &str, needle: &str| text.find(needle).expect("the needle is there") as u32;
+    // (needle, bytes replaced after its start, replacement): an attribute edit, its undo,
+    // an insert of an op before it, typing after it, a delete of an op before all of them.
+    let steps: Vec<(String, u32, String)> = vec![
+        ("n = 100 :".into(), 7, "n = 1000".into()),
+        ("n = 1000 :".into(), 8, "n = 100".into()),
+        ("    %120 =".into(), 0, format!("    %ins = \"ttnn.exp\"(%a) : ({ty}) -> {ty}\n")),
+        ("n = 121 :".into(), 7, "n = 12345".into()),
+        (
+            "    %90 =".into(),
+            (format!("    %90 = \"ttnn.relu\"(%a) {{n = 90 : i64}} : ({ty}) -> {ty}\n")).len()
+                as u32,
+            String::new(),
+        ),
+    ];
+    let mut text = text;
+    let mut patched = parse(&text);
+    for (k, (needle, old, new)) in steps.iter().enumerate() {
+        let start = at(&text, needle);
+        let range = TextRange::new(start, start + old);
+        let new_text = apply(&text, range, new);
+        assert!(
+            patched.reparse_edit(&new_text, range, new.len() as u32).is_some(),
+            "step {k} takes the fast path"
+        );
+        let fresh = parse(&new_text);
+        assert_eq!(patched.with_current_tree(shape), shape(fresh.file()), "step {k}: the shape");
+        assert!(
+            patched.with_current(|_, toks| fresh.tokens().get(..toks.len()) == Some(toks)),
+            "step {k}: the current tokens are the fresh ones"
+        );
+        assert_eq!(last_start(&patched), original_last, "step {k}: the last op waits");
+        text = new_text;
+    }
+    assert!(patched == parse(&text), "read at last, the tree is a fresh parse's");
+    assert_ne!(last_start(&patched), original_last, "and the last op has moved");
+}
