@@ -89,8 +89,7 @@ fn main() {
                 drop(a);
                 times[k].push((t1, t2, t3, t4));
                 if idle {
-                    // As the server does once diagnostics are out: positions the re-parse
-                    // left to move are moved, and old values freed, aside.
+                    // As the server does once diagnostics are out: old values freed aside.
                     host.free_unused();
                     std::thread::sleep(std::time::Duration::from_millis(30));
                 }

@@ -230,11 +230,6 @@ pub struct AnalysisHost {
     /// The op names whose override slot holds a value: only these and the names a new
     /// overrides text mentions can change, so a sync need not read every op's slot.
     overridden: rustc_hash::FxHashSet<String>,
-    /// A helper thread reading the parses an incremental re-parse left with positions to
-    /// move (see `syntax::Parse`), started when the analysis is idle
-    /// ([`AnalysisHost::free_unused`]) so that the move is off the edit's path. Joined before
-    /// the next change patches a parse again.
-    finishing: Option<std::thread::JoinHandle<()>>,
 }
 
 impl AnalysisHost {
@@ -275,7 +270,6 @@ impl AnalysisHost {
             files: FxHashMap::default(),
             removed: FxHashMap::default(),
             overridden: rustc_hash::FxHashSet::default(),
-            finishing: None,
         }
     }
 
@@ -362,8 +356,6 @@ impl AnalysisHost {
     /// Applies a change. Returns the paths whose text changed.
     pub fn apply_change(&mut self, change: Change) -> Vec<String> {
         let _p = tracing::info_span!("apply_change").entered();
-        // The helper must let go of the parses it reads before one is patched in place.
-        self.join_finishing();
         let file_durability = self.mode.file_durability();
         let mut changed = Vec::new();
         for (path, fc) in change.files {
@@ -497,36 +489,6 @@ impl AnalysisHost {
         changed
     }
 
-    /// Starts the helper that moves the positions re-parses deferred (see `syntax::Parse`).
-    fn finish_parses_aside(&mut self) {
-        self.join_finishing();
-        let parses: Vec<Arc<syntax::Parse>> = self
-            .files
-            .values()
-            .map(|f| Arc::clone(f.parse(&self.db)))
-            .filter(|p| p.has_deferred_positions())
-            .collect();
-        if parses.is_empty() {
-            return;
-        }
-        // Should the thread not start, the first reader moves them instead.
-        self.finishing = std::thread::Builder::new()
-            .name("ide-reparse".to_owned())
-            .spawn(move || {
-                for p in &parses {
-                    let _ = p.file();
-                }
-            })
-            .ok();
-    }
-
-    fn join_finishing(&mut self) {
-        if let Some(handle) = self.finishing.take() {
-            // A panic there left the tree for the next reader to finish; nothing to report.
-            let _ = handle.join();
-        }
-    }
-
     /// Takes a file's parse out of its input to patch it in place, or `None` if something
     /// else still holds it (then the new text is parsed from scratch).
     fn take_parse(&mut self, file: SourceFile) -> Option<syntax::Parse> {
@@ -657,13 +619,15 @@ impl AnalysisHost {
     }
 
     /// Frees, on a helper thread, the large values of older revisions that the host kept so
-    /// that `apply_change` need not free them (see `Retained`), and moves the positions
-    /// an incremental re-parse left for later (see `syntax::Parse`), there too. Call it when
-    /// the analysis is idle (an editor's diagnostics are out): done beside the analysis of an
-    /// edit, this work competed with it for the processor. `apply_change` also frees when the
-    /// values of two revisions wait.
+    /// that `apply_change` need not free them (see `Retained`). Call it when the analysis is
+    /// idle (an editor's diagnostics are out): done beside the analysis of an edit, this work
+    /// competed with it for the processor. `apply_change` also frees when the values of two
+    /// revisions wait.
+    ///
+    /// The positions an incremental re-parse left to move (see `syntax::Parse`) are not moved
+    /// here: the next re-parse moves only those between its edit and the last one, and a
+    /// reader of the whole tree moves the rest on its first read.
     pub fn free_unused(&mut self) {
-        self.finish_parses_aside();
         self.free_values();
     }
 

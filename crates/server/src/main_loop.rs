@@ -443,8 +443,7 @@ impl GlobalState {
     }
 
     /// The host's upkeep when the analysis is idle, and the only place the server calls it
-    /// (`AnalysisHost::free_unused`): free older revisions' values and finish the parse's
-    /// deferred positions (on helper threads).
+    /// (`AnalysisHost::free_unused`): free older revisions' values on a helper thread.
     fn quiet_work(&mut self) {
         self.host.free_unused();
     }
