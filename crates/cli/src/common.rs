@@ -1,6 +1,5 @@
 //! Arguments shared by the analysis commands: the target and the optimizer overrides.
 
-use anyhow::Context as _;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Args;
 
@@ -10,26 +9,13 @@ use crate::input;
 /// TOML), read as any input is. Errors name the file and, when known, the line, the column
 /// and the key.
 pub(crate) fn load_target(arg: Option<&str>) -> anyhow::Result<target::Target> {
-    let Some(arg) = arg else { return Ok(target::Target::n150()) };
-    if let Some(t) = target::Target::builtin(arg) {
-        return Ok(t);
-    }
-    let path = Utf8Path::new(arg);
-    let text = input::read_text(path).with_context(|| {
-        format!(
-            "`{arg}` is neither a builtin target ({}) nor a readable target file",
-            target::BUILTIN_NAMES.join(", ")
-        )
-    })?;
-    let parsed = if path.extension() == Some("json") {
-        target::Target::from_json_str(&text)
-    } else {
-        target::Target::from_toml_str(&text)
-    };
-    // `TargetError` displays as `line:col: `key`: message` when it knows them.
-    parsed.map_err(|e| match e.line_col {
-        Some(_) => anyhow::format_err!("{path}:{e}"),
-        None => anyhow::format_err!("{path}: {e}"),
+    target::Target::load(arg, |path| input::read_text(Utf8Path::new(path))).map_err(|e| {
+        let headline = e.headline();
+        match e {
+            // The reader's error keeps its own chain under the headline.
+            target::LoadError::Unreadable { error, .. } => error.context(headline),
+            target::LoadError::Invalid { .. } => anyhow::format_err!("{headline}"),
+        }
     })
 }
 

@@ -437,3 +437,53 @@ module {
         }
     }
 }
+
+/// A batch-1 f32 MLP in TTIR (matmul + bias, relu, matmul + bias), as tt-mlir's MNIST sharding
+/// test has it. tt-mlir width-shards the first linear and the relu over the eight cores their
+/// eight tiles allow and height-shards the second linear, resharding its input: on one core
+/// the first linear's generated subblock (1x8) is over the 4 DST tiles an f32 matmul has, so
+/// no one-core config survives to reach the second linear without a reshard.
+#[test]
+fn an_f32_mlp_width_shards_its_first_linear_on_eight_cores_as_tt_mlir_does() {
+    let text = r#"module {
+  func.func @main(%x: tensor<1x640xf32>, %w1: tensor<640x256xf32>, %b1: tensor<1x256xf32>, %w2: tensor<256x10xf32>, %b2: tensor<1x10xf32>) -> tensor<1x10xf32> {
+    %0 = "ttir.matmul"(%x, %w1) : (tensor<1x640xf32>, tensor<640x256xf32>) -> tensor<1x256xf32> loc("fc1")
+    %1 = "ttir.add"(%0, %b1) : (tensor<1x256xf32>, tensor<1x256xf32>) -> tensor<1x256xf32> loc("fc1_bias")
+    %2 = "ttir.relu"(%1) : (tensor<1x256xf32>) -> tensor<1x256xf32> loc("act")
+    %3 = "ttir.matmul"(%2, %w2) : (tensor<1x256xf32>, tensor<256x10xf32>) -> tensor<1x10xf32> loc("fc2")
+    %4 = "ttir.add"(%3, %b2) : (tensor<1x10xf32>, tensor<1x10xf32>) -> tensor<1x10xf32> loc("fc2_bias")
+    return %4 : tensor<1x10xf32>
+  }
+}
+"#;
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("ttnn-opt-mlp-{}.mlir", std::process::id()));
+    std::fs::write(&input, text).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let (code, _, stderr) =
+        run(&["optimize", &input_s, "--policy", "df-sharding", "--report", "human"]);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    // Each op's row up to its planned layout (the cost column is not the point here), and the
+    // lines under it.
+    let report: String = stderr
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let cut = if l.starts_with(' ') || l.starts_with("df-sharding:") {
+                l
+            } else {
+                l.get(..78).unwrap_or(l)
+            };
+            format!("{}\n", cut.trim_end())
+        })
+        .collect();
+    expect_test::expect![[r#"
+        fc1                          ttnn.linear            DRAM il      L1 ws 8
+        act                          ttnn.relu              DRAM il      L1 ws 8
+        fc2                          ttnn.linear            DRAM il      L1 hs 1
+            operand 0: reshard to L1 height_sharded 1x1, 1x8 tiles per core (f32) (reshard: edge `%1` -> `%2` (operand 0): no producer output is a valid input for any consumer config)
+            result: DRAM interleaved, 1x1 tiles total (f32) (spill to DRAM: the chain's output is returned)
+        df-sharding: 3 ops, 3 in L1; chains: 1 completed; 1 reshards, 1 spills, 0 merges; 2 conversions inserted
+    "#]].assert_eq(&report);
+}

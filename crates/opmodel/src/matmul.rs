@@ -191,7 +191,12 @@ pub(crate) fn matmul(ctx: &Ctx<'_>, attrs: &MatmulAttrs) -> Result<Estimate, OpE
         OpConfig::Matmul { program, compute } => (*compute, program.as_deref().cloned()),
         _ => (None, None),
     };
-    let max_sub = compute.as_ref().map_or(8, DeviceComputeKernelConfig::max_subblock_tiles).max(1);
+    // tt-metal checks subblocks against the DST tiles of the compute config it runs with, and
+    // without a given config that config accumulates in fp32 for an f32 output, halving DST.
+    // tt-mlir's generator (above) counts 8 tiles then, so a config it generates for an f32
+    // output with a subblock over 4 tiles is rejected here, as tt-metal rejects it.
+    let max_sub =
+        Accumulation::of(compute.as_ref(), ctx.q.output_dtype).dst_tiles(compute.as_ref());
 
     // The output and the program config decide each other: a sharded output needs a config
     // (given or generated) and a partial hint takes its grid from the generated config.
@@ -905,6 +910,16 @@ impl Accumulation {
                 Accumulation { fp32_dest: out == DataType::F32, packer_l1: out != DataType::F32 }
             }
         }
+    }
+
+    /// The DST tiles a subblock may use: the given config's count, or without one the count
+    /// of the config tt-metal makes (fp32 accumulation as `of` decides, nothing else set).
+    fn dst_tiles(self, compute: Option<&DeviceComputeKernelConfig>) -> u64 {
+        let made = DeviceComputeKernelConfig {
+            fp32_dest_acc_en: Some(self.fp32_dest),
+            ..DeviceComputeKernelConfig::default()
+        };
+        compute.unwrap_or(&made).max_subblock_tiles().max(1)
     }
 
     /// The partials (interm0) format: f32 with fp32 accumulation, else bf16 when the packer

@@ -657,6 +657,54 @@ fn matmul_width_sharded_in0_and_output_use_mcast_in0() {
     );
 }
 
+/// The first linear of a batch-1 f32 MLP (1x640 x 640x256) asked, as the shard solver asks
+/// it, for a width-sharded output with the config tt-mlir generates for one core: tt-mlir
+/// counts 8 DST tiles and makes the subblock 1x8, but tt-metal runs an f32 matmul with no
+/// compute config in fp32 accumulation, which halves DST to 4 tiles, and rejects it; on two
+/// cores (subblock 1x4), or in bf16, the same query passes.
+#[test]
+fn an_f32_matmul_without_a_compute_config_has_half_the_dst_tiles_for_its_subblock() {
+    let f32_ws = |shape: &[u64], n: u64| {
+        let g = Grid::new(1, n);
+        let ws = TensorMemoryLayout::WidthSharded;
+        TtnnLayout::sharded(shape, DataType::F32, PageLayout::Tile, ws, g, W).unwrap()
+    };
+    let f32_dram =
+        |shape: &[u64]| TtnnLayout::dram_interleaved(shape, DataType::F32, PageLayout::Tile);
+    let (a, b, o) = ([1, 640], [640, 256], [1, 256]);
+    let shapes = MatmulShapes { a: &a, b: &b, out: &o, transpose_a: false, transpose_b: false };
+    let probe = |out: TtnnLayout, a_layout: TtnnLayout, b_layout: TtnnLayout, dt: DataType| {
+        let program = generate_matmul_program_config(&shapes, &out, None, None).map(Box::new);
+        q("ttnn.matmul")
+            .input(&a, a_layout)
+            .input(&b, b_layout)
+            .out(&o)
+            .dtype(dt)
+            .partial(out)
+            .config(OpConfig::Matmul { program, compute: None })
+    };
+    check(
+        probe(f32_ws(&o, 1), f32_dram(&a), f32_dram(&b), DataType::F32),
+        expect![
+            "error: unsupported: ttnn.matmul: 1D mcast_in0 program config: subblock 1x8 exceeds the 4 DST tiles"
+        ],
+    );
+    check(
+        probe(f32_ws(&o, 2), f32_dram(&a), f32_dram(&b), DataType::F32),
+        expect![[r#"
+            cb 163840 tensor 16384 peak 180224 out 16384
+            L1 width_sharded 1x2, 1x4 tiles per core (f32)
+            program: 1D mcast_in0 grid(x,y) 2x1 per_core 1x4 in0_block_w 4 subblock 1x4"#]],
+    );
+    check(
+        probe(ws(&o, 1), dram(&a), dram(&b), BF16),
+        expect![[r#"
+        cb 147456 tensor 16384 peak 163840 out 16384
+        L1 width_sharded 1x1, 1x8 tiles per core (bf16)
+        program: 1D mcast_in0 grid(x,y) 1x1 per_core 1x8 in0_block_w 4 subblock 1x8"#]],
+    );
+}
+
 #[test]
 fn matmul_height_sharded_output_generates_mcast_in1() {
     let (a, b, o) = ([1792, 32], [32, 1792], [1792, 1792]);

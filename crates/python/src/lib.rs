@@ -122,23 +122,16 @@ fn parse_option(name: &str) -> PyResult<OverrideOption> {
 /// A builtin device name, else a target file (`.json` is JSON, anything else TOML), read as
 /// the command line reads it (regular files only, size capped).
 fn load_target(arg: Option<&str>) -> PyResult<target::Target> {
-    let Some(arg) = arg else { return Ok(target::Target::n150()) };
-    if let Some(t) = target::Target::builtin(arg) {
-        return Ok(t);
-    }
-    let path = Utf8Path::new(arg);
-    let text = cli::input::read_text(path).map_err(|e| {
-        PyOSError::new_err(format!(
-            "`{arg}` is neither a builtin target ({}) nor a readable target file: {e:#}",
-            target::BUILTIN_NAMES.join(", ")
-        ))
-    })?;
-    let parsed = if path.extension() == Some("json") {
-        target::Target::from_json_str(&text)
-    } else {
-        target::Target::from_toml_str(&text)
-    };
-    parsed.map_err(|e| analyzer_error("invalid-target", &format!("{path}: {e}"), Vec::new()))
+    target::Target::load(arg, |path| cli::input::read_text(Utf8Path::new(path))).map_err(|e| {
+        match &e {
+            target::LoadError::Unreadable { error, .. } => {
+                PyOSError::new_err(format!("{}: {error:#}", e.headline()))
+            }
+            target::LoadError::Invalid { .. } => {
+                analyzer_error("invalid-target", &e.headline(), Vec::new())
+            }
+        }
+    })
 }
 
 /// A value the overrides text keeps as one field: the session refuses the same characters,

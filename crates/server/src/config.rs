@@ -95,18 +95,8 @@ fn settings_object(value: &Value) -> Option<&serde_json::Map<String, Value>> {
 
 /// A builtin device name (`n150`, `n300`, `p150`, ...) or the path of a TOML/JSON target file.
 fn load_target(name: &str) -> Result<target::Target, String> {
-    if let Some(t) = target::Target::builtin(name) {
-        return Ok(t);
-    }
-    let text = crate::files::read_regular_file(name).map_err(|e| {
-        format!("`target` is neither a builtin device (n150, n300, p150) nor a readable file: {name}: {e}")
-    })?;
-    let parsed = if name.ends_with(".json") {
-        target::Target::from_json_str(&text)
-    } else {
-        target::Target::from_toml_str(&text)
-    };
-    parsed.map_err(|e| format!("target file {name}: {e}"))
+    target::Target::load(Some(name), crate::files::read_regular_file)
+        .map_err(|e| format!("`target` setting: {e}"))
 }
 
 #[cfg(test)]
@@ -127,7 +117,7 @@ mod tests {
         let errors = config.update(&serde_json::json!({ "target": name }));
         let _ = std::fs::remove_file(&path);
         let shown = errors.join("\n").replace(&name, "<file>");
-        expect!["target file <file>: 2:15: `worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 100000 rows x 100000 cols"].assert_eq(&shown);
+        expect!["`target` setting: <file>:2:15: `worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 100000 rows x 100000 cols"].assert_eq(&shown);
         assert_eq!(config.target, target::Target::n150());
         assert_eq!(config.target_name, "n150");
     }

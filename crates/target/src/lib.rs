@@ -223,6 +223,27 @@ impl Target {
         }
     }
 
+    /// The target a `--target`-style argument names: n150 without one, a builtin by name or
+    /// alias, else a target file (JSON when it ends in `.json`, else TOML) whose text `read`
+    /// gives. Reading is the caller's, so each front end keeps its own file checks.
+    pub fn load<E>(
+        arg: Option<&str>,
+        read: impl FnOnce(&str) -> Result<String, E>,
+    ) -> Result<Target, LoadError<E>> {
+        let Some(arg) = arg else { return Ok(Target::n150()) };
+        if let Some(t) = Target::builtin(arg) {
+            return Ok(t);
+        }
+        let text =
+            read(arg).map_err(|error| LoadError::Unreadable { arg: arg.to_owned(), error })?;
+        let parsed = if arg.ends_with(".json") {
+            Target::from_json_str(&text)
+        } else {
+            Target::from_toml_str(&text)
+        };
+        parsed.map_err(|error| LoadError::Invalid { path: arg.to_owned(), error })
+    }
+
     /// Parses a TOML target file. See [`TargetOverrides`] for the keys.
     pub fn from_toml_str(text: &str) -> Result<Target, TargetError> {
         file::from_toml(text)
@@ -396,6 +417,46 @@ impl fmt::Display for TargetError {
 }
 
 impl std::error::Error for TargetError {}
+
+/// Why [`Target::load`] gave no target; `E` is the reader's error.
+#[derive(Debug)]
+pub enum LoadError<E> {
+    /// The argument is no builtin name, and no file could be read under it.
+    Unreadable { arg: String, error: E },
+    /// The target file was read but does not describe a valid target.
+    Invalid { path: String, error: TargetError },
+}
+
+impl<E> LoadError<E> {
+    /// What went wrong, without the reader's error (the caller adds it in its own form):
+    /// `` `x` is neither a builtin target (...) nor a readable target file `` or
+    /// `path:line:col: message` (`path: message` when the position is unknown).
+    #[must_use]
+    pub fn headline(&self) -> String {
+        match self {
+            LoadError::Unreadable { arg, .. } => format!(
+                "`{arg}` is neither a builtin target ({}) nor a readable target file",
+                BUILTIN_NAMES.join(", ")
+            ),
+            LoadError::Invalid { path, error } if error.line_col.is_some() => {
+                format!("{path}:{error}")
+            }
+            LoadError::Invalid { path, error } => format!("{path}: {error}"),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for LoadError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.headline())?;
+        match self {
+            LoadError::Unreadable { error, .. } => write!(f, ": {error}"),
+            LoadError::Invalid { .. } => Ok(()),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for LoadError<E> {}
 
 #[cfg(test)]
 mod tests;

@@ -295,3 +295,45 @@ fn the_largest_accepted_grid_loads() {
         .expect("16x16 is within the bounds");
     assert_eq!(t.num_worker_cores(), 256);
 }
+
+/// What `Target::load` gives for an argument, with `files` standing in for the file system.
+fn load(arg: Option<&str>, files: &[(&str, &str)]) -> String {
+    let read = |path: &str| {
+        files
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, text)| (*text).to_owned())
+            .ok_or_else(|| format!("cannot read `{path}`: no such file"))
+    };
+    match Target::load(arg, read) {
+        Ok(t) => format!("ok: {}", t.name),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[test]
+fn load_takes_n150_by_default_a_builtin_by_alias_and_else_a_target_file() {
+    let files =
+        [("big.toml", "base = \"p150\"\nname = \"big\"\n"), ("w.json", r#"{"base": "n300"}"#)];
+    expect![[r#"
+        ok: n150
+        ok: p150
+        ok: big
+        ok: n300"#]]
+    .assert_eq(
+        &[None, Some("blackhole"), Some("big.toml"), Some("w.json")]
+            .map(|a| load(a, &files))
+            .join("\n"),
+    );
+}
+
+#[test]
+fn load_says_what_a_bad_target_argument_is_and_where_a_bad_file_is_wrong() {
+    let files =
+        [("bad.toml", "base = \"n150\"\nl1_size = \"big\"\n"), ("bad.json", r#"{"base": 1}"#)];
+    expect![[r#"
+        error: `n151` is neither a builtin target (n150, n150s, wormhole, wormhole_b0, n300, n300s, p150, p150a, p150b, blackhole) nor a readable target file: cannot read `n151`: no such file
+        error: bad.toml:2:11: `l1_size`: invalid type: string "big", expected u64
+        error: bad.json: `base`: invalid type: integer `1`, expected a string"#]]
+    .assert_eq(&[Some("n151"), Some("bad.toml"), Some("bad.json")].map(|a| load(a, &files)).join("\n"));
+}
