@@ -242,9 +242,16 @@ pub(crate) fn written_findings(
     // The ops whose result holds L1 as written, and the last op that uses each (`None`:
     // returned, or used by no op, and so never released; `verify` frees an unused result
     // after its own op, this walk keeps it, as it always has).
-    let mut last_use: rustc_hash::FxHashMap<u32, Option<u32>> = (0..n)
-        .filter(|&i| check_of(i).is_some_and(|c| c.output_l1 > 0))
-        .map(|i| (i as u32, None))
+    let ops = || {
+        (0..groups.len() as u32).flat_map(|g| {
+            let base = groups.range(g).start;
+            checks[g as usize].iter().enumerate().map(move |(at, c)| (base + at, c.as_ref()))
+        })
+    };
+    let mut last_use: rustc_hash::FxHashMap<u32, Option<u32>> = ops()
+        .take_while(|&(i, _)| i < n)
+        .filter(|(_, c)| c.is_some_and(|c| c.output_l1 > 0))
+        .map(|(i, _)| (i as u32, None))
         .collect();
     if !last_use.is_empty() {
         for g in 0..groups.len() as u32 {
@@ -282,11 +289,7 @@ pub(crate) fn written_findings(
         .map(|t| t.layout().map_or(0, ttnn_types::TtnnLayout::l1_bytes_per_core))
         .sum();
     let mut out = Vec::new();
-    let ops = (0..groups.len() as u32).flat_map(|g| {
-        let base = groups.range(g).start;
-        checks[g as usize].iter().enumerate().map(move |(at, c)| (base + at, c.as_ref()))
-    });
-    for (i, check) in ops.take_while(|&(i, _)| i < n) {
+    for (i, check) in ops().take_while(|&(i, _)| i < n) {
         if let Some(check) = check {
             let message = match &check.error {
                 Some(e) => Some(("op-model-rejects", e.clone())),
