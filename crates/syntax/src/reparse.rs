@@ -1378,17 +1378,7 @@ impl Tree {
         &self,
         f: impl FnOnce(&crate::ast::SourceFile, &[crate::Token]) -> R,
     ) -> R {
-        if let Some(parts) = self.ready.get() {
-            return f(&parts.file, &parts.tokens);
-        }
-        let guard = self.lock();
-        if let Some((parts, shift)) = guard.as_ref() {
-            let current = parts.tokens.get(..shift.tok_from).unwrap_or(&parts.tokens);
-            return f(&parts.file, current);
-        }
-        drop(guard);
-        let parts = self.get();
-        f(&parts.file, &parts.tokens)
+        self.with_current_through(0, f)
     }
 
     /// [`Tree::with_current`] with the ops up to `end` (new text) current too.
