@@ -5,11 +5,16 @@ use std::fmt::Write as _;
 
 use expect_test::{Expect, expect};
 
-use crate::{import_ttir, is_ttir};
+use crate::{ImportOptions, WeightDtype, import_ttir, import_ttir_with, is_ttir};
 
 #[track_caller]
 fn check(ttir: &str, expect: Expect) {
-    let res = import_ttir(ttir, "test.mlir");
+    check_with(ttir, ImportOptions::default(), expect);
+}
+
+#[track_caller]
+fn check_with(ttir: &str, options: ImportOptions, expect: Expect) {
+    let res = import_ttir_with(ttir, "test.mlir", options);
     let parse = syntax::parse(&res.ttnn);
     let lowered = ir::lower_parse(&res.ttnn, &parse);
     assert!(
@@ -844,6 +849,52 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
                 %1 = "ttnn.typecast"(%0) : (tensor<64x96xbf16, #ttnn_layout4>) -> tensor<64x96xbf16, #ttnn_layout5> loc("proj_weight_dtype")
                 %2 = "ttnn.permute"(%arg1) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("v_t")
                 return %2, %1 : tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn the_global_weight_dtype_casts_every_matmul_weight_made_only_of_parameters() {
+    // tt-mlir's `experimental-weight-dtype=bfp_bf8` (tt-xla's LLM benchmarks compile with
+    // it): a weight computed only from parameters (here through a transpose and a sum of two
+    // parameters) is cast without any mark; a weight that reads an input stays bf16, and a
+    // `bf16` mark on the weight's argument opts it out.
+    check_with(
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %d: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %k: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %o: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bf16"}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x96xbf16>) {
+  %0 = "ttir.permute"(%w) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("w_t")
+  %1 = "ttir.add"(%0, %d) : (tensor<64x96xbf16>, tensor<64x96xbf16>) -> tensor<64x96xbf16> loc("merged")
+  %2 = "ttir.matmul"(%x, %1) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
+  %3 = "ttir.add"(%d, %k) : (tensor<64x96xbf16>, tensor<64x96xbf16>) -> tensor<64x96xbf16> loc("mixed")
+  %4 = "ttir.matmul"(%x, %3) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("scores")
+  %5 = "ttir.matmul"(%x, %o) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("kept")
+  return %2, %4, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x96xbf16>
+}
+"#,
+        ImportOptions { weight_dtype: Some(WeightDtype::BfpBf8) },
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<64x96xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<64x96xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg4: tensor<64x96xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bf16"}) -> (tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @f_const_eval_0}> : (tensor<96x64xbf16, #ttnn_layout1>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout4> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout4>) -> tensor<32x96xbf16, #ttnn_layout3> loc("proj")
+                %2 = "ttnn.add"(%arg2, %arg3) : (tensor<64x96xbf16, #ttnn_layout2>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout2> loc("mixed")
+                %3 = "ttnn.matmul"(%arg0, %2) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<32x96xbf16, #ttnn_layout3> loc("scores")
+                %4 = "ttnn.matmul"(%arg0, %arg4) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<32x96xbf16, #ttnn_layout3> loc("kept")
+                return %1, %3, %4 : tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<96x64xbf16, #ttnn_layout1>, %arg1: tensor<64x96xbf16, #ttnn_layout2>) -> (tensor<64x96xbf16, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout2> loc("w_t")
+                %1 = "ttnn.add"(%0, %arg1) : (tensor<64x96xbf16, #ttnn_layout2>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout2> loc("merged")
+                %2 = "ttnn.typecast"(%1) : (tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout4> loc("proj_weight_dtype")
+                return %2 : tensor<64x96xbf16, #ttnn_layout4>
               }
             }
         "#]],
