@@ -313,6 +313,9 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         fo.fuse_norms();
         fo.remove_dead_ops();
+        // tt-mlir's SDPA pattern reads the fused softmax.
+        fo.fuse_sdpa();
+        fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
         fo.fold_permute_chains();
         fo.fold_reshape_chains();
