@@ -990,6 +990,62 @@ fn a_written_out_decode_attention_becomes_one_sdpa_decode_op() {
 }
 
 #[test]
+fn a_written_out_encoder_attention_becomes_one_sdpa_op_and_its_score_guard_goes() {
+    // BERT's attention as tt-xla writes it: no mask, so the NaN guard's predicate is read
+    // from the scores and is always false; tt-mlir's SDPA pattern drops it with the score
+    // matmul. A query of 32 positions lowers to the prefill op, in bf16.
+    check(
+        r#"func.func @f(%q: tensor<1x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %k: tensor<1x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %v: tensor<1x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<1x2x32x32xbf16> {
+  %zeros = "ttir.constant"() <{value = dense<0.000000e+00> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("zeros")
+  %ninf = "ttir.constant"() <{value = dense<0xFF800000> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("ninf")
+  %ks = "ttir.constant"() <{value = dense<0.420448214> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("k_scale")
+  %qs = "ttir.constant"() <{value = dense<0.420448214> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("q_scale")
+  %0 = "ttir.typecast"(%q) <{conservative_folding = false}> : (tensor<1x2x32x32xbf16>) -> tensor<1x2x32x32xf32> loc("q_f32")
+  %1 = "ttir.multiply"(%0, %qs) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("q_scaled")
+  %2 = "ttir.typecast"(%k) <{conservative_folding = false}> : (tensor<1x2x32x32xbf16>) -> tensor<1x2x32x32xf32> loc("k_f32")
+  %3 = "ttir.permute"(%2) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("k_t")
+  %4 = "ttir.multiply"(%3, %ks) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("k_scaled")
+  %5 = "ttir.dot_general"(%1, %4) <{batch_dims_lhs = array<i64: 0, 1>, batch_dims_rhs = array<i64: 0, 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 2>}> : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("scores")
+  %6 = "ttir.eq"(%5, %ninf) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xi1> loc("is_ninf")
+  %7 = "ttir.logical_not"(%6) : (tensor<1x2x32x32xi1>) -> tensor<1x2x32x32xi1> loc("finite")
+  %8 = "ttir.reduce_or"(%7) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<1x2x32x32xi1>) -> tensor<1x2x32xi1> loc("any_finite")
+  %9 = "ttir.reshape"(%8) <{shape = [1 : i32, 2 : i32, 32 : i32, 1 : i32]}> : (tensor<1x2x32xi1>) -> tensor<1x2x32x1xi1> loc("any_finite_4d")
+  %10 = "ttir.logical_not"(%9) : (tensor<1x2x32x1xi1>) -> tensor<1x2x32x1xi1> loc("all_masked")
+  %11 = "ttir.broadcast"(%10) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<1x2x32x1xi1>) -> tensor<1x2x32x32xi1> loc("all_masked_b")
+  %12 = "ttir.max"(%5) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32xf32> loc("row_max")
+  %13 = "ttir.reshape"(%12) <{shape = [1 : i32, 2 : i32, 32 : i32, 1 : i32]}> : (tensor<1x2x32xf32>) -> tensor<1x2x32x1xf32> loc("row_max_4d")
+  %14 = "ttir.broadcast"(%13) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<1x2x32x1xf32>) -> tensor<1x2x32x32xf32> loc("row_max_b")
+  %15 = "ttir.subtract"(%5, %14) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("shifted")
+  %16 = "ttir.exp"(%15) : (tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("exp")
+  %17 = "ttir.sum"(%16) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32xf32> loc("row_sum")
+  %18 = "ttir.reshape"(%17) <{shape = [1 : i32, 2 : i32, 32 : i32, 1 : i32]}> : (tensor<1x2x32xf32>) -> tensor<1x2x32x1xf32> loc("row_sum_4d")
+  %19 = "ttir.broadcast"(%18) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<1x2x32x1xf32>) -> tensor<1x2x32x32xf32> loc("row_sum_b")
+  %20 = "ttir.div"(%16, %19) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("probs")
+  %21 = "ttir.where"(%11, %zeros, %20) : (tensor<1x2x32x32xi1>, tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("nan_guard")
+  %22 = "ttir.typecast"(%v) <{conservative_folding = false}> : (tensor<1x2x32x32xbf16>) -> tensor<1x2x32x32xf32> loc("v_f32")
+  %23 = "ttir.dot_general"(%21, %22) <{batch_dims_lhs = array<i64: 0, 1>, batch_dims_rhs = array<i64: 0, 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 2>}> : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("attention")
+  %24 = "ttir.typecast"(%23) <{conservative_folding = false}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xbf16> loc("out_bf16")
+  return %24 : tensor<1x2x32x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x2x32x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<1x2x32x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg2: tensor<1x2x32x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<1x2x32x32xbf16, #ttnn_layout> {
+                %0 = "ttnn.scaled_dot_product_attention"(%arg0, %arg1, %arg2) <{is_causal = false, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, scale = 1.7677669e-01 : f32}> : (tensor<1x2x32x32xbf16, #ttnn_layout>, tensor<1x2x32x32xbf16, #ttnn_layout>, tensor<1x2x32x32xbf16, #ttnn_layout>) -> tensor<1x2x32x32xbf16, #ttnn_layout> loc("attention")
+                %1 = "ttnn.typecast"(%0) : (tensor<1x2x32x32xbf16, #ttnn_layout>) -> tensor<1x2x32x32xf32, #ttnn_layout1> loc("attention_typecast")
+                %2 = "ttnn.typecast"(%1) : (tensor<1x2x32x32xf32, #ttnn_layout1>) -> tensor<1x2x32x32xbf16, #ttnn_layout> loc("out_bf16")
+                return %2 : tensor<1x2x32x32xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn a_conv_stage_tt_xla_wrote_in_nchw_runs_flattened_and_its_permutes_cancel() {
     // tt-xla brings each conv result to NCHW with two transposes and back before the next
     // conv. The transposes merge into one permute, the batch norm and relu run on the flat

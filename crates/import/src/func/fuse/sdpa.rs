@@ -1,8 +1,9 @@
-//! tt-mlir's SDPA fusing pattern, for decode: a written-out attention (score matmul, mask,
-//! softmax, value matmul) becomes one `ttnn.scaled_dot_product_attention_decode`.
+//! tt-mlir's SDPA fusing pattern: a written-out attention (score matmul, mask, softmax,
+//! value matmul) becomes one `ttnn.scaled_dot_product_attention` or, for a query of length
+//! one, `ttnn.scaled_dot_product_attention_decode`.
 //!
-//! tt-xla writes a decode step's attention op by op over `[batch, heads, 1, kv_len]` scores,
-//! whose unit query dim pads every row to a whole tile; tt-mlir's `SDPAFusingPattern` (part of
+//! tt-xla writes attention op by op, in `f32`, over `[batch, heads, queries, kv_len]` scores
+//! (in a decode step the unit query dim pads every row to a whole tile); tt-mlir's `SDPAFusingPattern` (part of
 //! its default TTIR fusing) recognises it from the value matmul back: an optional NaN guard
 //! `where(row fully masked, 0, softmax)`, a softmax over the last dim, an optional additive
 //! mask, a score matmul whose key is transposed by a permute of the last two dims, scale
@@ -10,8 +11,9 @@
 //! (tt-xla's reshape, broadcast, reshape, which tt-mlir first turns into a
 //! `repeat_interleave`). Its TTIR-to-TTNN conversion then lowers a query of sequence length
 //! one to the decode op (query permuted to `[1, batch, heads, dim]`, mask to
-//! `[batch, 1, heads, kv_len]` with its heads materialized, the result permuted back) and its
-//! workaround pass runs the op in `bf16`. The matcher declines whenever a piece is missing or
+//! `[batch, 1, heads, kv_len]` with its heads materialized, the result permuted back) and any
+//! other to the prefill op (a mask broadcast over the queries repeated to their number), and
+//! its workaround pass runs either op in `bf16`. The matcher declines whenever a piece is missing or
 //! used elsewhere, as the pattern does.
 
 use ttnn_types::DataType;
@@ -23,7 +25,7 @@ use crate::{
     ty::TType,
 };
 
-/// A matched decode attention, replacing the value matmul at `at`.
+/// A matched attention, replacing the value matmul at `at`.
 struct Sdpa {
     at: usize,
     query: ValueId,
@@ -43,13 +45,17 @@ enum Guard {
     Written(ValueId),
 }
 
+fn shape_attr(shape: &[u64]) -> String {
+    format!("#ttnn.shape<{}>", shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x"))
+}
+
 /// Data types tt-metal's SDPA kernels take; others are cast to `bf16` (tt-mlir's workaround).
 fn sdpa_dtype(d: DataType) -> bool {
     matches!(d, DataType::BF16 | DataType::BfpBF8 | DataType::BfpBF4)
 }
 
 impl FuncOut {
-    /// Fuses every decode attention tt-mlir's SDPA pattern would fuse (see the module doc).
+    /// Fuses every attention tt-mlir's SDPA pattern would fuse (see the module doc).
     /// The fused op's chain takes the value matmul's place and result; the ops it absorbed
     /// are left without uses, for [`FuncOut::remove_dead_ops`].
     pub(crate) fn fuse_sdpa(&mut self) {
@@ -181,8 +187,7 @@ impl FuncOut {
         false
     }
 
-    /// tt-mlir's `SDPAFusingPattern` at the value matmul `i`, for a query of sequence length
-    /// one (the decode op).
+    /// tt-mlir's `SDPAFusingPattern` at the value matmul `i`.
     fn match_sdpa(&self, i: usize, u: &Uses) -> Option<Sdpa> {
         let pv = &self.ops[i];
         if pv.name != "ttnn.matmul"
@@ -283,10 +288,10 @@ impl FuncOut {
         // Shapes: Q [B, Hq, 1, D], K and V [B, Hkv, S, D], Hq a multiple of Hkv.
         let (qt, kt, vt) = (self.tensor_ty(query)?, self.tensor_ty(key)?, self.tensor_ty(value)?);
         let out_t = self.tensor_ty(pv.results[0])?;
-        if qt.rank() != 4 || kt.rank() != 4 || kt.shape != vt.shape || qt.shape[2] != 1 {
+        if qt.rank() != 4 || kt.rank() != 4 || kt.shape != vt.shape {
             return None;
         }
-        let (b, hq, d) = (qt.shape[0], qt.shape[1], qt.shape[3]);
+        let (b, hq, sq, d) = (qt.shape[0], qt.shape[1], qt.shape[2], qt.shape[3]);
         let (hkv, s) = (kt.shape[1], kt.shape[2]);
         if kt.shape[0] != b
             || kt.shape[3] != d
@@ -301,7 +306,9 @@ impl FuncOut {
             let ok = mt.rank() == 4
                 && (mt.shape[0] == 1 || mt.shape[0] == b)
                 && (mt.shape[1] == 1 || mt.shape[1] == hq)
-                && mt.shape[2] == 1
+                // The query's length, or 1 where the import already folded the mask's
+                // broadcast over the queries (tt-mlir's prefill lowering repeats it back).
+                && (mt.shape[2] == sq || mt.shape[2] == 1)
                 && mt.shape[3] == s;
             if !ok {
                 return None;
@@ -317,7 +324,7 @@ impl FuncOut {
         Some(Sdpa { at: i, query, key, value, mask, scale, guard })
     }
 
-    /// The decode op and its adapters, in order, ending in an op that produces the value
+    /// The attention op and its adapters, in order, ending in an op that produces the value
     /// matmul's result.
     fn rewrite_sdpa(&mut self, s: &Sdpa) -> Vec<OutOp> {
         let u = self.uses();
@@ -330,7 +337,7 @@ impl FuncOut {
         else {
             return vec![pv];
         };
-        let (b, hq, d) = (qt.shape[0], qt.shape[1], qt.shape[3]);
+        let (b, hq, sq, d) = (qt.shape[0], qt.shape[1], qt.shape[2], qt.shape[3]);
         let mut emit = |f: &mut FuncOut,
                         name: &str,
                         operands: Vec<ValueId>,
@@ -376,7 +383,8 @@ impl FuncOut {
                 emit(self, "ttnn.typecast", vec![src], Vec::new(), Some(to_bf16(&t)), suffix)
             });
         }
-        // Q: [B, Hq, 1, D] -> [1, B, Hq, D], in bf16.
+        // Q, in bf16; for decode permuted to [1, B, Hq, D].
+        let decode = sq == 1;
         let q_src = self.peel_cast(s.query, &u);
         let q_src = if self.tensor_ty(q_src).is_some_and(|t| sdpa_dtype(t.dtype)) {
             q_src
@@ -384,130 +392,133 @@ impl FuncOut {
             s.query
         };
         let Some(q_src_t) = self.tensor_ty(q_src).cloned() else { return vec![pv] };
-        let q_shape = vec![1, b, hq, d];
-        let mut q = emit(
-            self,
-            "ttnn.permute",
-            vec![q_src],
-            perm([2, 0, 1, 3]),
-            Some(q_src_t.reshaped(q_shape.clone())),
-            "_query_permute",
-        );
+        let op_shape = if decode { vec![1, b, hq, d] } else { qt.shape.clone() };
+        let mut q = q_src;
+        if decode {
+            let t = q_src_t.reshaped(op_shape.clone());
+            q = emit(self, "ttnn.permute", vec![q], perm([2, 0, 1, 3]), Some(t), "_query_permute");
+        }
         if !sdpa_dtype(q_src_t.dtype) {
-            let t = TType::tile(q_shape.clone(), DataType::BF16);
+            let t = TType::tile(op_shape.clone(), DataType::BF16);
             q = emit(self, "ttnn.typecast", vec![q], Vec::new(), Some(t), "_query_typecast");
         }
-        // The mask: [B|1, Hq|1, 1, S] -> [B|1, 1, Hq, S], heads materialized, in bf16.
+        // The mask, in bf16: for decode [B|1, Hq|1, 1, S] -> [B|1, 1, Hq, S] with the heads
+        // materialized (tt-metal's decode kernel does not broadcast them); for prefill a
+        // mask broadcast over the queries is repeated to their number.
         let mut operands = vec![q, kv[0], kv[1]];
         if let Some(m) = s.mask {
             let Some(mt) = self.tensor_ty(m).cloned() else { return vec![pv] };
-            let (mb, mh, sk) = (mt.shape[0], mt.shape[1], mt.shape[3]);
-            let mut cur = emit(
-                self,
-                "ttnn.permute",
-                vec![m],
-                perm([0, 2, 1, 3]),
-                Some(mt.reshaped(vec![mb, 1, mh, sk])),
-                "_mask_permute",
-            );
-            if mh != hq {
+            let (mb, mh, ms, sk) = (mt.shape[0], mt.shape[1], mt.shape[2], mt.shape[3]);
+            let mut cur = m;
+            let mut shape = mt.shape.clone();
+            if decode {
+                shape = vec![mb, 1, mh, sk];
+                let t = mt.reshaped(shape.clone());
                 cur = emit(
                     self,
-                    "ttnn.repeat",
+                    "ttnn.permute",
                     vec![cur],
-                    vec![("repeat_dims".to_owned(), format!("#ttnn.shape<1x1x{hq}x1>"))],
-                    Some(mt.reshaped(vec![mb, 1, hq, sk])),
-                    "_mask_repeat",
+                    perm([0, 2, 1, 3]),
+                    Some(t),
+                    "_mask_permute",
                 );
+                if mh != hq {
+                    shape = vec![mb, 1, hq, sk];
+                    let dims = format!("#ttnn.shape<1x1x{hq}x1>");
+                    let t = mt.reshaped(shape.clone());
+                    let props = vec![("repeat_dims".to_owned(), dims)];
+                    cur = emit(self, "ttnn.repeat", vec![cur], props, Some(t), "_mask_repeat");
+                }
+            } else if ms != sq {
+                shape = vec![mb, mh, sq, sk];
+                let dims = format!("#ttnn.shape<1x1x{sq}x1>");
+                let t = mt.reshaped(shape.clone());
+                let props = vec![("repeat_dims".to_owned(), dims)];
+                cur = emit(self, "ttnn.repeat", vec![cur], props, Some(t), "_mask_repeat");
             }
             if !sdpa_dtype(mt.dtype) {
-                let t = TType::tile(vec![mb, 1, hq, sk], DataType::BF16);
+                let t = TType::tile(shape, DataType::BF16);
                 cur = emit(self, "ttnn.typecast", vec![cur], Vec::new(), Some(t), "_mask_typecast");
             }
             operands.push(cur);
         }
         let masked = i32::from(s.mask.is_some());
-        let op_t = TType::tile(q_shape.clone(), DataType::BF16);
-        let mut attn = emit(
-            self,
-            "ttnn.scaled_dot_product_attention_decode",
-            operands,
-            vec![
-                ("is_causal".to_owned(), "false".to_owned()),
-                ("operandSegmentSizes".to_owned(), format!("array<i32: 1, 1, 1, {masked}, 0, 0>")),
-                ("scale".to_owned(), format!("{} : f32", dense::f32_literal(s.scale as f32))),
-            ],
-            Some(op_t),
-            "",
-        );
+        let (name, segments) = if decode {
+            (
+                "ttnn.scaled_dot_product_attention_decode",
+                format!("array<i32: 1, 1, 1, {masked}, 0, 0>"),
+            )
+        } else {
+            ("ttnn.scaled_dot_product_attention", format!("array<i32: 1, 1, 1, {masked}, 0>"))
+        };
+        let props = vec![
+            ("is_causal".to_owned(), "false".to_owned()),
+            ("operandSegmentSizes".to_owned(), segments),
+            ("scale".to_owned(), format!("{} : f32", dense::f32_literal(s.scale as f32))),
+        ];
+        let op_t = TType::tile(op_shape.clone(), DataType::BF16);
+        let mut attn = emit(self, name, operands, props, Some(op_t), "");
         if out_t.dtype != DataType::BF16 {
-            let t = TType::tile(q_shape, out_t.dtype);
+            let t = TType::tile(op_shape, out_t.dtype);
             attn = emit(self, "ttnn.typecast", vec![attn], Vec::new(), Some(t), "_typecast");
         }
-        // Back to [B, Hq, 1, D]; the NaN guard, if any, re-applied on the output rows.
-        let Some(guard) = &s.guard else {
-            emit(self, "ttnn.permute", vec![attn], perm([1, 2, 0, 3]), None, "_permute");
-            return ops;
-        };
-        let out = emit(
-            self,
-            "ttnn.permute",
-            vec![attn],
-            perm([1, 2, 0, 3]),
-            Some(out_t.clone()),
-            "_permute",
-        );
-        let device = self.device.id;
-        let cond = match (guard, s.mask) {
-            (Guard::FromMask, Some(m)) => {
-                let Some(mt) = self.tensor_ty(m).cloned() else { return vec![pv] };
-                let mut rows = mt.shape.clone();
-                rows[3] = 1;
-                let row_t = mt.reshaped(rows.clone());
-                let max = emit(
-                    self,
-                    "ttnn.max",
-                    vec![m],
-                    vec![
+        if decode {
+            let t = out_t.clone();
+            attn = emit(self, "ttnn.permute", vec![attn], perm([1, 2, 0, 3]), Some(t), "_permute");
+        }
+        // The NaN guard, if any, re-applied on the output rows.
+        if let Some(guard) = &s.guard {
+            let device = self.device.id;
+            let cond = match (guard, s.mask) {
+                (Guard::FromMask, Some(m)) => {
+                    let Some(mt) = self.tensor_ty(m).cloned() else { return vec![pv] };
+                    let mut rows = mt.shape.clone();
+                    rows[3] = 1;
+                    let row_t = mt.reshaped(rows.clone());
+                    let props = vec![
                         ("dim_arg".to_owned(), "[3 : i32]".to_owned()),
                         ("keep_dim".to_owned(), "true".to_owned()),
-                    ],
-                    Some(row_t.clone()),
-                    "_mask_max",
-                );
-                let shape = rows.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
-                let inf = emit(
-                    self,
-                    "ttnn.full",
-                    vec![device],
-                    vec![
-                        (
-                            "fill_value".to_owned(),
-                            format!("{} : f32", dense::f32_literal(f32::NEG_INFINITY)),
-                        ),
-                        ("shape".to_owned(), format!("#ttnn.shape<{shape}>")),
-                    ],
-                    Some(row_t.clone()),
-                    "_neg_inf",
-                );
-                emit(self, "ttnn.eq", vec![max, inf], Vec::new(), Some(row_t), "_fully_masked")
-            }
-            (Guard::Written(c), _) => *c,
-            (Guard::FromMask, None) => return vec![pv],
-        };
-        let shape = out_t.shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
-        let zeros = emit(
-            self,
-            "ttnn.full",
-            vec![device],
-            vec![
+                    ];
+                    let max =
+                        emit(self, "ttnn.max", vec![m], props, Some(row_t.clone()), "_mask_max");
+                    let inf = dense::f32_literal(f32::NEG_INFINITY);
+                    let props = vec![
+                        ("fill_value".to_owned(), format!("{inf} : f32")),
+                        ("shape".to_owned(), shape_attr(&rows)),
+                    ];
+                    let inf = emit(
+                        self,
+                        "ttnn.full",
+                        vec![device],
+                        props,
+                        Some(row_t.clone()),
+                        "_neg_inf",
+                    );
+                    emit(self, "ttnn.eq", vec![max, inf], Vec::new(), Some(row_t), "_fully_masked")
+                }
+                (Guard::Written(c), _) => *c,
+                (Guard::FromMask, None) => return vec![pv],
+            };
+            let props = vec![
                 ("fill_value".to_owned(), format!("{} : f32", dense::f32_literal(0.0))),
-                ("shape".to_owned(), format!("#ttnn.shape<{shape}>")),
-            ],
-            Some(out_t.clone()),
-            "_zeros",
-        );
-        emit(self, "ttnn.where", vec![cond, zeros, out], Vec::new(), None, "_nan_guard");
+                ("shape".to_owned(), shape_attr(&out_t.shape)),
+            ];
+            let zeros = emit(self, "ttnn.full", vec![device], props, Some(out_t.clone()), "_zeros");
+            attn = emit(
+                self,
+                "ttnn.where",
+                vec![cond, zeros, attn],
+                Vec::new(),
+                Some(out_t),
+                "_nan_guard",
+            );
+        }
+        // The chain's last op takes over the value matmul's result.
+        let _ = attn;
+        match ops.last_mut() {
+            Some(last) => last.results = vec![result],
+            None => return vec![pv],
+        }
         ops
     }
 }
