@@ -40,9 +40,11 @@ use crate::{
 /// `import` and `report` both take.
 const VARIANTS: &[(&str, &str, &[&str])] = &[
     // tt-xla's LLM benchmarks (the measured Llama-3.2-1B decode step) compile with weight
-    // conversion to bfp8, and tt-mlir's perf test of this block uses the same option; the
-    // corpus file carries no per-weight marks.
+    // conversion to bfp8, and tt-mlir's perf tests of these files use the same option. The
+    // block carries no per-weight marks; the layer carries tt-xla's marks on its projections
+    // and lm_head, and the option reaches the matmuls left (the rotary frequencies').
     ("llama_3_2_1b_decode_block", "weight_dtype_bfp_bf8", &["--weight-dtype", "bfp_bf8"]),
+    ("llama_3_2_1b_decode_layer", "weight_dtype_bfp_bf8", &["--weight-dtype", "bfp_bf8"]),
 ];
 
 /// The configurations of a comparison table, in row order.
