@@ -13,6 +13,10 @@
 //!    introduce a verifier violation, and `df-sharding-merge` must not be estimated slower than
 //!    `df-sharding`.
 //!
+//! A few models also run a second time with tt-mlir pipeline options (`VARIANTS`), because
+//! a measurement they are compared with was compiled so; their snapshots are
+//! `test-data/models/<model>.<suffix>.txt`.
+//!
 //! Steps 1 to 3 fail the task. Step 4 reports what it finds; those properties belong to the
 //! planner, and the snapshots already pin the current numbers, so a change is seen either way.
 //! `--strict` makes step 4 fail the task too. `--markdown` also prints one markdown table of all

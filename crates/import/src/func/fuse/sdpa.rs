@@ -2,19 +2,19 @@
 //! value matmul) becomes one `ttnn.scaled_dot_product_attention` or, for a query of length
 //! one, `ttnn.scaled_dot_product_attention_decode`.
 //!
-//! tt-xla writes attention op by op, in `f32`, over `[batch, heads, queries, kv_len]` scores
-//! (in a decode step the unit query dim pads every row to a whole tile); tt-mlir's `SDPAFusingPattern` (part of
-//! its default TTIR fusing) recognises it from the value matmul back: an optional NaN guard
-//! `where(row fully masked, 0, softmax)`, a softmax over the last dim, an optional additive
-//! mask, a score matmul whose key is transposed by a permute of the last two dims, scale
-//! multiplies on the query and key sides, and the grouped-query expansion of key and value
-//! (tt-xla's reshape, broadcast, reshape, which tt-mlir first turns into a
+//! tt-xla writes attention op by op, in `f32`, over `[batch, heads, queries, kv_len]`
+//! scores (in a decode step the unit query dim pads every row to a whole tile); tt-mlir's
+//! `SDPAFusingPattern` (part of its default TTIR fusing) recognises it from the value matmul
+//! back: an optional NaN guard `where(row fully masked, 0, softmax)`, a softmax over the last
+//! dim, an optional additive mask, a score matmul whose key is transposed by a permute of the
+//! last two dims, scale multiplies on the query and key sides, and the grouped-query expansion
+//! of key and value (tt-xla's reshape, broadcast, reshape, which tt-mlir first turns into a
 //! `repeat_interleave`). Its TTIR-to-TTNN conversion then lowers a query of sequence length
 //! one to the decode op (query permuted to `[1, batch, heads, dim]`, mask to
 //! `[batch, 1, heads, kv_len]` with its heads materialized, the result permuted back) and any
 //! other to the prefill op (a mask broadcast over the queries repeated to their number), and
-//! its workaround pass runs either op in `bf16`. The matcher declines whenever a piece is missing or
-//! used elsewhere, as the pattern does.
+//! its workaround pass runs either op in `bf16`. The matcher declines whenever a piece is
+//! missing or used elsewhere, as the pattern does.
 
 use ttnn_types::DataType;
 
@@ -45,6 +45,7 @@ enum Guard {
     Written(ValueId),
 }
 
+/// `#ttnn.shape<AxBx..>`.
 fn shape_attr(shape: &[u64]) -> String {
     format!("#ttnn.shape<{}>", shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x"))
 }
@@ -159,13 +160,17 @@ impl FuncOut {
             .collect::<Option<_>>()?;
         let mut grown = dims.iter().enumerate().filter(|(_, d)| **d != 1);
         let (at, count) = grown.next().map(|(k, d)| (k, *d))?;
-        if grown.next().is_some() || at != 2 || mid.len() != input.len() + 1 || mid[at] != 1 {
+        if grown.next().is_some()
+            || at != 2
+            || mid.len() != input.len() + 1
+            || mid.get(at) != Some(&1)
+        {
             return None;
         }
         let mut expected_mid = input.clone();
         expected_mid.insert(at, 1);
         let mut expected_out = input.clone();
-        expected_out[at - 1] *= count;
+        expected_out[at - 1] = expected_out[at - 1].saturating_mul(count);
         (*mid == expected_mid && *out == expected_out).then_some((x, cast, count))
     }
 
