@@ -4,7 +4,7 @@
 use std::{io::Write as _, process::ExitCode};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use ide::{Diagnostic, Severity};
 
 use crate::{input, output, render};
@@ -16,6 +16,38 @@ pub(crate) struct ImportArgs {
     /// Write the TTNN text here instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+/// tt-mlir pipeline options the import reproduces (`docs/import.md`), shared by every command
+/// that imports TTIR.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct PipelineArgs {
+    /// tt-mlir's `experimental-weight-dtype`: cast every matmul and linear weight computed
+    /// only from parameters and constants to this block float (a `ttcore.weight_dtype` mark on
+    /// the weight's argument still wins). tt-xla's LLM benchmarks compile with `bfp_bf8`.
+    #[arg(long, value_enum, value_name = "DTYPE")]
+    weight_dtype: Option<WeightDtypeArg>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum WeightDtypeArg {
+    #[value(name = "bfp_bf8")]
+    BfpBf8,
+    #[value(name = "bfp_bf4")]
+    BfpBf4,
+}
+
+impl PipelineArgs {
+    pub(crate) fn options(&self) -> import::ImportOptions {
+        import::ImportOptions {
+            weight_dtype: self.weight_dtype.map(|d| match d {
+                WeightDtypeArg::BfpBf8 => import::WeightDtype::BfpBf8,
+                WeightDtypeArg::BfpBf4 => import::WeightDtype::BfpBf4,
+            }),
+        }
+    }
 }
 
 pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
@@ -23,7 +55,7 @@ pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         output::ensure_not_an_input(out, &[&args.file])?;
     }
     let input = input::read(&args.file)?;
-    let result = import_text(&input.text, &args.file);
+    let result = import_text(&input.text, &args.file, &args.pipeline);
     let mut diags: Vec<Diagnostic> = input.encoding_error.iter().cloned().collect();
     diags.extend(to_ide_diagnostics(&result.diagnostics));
 
@@ -51,8 +83,12 @@ pub(crate) fn import(args: &ImportArgs) -> anyhow::Result<ExitCode> {
 
 /// Imports TTIR text; the output's header names the file by its base name only, so the text
 /// does not depend on the directory it was imported from.
-pub(crate) fn import_text(text: &str, path: &Utf8Path) -> import::ImportResult {
-    import::import_ttir(text, path.file_name().unwrap_or(path.as_str()))
+pub(crate) fn import_text(
+    text: &str,
+    path: &Utf8Path,
+    pipeline: &PipelineArgs,
+) -> import::ImportResult {
+    import::import_ttir_with(text, path.file_name().unwrap_or(path.as_str()), pipeline.options())
 }
 
 pub(crate) fn to_ide_diagnostics(diags: &[import::ImportDiagnostic]) -> Vec<Diagnostic> {

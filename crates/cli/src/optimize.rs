@@ -28,6 +28,8 @@ pub(crate) struct OptimizeArgs {
     target: Option<String>,
     #[command(flatten)]
     overrides: common::OverrideArgs,
+    #[command(flatten)]
+    pipeline: crate::import::PipelineArgs,
     /// Write the optimized IR here instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<Utf8PathBuf>,
@@ -55,7 +57,7 @@ pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     // TTIR (the dialect tt-mlir lowers to TTNN before its optimizer) is imported in memory
     // first, as `report --compare` does: optimizing it as is would find nothing to place.
     if input.encoding_error.is_none() && import::is_ttir(&input.text) {
-        let result = crate::import::import_text(&input.text, &args.file);
+        let result = crate::import::import_text(&input.text, &args.file, &args.pipeline);
         let mut stderr = std::io::stderr().lock();
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
         let _ = render::human(&input.path, &input.text, &diags, &mut stderr);

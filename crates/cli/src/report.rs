@@ -42,6 +42,8 @@ pub(crate) struct ReportArgs {
     /// run to run, so the output can be pinned by snapshots.
     #[arg(long, requires = "compare")]
     no_timing: bool,
+    #[command(flatten)]
+    pipeline: crate::import::PipelineArgs,
 }
 
 pub(crate) fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -115,7 +117,7 @@ fn compare_report(args: &ReportArgs, target: &target::Target) -> anyhow::Result<
     }
     let imported = import::is_ttir(&input.text);
     let text = if imported {
-        let result = crate::import::import_text(&input.text, &args.file);
+        let result = crate::import::import_text(&input.text, &args.file, &args.pipeline);
         let diags = crate::import::to_ide_diagnostics(&result.diagnostics);
         let _ = render::human(&input.path, &input.text, &diags, &mut err);
         if result.has_errors() {

@@ -120,6 +120,29 @@ fn an_unsupported_op_is_an_error_but_the_rest_is_still_imported() {
     .assert_eq(&normalize(&stderr));
 }
 
+const UNMARKED_WEIGHT: &str = r#"func.func @main(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %w: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> tensor<32x96xbf16> {
+    %0 = "ttir.matmul"(%x, %w) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
+    return %0 : tensor<32x96xbf16>
+}
+"#;
+
+#[test]
+fn weight_dtype_casts_unmarked_parameter_weights_as_tt_mlirs_option_does() {
+    let input = TempPath::with_text("weights.mlir", UNMARKED_WEIGHT);
+    let (code, plain, stderr) = run(&["import", input.path()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!plain.contains("bfp_bf8"), "{plain}");
+    let (code, cast, stderr) = run(&["import", input.path(), "--weight-dtype", "bfp_bf8"]);
+    assert_eq!(code, 0, "{stderr}");
+    // The weight's cast (hoisted to const-eval) and the block-float layout it produces.
+    let typecast = cast.lines().find(|l| l.contains("\"ttnn.typecast\"")).unwrap_or_default();
+    assert!(typecast.contains("loc(\"proj_weight_dtype\")"), "{cast}");
+    assert!(cast.contains("!ttcore.tile<32x32, bfp_bf8>"), "{cast}");
+    let (code, _, stderr) = run(&["import", input.path(), "--weight-dtype", "bfp_f8"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("bfp_bf8") && stderr.contains("bfp_bf4"), "{stderr}");
+}
+
 #[test]
 fn import_refuses_to_overwrite_its_input() {
     let input = TempPath::with_text("self.mlir", UNSUPPORTED);

@@ -866,11 +866,17 @@ fn the_validation_table_in_the_docs_is_current() {
     let doc = include_str!("../../../docs/cost-model.md");
     let snapshot = |model: &str| {
         let text = match model {
-            "llama_3_2_1b_decode_layer" => {
-                include_str!("../../../test-data/models/llama_3_2_1b_decode_layer.txt")
+            "llama_3_2_1b_decode_layer.weight_dtype_bfp_bf8" => include_str!(
+                "../../../test-data/models/llama_3_2_1b_decode_layer.weight_dtype_bfp_bf8.txt"
+            ),
+            "llama_3_2_1b_decode_block.weight_dtype_bfp_bf8" => include_str!(
+                "../../../test-data/models/llama_3_2_1b_decode_block.weight_dtype_bfp_bf8.txt"
+            ),
+            "bert_encoder_layer" => {
+                include_str!("../../../test-data/models/bert_encoder_layer.txt")
             }
-            "llama_3_2_1b_decode_block" => {
-                include_str!("../../../test-data/models/llama_3_2_1b_decode_block.txt")
+            "bert_encoder_block" => {
+                include_str!("../../../test-data/models/bert_encoder_block.txt")
             }
             "resnet_hf" => include_str!("../../../test-data/models/resnet_hf.txt"),
             _ => return None,

@@ -60,13 +60,49 @@ impl ImportResult {
     }
 }
 
-/// Imports a TTIR file. Never fails: ops that cannot be lowered stay in TTIR form (with
-/// converted types, so the graph stays connected) and get an `unsupported-op` error.
+/// tt-mlir pipeline options that change the imported graph. The default is tt-mlir's default
+/// pipeline (`--ttir-to-ttnn-backend-pipeline` without options).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ImportOptions {
+    /// tt-mlir's `experimental-weight-dtype`: the B operand of every matmul and linear whose
+    /// inputs are only `parameter` and `constant` arguments is cast to this block float
+    /// (a `ttcore.weight_dtype` mark on the weight's argument still wins). tt-xla's LLM
+    /// benchmarks and tt-mlir's model perf tests compile with `bfp_bf8`.
+    pub weight_dtype: Option<WeightDtype>,
+}
+
+/// The block floats tt-mlir's global weight conversion accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightDtype {
+    BfpBf8,
+    BfpBf4,
+}
+
+impl WeightDtype {
+    /// The TTNN data type the weights are cast to.
+    #[must_use]
+    pub fn data_type(self) -> ttnn_types::DataType {
+        match self {
+            WeightDtype::BfpBf8 => ttnn_types::DataType::BfpBF8,
+            WeightDtype::BfpBf4 => ttnn_types::DataType::BfpBF4,
+        }
+    }
+}
+
+/// Imports a TTIR file as tt-mlir's default pipeline would. Never fails: ops that cannot be
+/// lowered stay in TTIR form (with converted types, so the graph stays connected) and get an
+/// `unsupported-op` error.
 ///
 /// `file_name` only labels the output (a comment on its first line).
 #[must_use]
 pub fn import_ttir(text: &str, file_name: &str) -> ImportResult {
-    module::import(text, file_name)
+    import_ttir_with(text, file_name, ImportOptions::default())
+}
+
+/// [`import_ttir`] with tt-mlir pipeline options.
+#[must_use]
+pub fn import_ttir_with(text: &str, file_name: &str, options: ImportOptions) -> ImportResult {
+    module::import(text, file_name, options)
 }
 
 /// True for TTIR input: the file's ops include `ttir.` ops and no `ttnn.` op. Read from the

@@ -11,14 +11,14 @@ use rustc_hash::FxHashMap;
 use syntax::{TextRange, ast};
 
 use crate::{
-    ImportDiagnostic, ImportResult, ImportStats,
+    ImportDiagnostic, ImportOptions, ImportResult, ImportStats,
     func::{Bound, ConstEval, Form, FuncOut, OutTy, Slot, Val},
     lower::{self, Cx, OpIn, Src},
     names::{LocResolver, NameTable, sanitize},
     ty::{Layouts, convert_tensor},
 };
 
-pub(crate) fn import(text: &str, file_name: &str) -> ImportResult {
+pub(crate) fn import(text: &str, file_name: &str, options: ImportOptions) -> ImportResult {
     let parse = syntax::parse(text);
     let lowered = ir::lower_parse(text, &parse);
     let mut diagnostics: Vec<ImportDiagnostic> = lowered
@@ -55,6 +55,7 @@ pub(crate) fn import(text: &str, file_name: &str) -> ImportResult {
             names: &mut names,
             diagnostics: &mut diagnostics,
             stats: &mut stats,
+            options,
         };
         out.push_str(&cx.import_chunk(&funcs));
     }
@@ -70,6 +71,7 @@ struct ChunkCx<'a, 'r> {
     names: &'r mut NameTable,
     diagnostics: &'r mut Vec<ImportDiagnostic>,
     stats: &'r mut ImportStats,
+    options: ImportOptions,
 }
 
 /// The function ops of a chunk by range, found the way `ir` walks modules.
@@ -311,6 +313,9 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         fo.fuse_norms();
         fo.remove_dead_ops();
+        // tt-mlir's SDPA pattern reads the fused softmax.
+        fo.fuse_sdpa();
+        fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
         fo.fold_permute_chains();
         fo.fold_reshape_chains();
@@ -320,7 +325,11 @@ impl<'a> ChunkCx<'a, '_> {
         fo.fuse_linear();
         fo.remove_dead_ops();
         let const_args = self.const_args(body, ast_func);
-        fo.convert_weight_dtypes(&self.weight_dtypes(body, ast_func), &const_args);
+        fo.convert_weight_dtypes(
+            &self.weight_dtypes(body, ast_func),
+            &const_args,
+            self.options.weight_dtype.map(crate::WeightDtype::data_type),
+        );
         let const_eval = self.hoist_const_eval(&mut fo, body, ast_func, mesh);
         for name in fo.op_names().chain(const_eval.iter().flat_map(|(_, c)| c.body.op_names())) {
             self.stats.ops_out += 1;

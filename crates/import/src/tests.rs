@@ -5,11 +5,16 @@ use std::fmt::Write as _;
 
 use expect_test::{Expect, expect};
 
-use crate::{import_ttir, is_ttir};
+use crate::{ImportOptions, WeightDtype, import_ttir, import_ttir_with, is_ttir};
 
 #[track_caller]
 fn check(ttir: &str, expect: Expect) {
-    let res = import_ttir(ttir, "test.mlir");
+    check_with(ttir, ImportOptions::default(), expect);
+}
+
+#[track_caller]
+fn check_with(ttir: &str, options: ImportOptions, expect: Expect) {
+    let res = import_ttir_with(ttir, "test.mlir", options);
     let parse = syntax::parse(&res.ttnn);
     let lowered = ir::lower_parse(&res.ttnn, &parse);
     assert!(
@@ -844,6 +849,196 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
                 %1 = "ttnn.typecast"(%0) : (tensor<64x96xbf16, #ttnn_layout4>) -> tensor<64x96xbf16, #ttnn_layout5> loc("proj_weight_dtype")
                 %2 = "ttnn.permute"(%arg1) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("v_t")
                 return %2, %1 : tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn the_global_weight_dtype_casts_every_matmul_weight_made_only_of_parameters() {
+    // tt-mlir's `experimental-weight-dtype=bfp_bf8` (tt-xla's LLM benchmarks compile with
+    // it): a weight computed only from parameters (here through a transpose and a sum of two
+    // parameters) is cast without any mark; a weight that reads an input stays bf16, and a
+    // `bf16` mark on the weight's argument opts it out.
+    check_with(
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %d: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %k: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %o: tensor<64x96xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bf16"}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x96xbf16>) {
+  %0 = "ttir.permute"(%w) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("w_t")
+  %1 = "ttir.add"(%0, %d) : (tensor<64x96xbf16>, tensor<64x96xbf16>) -> tensor<64x96xbf16> loc("merged")
+  %2 = "ttir.matmul"(%x, %1) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
+  %3 = "ttir.add"(%d, %k) : (tensor<64x96xbf16>, tensor<64x96xbf16>) -> tensor<64x96xbf16> loc("mixed")
+  %4 = "ttir.matmul"(%x, %3) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("scores")
+  %5 = "ttir.matmul"(%x, %o) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("kept")
+  return %2, %4, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x96xbf16>
+}
+"#,
+        ImportOptions { weight_dtype: Some(WeightDtype::BfpBf8) },
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<64x96xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<64x96xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg4: tensor<64x96xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bf16"}) -> (tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @f_const_eval_0}> : (tensor<96x64xbf16, #ttnn_layout1>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout4> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout4>) -> tensor<32x96xbf16, #ttnn_layout3> loc("proj")
+                %2 = "ttnn.add"(%arg2, %arg3) : (tensor<64x96xbf16, #ttnn_layout2>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout2> loc("mixed")
+                %3 = "ttnn.matmul"(%arg0, %2) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<32x96xbf16, #ttnn_layout3> loc("scores")
+                %4 = "ttnn.matmul"(%arg0, %arg4) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<32x96xbf16, #ttnn_layout3> loc("kept")
+                return %1, %3, %4 : tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>, tensor<32x96xbf16, #ttnn_layout3>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<96x64xbf16, #ttnn_layout1>, %arg1: tensor<64x96xbf16, #ttnn_layout2>) -> (tensor<64x96xbf16, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout2> loc("w_t")
+                %1 = "ttnn.add"(%0, %arg1) : (tensor<64x96xbf16, #ttnn_layout2>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout2> loc("merged")
+                %2 = "ttnn.typecast"(%1) : (tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout4> loc("proj_weight_dtype")
+                return %2 : tensor<64x96xbf16, #ttnn_layout4>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_written_out_decode_attention_becomes_one_sdpa_decode_op() {
+    // tt-xla's decode attention, as in the corpus' decode layers (4 query heads sharing 2 KV
+    // heads, one query position, a KV cache of 32): scaled query and transposed key, an
+    // additive mask, a stable softmax, the NaN guard and the value matmul, in f32. tt-mlir's
+    // SDPA pattern fuses it and lowers a query of length one to the decode op: query permuted
+    // to [1, B, H, D], the mask to [B, 1, H, S] with its heads materialized, bf16 operands
+    // (the workaround's casts cancel the f32 casts of the caches and the query), the two
+    // scales folded into one, and the guard rebuilt from the mask on the output rows.
+    check(
+        r#"func.func @f(%q: tensor<2x4x1x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %kc: tensor<2x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %vc: tensor<2x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %mask: tensor<2x1x1x32xf32> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<2x4x1x32xbf16> {
+  %zeros = "ttir.constant"() <{value = dense<0.000000e+00> : tensor<2x4x1x32xf32>}> : () -> tensor<2x4x1x32xf32> loc("zeros")
+  %ninf = "ttir.constant"() <{value = dense<0xFF800000> : tensor<2x4x1x32xf32>}> : () -> tensor<2x4x1x32xf32> loc("ninf")
+  %ks = "ttir.constant"() <{value = dense<0.420448214> : tensor<2x4x32x32xf32>}> : () -> tensor<2x4x32x32xf32> loc("k_scale")
+  %qs = "ttir.constant"() <{value = dense<0.420448214> : tensor<2x4x1x32xf32>}> : () -> tensor<2x4x1x32xf32> loc("q_scale")
+  %0 = "ttir.typecast"(%q) <{conservative_folding = false}> : (tensor<2x4x1x32xbf16>) -> tensor<2x4x1x32xf32> loc("q_f32")
+  %1 = "ttir.multiply"(%0, %qs) : (tensor<2x4x1x32xf32>, tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xf32> loc("q_scaled")
+  %2 = "ttir.reshape"(%kc) <{shape = [2 : i32, 2 : i32, 1 : i32, 32 : i32, 32 : i32]}> : (tensor<2x2x32x32xbf16>) -> tensor<2x2x1x32x32xbf16> loc("k_unsqueeze")
+  %3 = "ttir.broadcast"(%2) <{broadcast_dimensions = array<i64: 1, 1, 2, 1, 1>}> : (tensor<2x2x1x32x32xbf16>) -> tensor<2x2x2x32x32xbf16> loc("k_expand")
+  %4 = "ttir.reshape"(%3) <{shape = [2 : i32, 4 : i32, 32 : i32, 32 : i32]}> : (tensor<2x2x2x32x32xbf16>) -> tensor<2x4x32x32xbf16> loc("k_heads")
+  %5 = "ttir.typecast"(%4) <{conservative_folding = false}> : (tensor<2x4x32x32xbf16>) -> tensor<2x4x32x32xf32> loc("k_f32")
+  %6 = "ttir.permute"(%5) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<2x4x32x32xf32>) -> tensor<2x4x32x32xf32> loc("k_t")
+  %7 = "ttir.multiply"(%6, %ks) : (tensor<2x4x32x32xf32>, tensor<2x4x32x32xf32>) -> tensor<2x4x32x32xf32> loc("k_scaled")
+  %8 = "ttir.dot_general"(%1, %7) <{batch_dims_lhs = array<i64: 0, 1>, batch_dims_rhs = array<i64: 0, 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 2>}> : (tensor<2x4x1x32xf32>, tensor<2x4x32x32xf32>) -> tensor<2x4x1x32xf32> loc("scores")
+  %9 = "ttir.broadcast"(%mask) <{broadcast_dimensions = array<i64: 1, 4, 1, 1>}> : (tensor<2x1x1x32xf32>) -> tensor<2x4x1x32xf32> loc("mask_heads")
+  %10 = "ttir.add"(%8, %9) : (tensor<2x4x1x32xf32>, tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xf32> loc("masked")
+  %11 = "ttir.eq"(%10, %ninf) : (tensor<2x4x1x32xf32>, tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xi1> loc("is_ninf")
+  %12 = "ttir.logical_not"(%11) : (tensor<2x4x1x32xi1>) -> tensor<2x4x1x32xi1> loc("finite")
+  %13 = "ttir.reduce_or"(%12) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<2x4x1x32xi1>) -> tensor<2x4x1xi1> loc("any_finite")
+  %14 = "ttir.reshape"(%13) <{shape = [2 : i32, 4 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1xi1>) -> tensor<2x4x1x1xi1> loc("any_finite_4d")
+  %15 = "ttir.logical_not"(%14) : (tensor<2x4x1x1xi1>) -> tensor<2x4x1x1xi1> loc("all_masked")
+  %16 = "ttir.broadcast"(%15) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<2x4x1x1xi1>) -> tensor<2x4x1x32xi1> loc("all_masked_b")
+  %17 = "ttir.max"(%10) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<2x4x1x32xf32>) -> tensor<2x4x1xf32> loc("row_max")
+  %18 = "ttir.reshape"(%17) <{shape = [2 : i32, 4 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1xf32>) -> tensor<2x4x1x1xf32> loc("row_max_4d")
+  %19 = "ttir.broadcast"(%18) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<2x4x1x1xf32>) -> tensor<2x4x1x32xf32> loc("row_max_b")
+  %20 = "ttir.subtract"(%10, %19) : (tensor<2x4x1x32xf32>, tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xf32> loc("shifted")
+  %21 = "ttir.exp"(%20) : (tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xf32> loc("exp")
+  %22 = "ttir.sum"(%21) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<2x4x1x32xf32>) -> tensor<2x4x1xf32> loc("row_sum")
+  %23 = "ttir.reshape"(%22) <{shape = [2 : i32, 4 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1xf32>) -> tensor<2x4x1x1xf32> loc("row_sum_4d")
+  %24 = "ttir.broadcast"(%23) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<2x4x1x1xf32>) -> tensor<2x4x1x32xf32> loc("row_sum_b")
+  %25 = "ttir.div"(%21, %24) : (tensor<2x4x1x32xf32>, tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xf32> loc("probs")
+  %26 = "ttir.where"(%16, %zeros, %25) : (tensor<2x4x1x32xi1>, tensor<2x4x1x32xf32>, tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xf32> loc("nan_guard")
+  %27 = "ttir.reshape"(%vc) <{shape = [2 : i32, 2 : i32, 1 : i32, 32 : i32, 32 : i32]}> : (tensor<2x2x32x32xbf16>) -> tensor<2x2x1x32x32xbf16> loc("v_unsqueeze")
+  %28 = "ttir.broadcast"(%27) <{broadcast_dimensions = array<i64: 1, 1, 2, 1, 1>}> : (tensor<2x2x1x32x32xbf16>) -> tensor<2x2x2x32x32xbf16> loc("v_expand")
+  %29 = "ttir.reshape"(%28) <{shape = [2 : i32, 4 : i32, 32 : i32, 32 : i32]}> : (tensor<2x2x2x32x32xbf16>) -> tensor<2x4x32x32xbf16> loc("v_heads")
+  %30 = "ttir.typecast"(%29) <{conservative_folding = false}> : (tensor<2x4x32x32xbf16>) -> tensor<2x4x32x32xf32> loc("v_f32")
+  %31 = "ttir.dot_general"(%26, %30) <{batch_dims_lhs = array<i64: 0, 1>, batch_dims_rhs = array<i64: 0, 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 2>}> : (tensor<2x4x1x32xf32>, tensor<2x4x32x32xf32>) -> tensor<2x4x1x32xf32> loc("attention")
+  %32 = "ttir.typecast"(%31) <{conservative_folding = false}> : (tensor<2x4x1x32xf32>) -> tensor<2x4x1x32xbf16> loc("out_bf16")
+  return %32 : tensor<2x4x1x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<4x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x4x1x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<2x2x32x32xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg2: tensor<2x2x32x32xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg3: tensor<2x1x1x32xf32, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<2x4x1x32xbf16, #ttnn_layout> {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<2x4x1x32xbf16, #ttnn_layout>) -> tensor<1x2x4x32xbf16, #ttnn_layout3> loc("attention_query_permute")
+                %1 = "ttnn.permute"(%arg3) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x1x1x32xf32, #ttnn_layout2>) -> tensor<2x1x1x32xf32, #ttnn_layout2> loc("attention_mask_permute")
+                %2 = "ttnn.repeat"(%1) <{repeat_dims = #ttnn.shape<1x1x4x1>}> : (tensor<2x1x1x32xf32, #ttnn_layout2>) -> tensor<2x1x4x32xf32, #ttnn_layout2> loc("attention_mask_repeat")
+                %3 = "ttnn.typecast"(%2) : (tensor<2x1x4x32xf32, #ttnn_layout2>) -> tensor<2x1x4x32xbf16, #ttnn_layout4> loc("attention_mask_typecast")
+                %4 = "ttnn.scaled_dot_product_attention_decode"(%0, %arg1, %arg2, %3) <{is_causal = false, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>, scale = 1.7677669e-01 : f32}> : (tensor<1x2x4x32xbf16, #ttnn_layout3>, tensor<2x2x32x32xbf16, #ttnn_layout1>, tensor<2x2x32x32xbf16, #ttnn_layout1>, tensor<2x1x4x32xbf16, #ttnn_layout4>) -> tensor<1x2x4x32xbf16, #ttnn_layout3> loc("attention")
+                %5 = "ttnn.typecast"(%4) : (tensor<1x2x4x32xbf16, #ttnn_layout3>) -> tensor<1x2x4x32xf32, #ttnn_layout5> loc("attention_typecast")
+                %6 = "ttnn.permute"(%5) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x2x4x32xf32, #ttnn_layout5>) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_permute")
+                %7 = "ttnn.max"(%arg3) <{dim_arg = [3 : i32], keep_dim = true}> : (tensor<2x1x1x32xf32, #ttnn_layout2>) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_mask_max")
+                %8:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>) loc("f_const_eval_0")
+                %9 = "ttnn.eq"(%7, %8#0) : (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x1x1x1xf32, #ttnn_layout2>) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_fully_masked")
+                %10 = "ttnn.where"(%9, %8#1, %6) : (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>, tensor<2x4x1x32xf32, #ttnn_layout6>) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_nan_guard")
+                %11 = "ttnn.typecast"(%10) : (tensor<2x4x1x32xf32, #ttnn_layout6>) -> tensor<2x4x1x32xbf16, #ttnn_layout> loc("out_bf16")
+                return %11 : tensor<2x4x1x32xbf16, #ttnn_layout>
+              }
+              func.func private @f_const_eval_0() -> (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.full"(%0) <{fill_value = 0xFF800000 : f32, shape = #ttnn.shape<2x1x1x1>}> : (!ttnn.device) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_neg_inf")
+                %2 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2x4x1x32>}> : (!ttnn.device) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_zeros")
+                return %1, %2 : tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_written_out_encoder_attention_becomes_one_sdpa_op_and_its_score_guard_goes() {
+    // BERT's attention as tt-xla writes it: no mask, so the NaN guard's predicate is read
+    // from the scores and is always false; tt-mlir's SDPA pattern drops it with the score
+    // matmul. A query of 32 positions lowers to the prefill op, in bf16.
+    check(
+        r#"func.func @f(%q: tensor<1x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %k: tensor<1x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %v: tensor<1x2x32x32xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<1x2x32x32xbf16> {
+  %zeros = "ttir.constant"() <{value = dense<0.000000e+00> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("zeros")
+  %ninf = "ttir.constant"() <{value = dense<0xFF800000> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("ninf")
+  %ks = "ttir.constant"() <{value = dense<0.420448214> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("k_scale")
+  %qs = "ttir.constant"() <{value = dense<0.420448214> : tensor<1x2x32x32xf32>}> : () -> tensor<1x2x32x32xf32> loc("q_scale")
+  %0 = "ttir.typecast"(%q) <{conservative_folding = false}> : (tensor<1x2x32x32xbf16>) -> tensor<1x2x32x32xf32> loc("q_f32")
+  %1 = "ttir.multiply"(%0, %qs) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("q_scaled")
+  %2 = "ttir.typecast"(%k) <{conservative_folding = false}> : (tensor<1x2x32x32xbf16>) -> tensor<1x2x32x32xf32> loc("k_f32")
+  %3 = "ttir.permute"(%2) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("k_t")
+  %4 = "ttir.multiply"(%3, %ks) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("k_scaled")
+  %5 = "ttir.dot_general"(%1, %4) <{batch_dims_lhs = array<i64: 0, 1>, batch_dims_rhs = array<i64: 0, 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 2>}> : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("scores")
+  %6 = "ttir.eq"(%5, %ninf) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xi1> loc("is_ninf")
+  %7 = "ttir.logical_not"(%6) : (tensor<1x2x32x32xi1>) -> tensor<1x2x32x32xi1> loc("finite")
+  %8 = "ttir.reduce_or"(%7) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<1x2x32x32xi1>) -> tensor<1x2x32xi1> loc("any_finite")
+  %9 = "ttir.reshape"(%8) <{shape = [1 : i32, 2 : i32, 32 : i32, 1 : i32]}> : (tensor<1x2x32xi1>) -> tensor<1x2x32x1xi1> loc("any_finite_4d")
+  %10 = "ttir.logical_not"(%9) : (tensor<1x2x32x1xi1>) -> tensor<1x2x32x1xi1> loc("all_masked")
+  %11 = "ttir.broadcast"(%10) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<1x2x32x1xi1>) -> tensor<1x2x32x32xi1> loc("all_masked_b")
+  %12 = "ttir.max"(%5) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32xf32> loc("row_max")
+  %13 = "ttir.reshape"(%12) <{shape = [1 : i32, 2 : i32, 32 : i32, 1 : i32]}> : (tensor<1x2x32xf32>) -> tensor<1x2x32x1xf32> loc("row_max_4d")
+  %14 = "ttir.broadcast"(%13) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<1x2x32x1xf32>) -> tensor<1x2x32x32xf32> loc("row_max_b")
+  %15 = "ttir.subtract"(%5, %14) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("shifted")
+  %16 = "ttir.exp"(%15) : (tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("exp")
+  %17 = "ttir.sum"(%16) <{dim_arg = [3 : i32], keep_dim = false}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32xf32> loc("row_sum")
+  %18 = "ttir.reshape"(%17) <{shape = [1 : i32, 2 : i32, 32 : i32, 1 : i32]}> : (tensor<1x2x32xf32>) -> tensor<1x2x32x1xf32> loc("row_sum_4d")
+  %19 = "ttir.broadcast"(%18) <{broadcast_dimensions = array<i64: 1, 1, 1, 32>}> : (tensor<1x2x32x1xf32>) -> tensor<1x2x32x32xf32> loc("row_sum_b")
+  %20 = "ttir.div"(%16, %19) : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("probs")
+  %21 = "ttir.where"(%11, %zeros, %20) : (tensor<1x2x32x32xi1>, tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("nan_guard")
+  %22 = "ttir.typecast"(%v) <{conservative_folding = false}> : (tensor<1x2x32x32xbf16>) -> tensor<1x2x32x32xf32> loc("v_f32")
+  %23 = "ttir.dot_general"(%21, %22) <{batch_dims_lhs = array<i64: 0, 1>, batch_dims_rhs = array<i64: 0, 1>, contract_dims_lhs = array<i64: 3>, contract_dims_rhs = array<i64: 2>}> : (tensor<1x2x32x32xf32>, tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xf32> loc("attention")
+  %24 = "ttir.typecast"(%23) <{conservative_folding = false}> : (tensor<1x2x32x32xf32>) -> tensor<1x2x32x32xbf16> loc("out_bf16")
+  return %24 : tensor<1x2x32x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x2x32x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<1x2x32x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg2: tensor<1x2x32x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<1x2x32x32xbf16, #ttnn_layout> {
+                %0 = "ttnn.scaled_dot_product_attention"(%arg0, %arg1, %arg2) <{is_causal = false, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, scale = 1.7677669e-01 : f32}> : (tensor<1x2x32x32xbf16, #ttnn_layout>, tensor<1x2x32x32xbf16, #ttnn_layout>, tensor<1x2x32x32xbf16, #ttnn_layout>) -> tensor<1x2x32x32xbf16, #ttnn_layout> loc("attention")
+                %1 = "ttnn.typecast"(%0) : (tensor<1x2x32x32xbf16, #ttnn_layout>) -> tensor<1x2x32x32xf32, #ttnn_layout1> loc("attention_typecast")
+                %2 = "ttnn.typecast"(%1) : (tensor<1x2x32x32xf32, #ttnn_layout1>) -> tensor<1x2x32x32xbf16, #ttnn_layout> loc("out_bf16")
+                return %2 : tensor<1x2x32x32xbf16, #ttnn_layout>
               }
             }
         "#]],

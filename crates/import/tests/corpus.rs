@@ -200,6 +200,32 @@ fn shape_problems(lowered: &ir::LoweredFile) -> Vec<String> {
                     Some(ints("permutation").iter().map(|p| ins[0][*p as usize]).collect())
                 }
                 "repeat" => None,
+                // Prefill attention: the query's shape, key and value of one shape with as
+                // many users and the query's head size.
+                "scaled_dot_product_attention" => {
+                    let (q, k, v) = (&ins[0], &ins[1], &ins[2]);
+                    (q.len() == 4
+                        && k == v
+                        && k.len() == 4
+                        && q[0] == k[0]
+                        && q[3] == k[3]
+                        && k[1] > 0
+                        && q[1] % k[1] == 0)
+                        .then(|| q.clone())
+                }
+                // Decode attention: `[1, B, H, D]` out of a query of that shape, and key and
+                // value `[B, Hkv, S, D]` with `H` a multiple of `Hkv`.
+                "scaled_dot_product_attention_decode" => {
+                    let (q, k, v) = (&ins[0], &ins[1], &ins[2]);
+                    (q.len() == 4
+                        && k == v
+                        && k.len() == 4
+                        && q[1] == k[0]
+                        && q[3] == k[3]
+                        && k[1] > 0
+                        && q[2] % k[1] == 0)
+                        .then(|| q.clone())
+                }
                 "concat" => {
                     let d = int("dim") as usize;
                     let mut s = ins[0].clone();

@@ -10,7 +10,9 @@
 //! `ReductionWithReshapePattern`, which they rely on, folded into the match) on the lowered
 //! TTNN ops, and decline whenever a piece of the pattern is missing or used elsewhere.
 
-use rustc_hash::FxHashMap;
+mod sdpa;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Def, Form, FuncOut, OutOp, OutTy, ValueId};
 use crate::{dense, ty::TType};
@@ -449,12 +451,18 @@ impl FuncOut {
     /// const-eval hoisting moves it to load time; per inference the matmul then reads a
     /// bfp8 weight, about half the bytes (decode matmuls are bound by those bytes).
     /// `arg_dtypes` holds each argument's override, by argument index.
+    ///
+    /// `global` is tt-mlir's `experimental-weight-dtype` pipeline option: a matmul whose
+    /// weight has no override gets it when everything the weight is computed from is a
+    /// parameter or constant argument (tt-mlir's `valueTracesToConstantArgs`: at least one
+    /// argument, all of them parameters or constants, through any ops).
     pub(crate) fn convert_weight_dtypes(
         &mut self,
         arg_dtypes: &[Option<ttnn_types::DataType>],
         const_args: &[bool],
+        global: Option<ttnn_types::DataType>,
     ) {
-        if arg_dtypes.iter().all(Option::is_none) {
+        if global.is_none() && arg_dtypes.iter().all(Option::is_none) {
             return;
         }
         let arg_index: FxHashMap<ValueId, usize> = self
@@ -480,10 +488,22 @@ impl FuncOut {
             {
                 source = *input;
             }
-            let Some(&arg) = arg_index.get(&source) else { continue };
-            let (Some(Some(dtype)), Some(true)) = (arg_dtypes.get(arg), const_args.get(arg)) else {
-                continue;
+            let marked = arg_index.get(&source).and_then(|&arg| {
+                match (arg_dtypes.get(arg), const_args.get(arg)) {
+                    (Some(Some(dtype)), Some(true)) => Some(*dtype),
+                    _ => None,
+                }
+            });
+            let dtype = match (marked, global) {
+                (Some(d), _) => d,
+                (None, Some(d))
+                    if self.traces_to_const_args(&u, &arg_index, const_args, weight) =>
+                {
+                    d
+                }
+                _ => continue,
             };
+            let dtype = &dtype;
             let Some(wt) = self.tensor_ty(weight).cloned() else { continue };
             if wt.dtype == *dtype
                 || !matches!(wt.dtype, ttnn_types::DataType::BF16 | ttnn_types::DataType::F32)
@@ -509,5 +529,36 @@ impl FuncOut {
             self.ops.extend(before.remove(&i).unwrap_or_default());
             self.ops.push(op);
         }
+    }
+}
+
+impl FuncOut {
+    /// True when `v` is computed only from function arguments that are parameters or
+    /// constants, and from at least one: tt-mlir's `valueTracesToConstantArgs`, which walks
+    /// the whole use-def chain (a weight made only by creation ops does not count).
+    fn traces_to_const_args(
+        &self,
+        u: &Uses,
+        arg_index: &FxHashMap<ValueId, usize>,
+        const_args: &[bool],
+        v: ValueId,
+    ) -> bool {
+        let mut seen: FxHashSet<ValueId> = FxHashSet::default();
+        let mut stack = vec![v];
+        let mut any_arg = false;
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            if let Some(&arg) = arg_index.get(&x) {
+                if !const_args.get(arg).copied().unwrap_or(false) {
+                    return false;
+                }
+                any_arg = true;
+            } else if let Some(&p) = u.producer.get(&x) {
+                stack.extend(self.ops[p].operands.iter().copied());
+            }
+        }
+        any_arg
     }
 }
