@@ -487,3 +487,77 @@ fn an_f32_mlp_width_shards_its_first_linear_on_eight_cores_as_tt_mlir_does() {
         df-sharding: 3 ops, 3 in L1; chains: 1 completed; 1 reshards, 1 spills, 0 merges; 2 conversions inserted
     "#]].assert_eq(&report);
 }
+
+/// A TTIR fork whose two branches share the location `op`, as in tt-mlir's
+/// `l1_interleaved/fork_join_sharded.mlir`.
+const SHARED_LOC_TTIR: &str = r#"module {
+  func.func @main(%a: tensor<64x128xbf16>) -> tensor<64x128xbf16> {
+    %0 = "ttir.relu"(%a) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("r")
+    %1 = "ttir.neg"(%0) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc(#loc)
+    %2 = "ttir.abs"(%0) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc(#loc)
+    %3 = "ttir.add"(%1, %2) : (tensor<64x128xbf16>, tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("j")
+    return %3 : tensor<64x128xbf16>
+  }
+}
+#loc = loc("op")
+"#;
+
+/// Optimizes `text` (written to a temporary `.mlir` file) with `args` and returns the human
+/// report lines of `ops`.
+fn optimize_text_report(text: &str, args: &[&str], ops: &[&str]) -> String {
+    let input = std::env::temp_dir().join(format!(
+        "ttnn-opt-text-{}-{}.mlir",
+        std::process::id(),
+        args.join("").len()
+    ));
+    std::fs::write(&input, text).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let mut all = vec!["optimize", &input_s, "--report", "human"];
+    all.extend_from_slice(args);
+    let (code, _, stderr) = run(&all);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    // The header starts with `op` too.
+    let report: String =
+        stderr.lines().filter(|l| !l.contains(" device µs ")).map(|l| format!("{l}\n")).collect();
+    ops.iter().map(|op| report_lines(&report, op)).collect()
+}
+
+/// tt-mlir applies an override to every op whose location has the name; the importer
+/// renames the second `op` to `op_1` to keep names unique, and the override still reaches it.
+#[test]
+fn an_override_of_a_location_two_ttir_ops_share_reaches_both() {
+    let report = optimize_text_report(
+        SHARED_LOC_TTIR,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--override-output-layout",
+            "op=l1:height_sharded",
+        ],
+        &["op", "op_1"],
+    );
+    expect_test::expect![[r#"
+        op                           ttnn.neg               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+    "#]]
+    .assert_eq(&report);
+}
+
+/// The name the importer made unique still names that op alone.
+#[test]
+fn an_override_of_a_renamed_op_reaches_that_op_alone() {
+    let report = optimize_text_report(
+        SHARED_LOC_TTIR,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--override-output-layout",
+            "op_1=l1:height_sharded",
+        ],
+        &["op", "op_1"],
+    );
+    expect_test::expect![[r#"
+        op                           ttnn.neg               DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+    "#]]
+    .assert_eq(&report);
+}

@@ -569,7 +569,13 @@ impl AnalysisHost {
         for file in changed.iter().filter_map(|p| self.files.get(p)) {
             for &func in ir::file_funcs(&self.db, *file).iter() {
                 let loc = ir::func_loc_names(&self.db, func);
-                names.extend(loc.iter().map(|(_, n)| (n.as_str().to_owned(), None)));
+                // The names ops were written with too: an override may name those
+                // (`layout::op_overrides`).
+                names.extend(
+                    loc.locs()
+                        .flat_map(|(_, l)| std::iter::once(l.name).chain(l.written_as))
+                        .map(|n| (n.as_str().to_owned(), None)),
+                );
             }
         }
         self.add_slots(names, Durability::MEDIUM);

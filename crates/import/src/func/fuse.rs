@@ -344,6 +344,7 @@ impl FuncOut {
                 props: vec![("shape".to_owned(), format!("[{len} : i32]"))],
                 results: vec![g],
                 loc: format!("{loc}_weight_reshape"),
+                written: false,
                 pure_op: true,
             });
             gamma = g;
@@ -386,6 +387,7 @@ impl FuncOut {
                 props,
                 results: vec![r],
                 loc: format!("{loc}{suffix}"),
+                written: false,
                 pure_op: true,
             });
             cur = r;
@@ -500,6 +502,7 @@ impl FuncOut {
                 props: Vec::new(),
                 results: vec![cast],
                 loc,
+                written: false,
                 pure_op: true,
             });
             self.ops[i].operands[1] = cast;
