@@ -61,6 +61,9 @@ impl OverrideFile {
                 OptionSetting::RowMajorEnabled { value, .. } => {
                     out.row_major_enabled = Some(*value)
                 }
+                OptionSetting::L1InterleavedFallback { value, .. } => {
+                    out.l1_interleaved_fallback = Some(*value)
+                }
                 OptionSetting::MemoryLayoutAnalysis { value, explicit: true, .. } => {
                     out.memory_layout_analysis = Some(*value);
                     explicit_analysis = true;
@@ -94,6 +97,7 @@ pub struct OverrideSettings {
     pub max_legal_layouts: Option<u32>,
     pub row_major_enabled: Option<bool>,
     pub memory_layout_analysis: Option<bool>,
+    pub l1_interleaved_fallback: Option<bool>,
 }
 
 /// One per-op override: `op_name=params` inside an option value.
@@ -182,6 +186,11 @@ pub enum OptionSetting {
         value: bool,
         range: TextRange,
     },
+    /// `l1-interleaved-fallback-analysis-enabled=<bool>`.
+    L1InterleavedFallback {
+        value: bool,
+        range: TextRange,
+    },
     /// `memory-layout-analysis-enabled=<bool>` (`explicit`), or what `optimization-level=1|2`
     /// implies for it.
     MemoryLayoutAnalysis {
@@ -214,7 +223,6 @@ const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
     ("enable-optimizer", Some(&["true", "1"])),
     ("memreconfig-enabled", Some(&["true", "1"])),
     ("enable-greedy-optimizer", Some(&["false", "0"])),
-    ("l1-interleaved-fallback-analysis-enabled", Some(&["false", "0"])),
     ("memory-layout-analysis-policy", Some(&["DFSharding"])),
 ];
 
@@ -244,10 +252,6 @@ fn unsupported_reason(name: &str, value: &str) -> String {
         "memreconfig-enabled" => "reshards and conversions are always inserted".to_owned(),
         "enable-greedy-optimizer" | "memory-layout-analysis-policy" => {
             "the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`".to_owned()
-        }
-        "l1-interleaved-fallback-analysis-enabled" => {
-            "the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented"
-                .to_owned()
         }
         "tensor-l1-usage-cap" => "the L1 budget comes from the target description".to_owned(),
         _ => format!("`{name}={value}` has no equivalent in this analysis"),
@@ -365,6 +369,19 @@ fn parse_option(
                 out,
                 "invalid-option-value",
                 format!("`row-major-enabled` expects `true` or `false`, found `{value}`"),
+                range_of(value_at, value),
+            ),
+        },
+        "l1-interleaved-fallback-analysis-enabled" => match parse_bool(value) {
+            Some(v) => out
+                .settings
+                .push(OptionSetting::L1InterleavedFallback { value: v, range: range_of(at, opt) }),
+            None => error(
+                out,
+                "invalid-option-value",
+                format!(
+                    "`l1-interleaved-fallback-analysis-enabled` expects `true` or `false`, found `{value}`"
+                ),
                 range_of(value_at, value),
             ),
         },
@@ -752,9 +769,9 @@ mod tests {
         check(
             "enable-optimizer=true optimization-level=0 l1-interleaved-fallback-analysis-enabled=true\nenable-greedy-optimizer=true tensor-l1-usage-cap=0.5 system-desc-path=x.ttsys\n",
             expect![[r#"
+                L1InterleavedFallback { value: true, range: 43..88 }
                 warning[ignored-option] 0..16 "enable-optimizer": `enable-optimizer` is a tt-mlir pipeline option with no effect on this analysis
                 warning[unsupported-option] 22..42 "optimization-level=0": `optimization-level=0` changes tt-mlir's plan and is not supported here: only levels 1 (no memory-layout analysis) and 2 (with it) are modelled
-                warning[unsupported-option] 43..88 "l1-interleaved-fallback-analysis-enabled=true": `l1-interleaved-fallback-analysis-enabled=true` changes tt-mlir's plan and is not supported here: the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented
                 warning[unsupported-option] 89..117 "enable-greedy-optimizer=true": `enable-greedy-optimizer=true` changes tt-mlir's plan and is not supported here: the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`
                 warning[unsupported-option] 118..141 "tensor-l1-usage-cap=0.5": `tensor-l1-usage-cap=0.5` changes tt-mlir's plan and is not supported here: the L1 budget comes from the target description
                 warning[ignored-option] 142..158 "system-desc-path": `system-desc-path` is a tt-mlir pipeline option with no effect on this analysis

@@ -505,10 +505,13 @@ const SHARED_LOC_TTIR: &str = r#"module {
 /// Optimizes `text` (written to a temporary `.mlir` file) with `args` and returns the human
 /// report lines of `ops`.
 fn optimize_text_report(text: &str, args: &[&str], ops: &[&str]) -> String {
+    // Named by the text and the arguments too: tests run in parallel.
     let input = std::env::temp_dir().join(format!(
-        "ttnn-opt-text-{}-{}.mlir",
+        "ttnn-opt-text-{}-{}-{}-{}.mlir",
         std::process::id(),
-        args.join("").len()
+        text.len(),
+        args.join(" ").len(),
+        ops.join(" ").len()
     ));
     std::fs::write(&input, text).expect("temp dir is writable");
     let input_s = input.to_string_lossy().into_owned();
@@ -560,4 +563,89 @@ fn an_override_of_a_renamed_op_reaches_that_op_alone() {
         op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
     "#]]
     .assert_eq(&report);
+}
+
+/// Ops for the L1-interleaved fallback's rules: `relu`'s user does not run right after it,
+/// `add`'s user is a typecast, `typecast` itself never moves, `abs` is returned; `neg` and
+/// `exp` qualify.
+const FALLBACK_TTIR: &str = r#"module {
+  func.func @main(%a: tensor<64x128xbf16>, %b: tensor<64x128xbf16>) -> tensor<64x128xf32> {
+    %0 = "ttir.relu"(%a) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("relu")
+    %1 = "ttir.neg"(%b) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("neg")
+    %2 = "ttir.add"(%0, %1) : (tensor<64x128xbf16>, tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("add")
+    %3 = "ttir.typecast"(%2) : (tensor<64x128xbf16>) -> tensor<64x128xf32> loc("typecast")
+    %4 = "ttir.exp"(%3) : (tensor<64x128xf32>) -> tensor<64x128xf32> loc("exp")
+    %5 = "ttir.abs"(%4) : (tensor<64x128xf32>) -> tensor<64x128xf32> loc("abs")
+    return %5 : tensor<64x128xf32>
+  }
+}
+"#;
+
+const FALLBACK_OPS: [&str; 6] = ["relu", "neg", "add", "typecast", "exp", "abs"];
+
+/// tt-mlir's `L1InterleavedFallbackAnalysis`: a DRAM result used once, by the op right after
+/// it, moves to L1 interleaved unless a typecast (or slice, matmul) produces or reads it.
+#[test]
+fn the_l1_interleaved_fallback_moves_single_use_results_read_right_after_to_l1() {
+    let report = optimize_text_report(
+        FALLBACK_TTIR,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--l1-interleaved-fallback-analysis-enabled=true",
+        ],
+        &FALLBACK_OPS,
+    );
+    expect_test::expect![[r#"
+        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        neg                          ttnn.neg               DRAM il      L1 il        -                           3.2 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        add                          ttnn.add               DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        exp                          ttnn.exp               DRAM il      L1 il        -                           3.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&report);
+}
+
+/// The fallback is off unless asked for, as in tt-mlir.
+#[test]
+fn without_the_l1_interleaved_fallback_every_op_stays_in_dram() {
+    let report = optimize_text_report(
+        FALLBACK_TTIR,
+        &["--memory-layout-analysis-enabled=false"],
+        &FALLBACK_OPS,
+    );
+    expect_test::expect![[r#"
+        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        neg                          ttnn.neg               DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        add                          ttnn.add               DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        exp                          ttnn.exp               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&report);
+}
+
+/// An op moves only if it fits L1 with its inputs and its user fits reading it from there:
+/// an 8192x8192 bf16 tensor is 2 MiB per core interleaved over 64 cores, more than L1.
+#[test]
+fn the_l1_interleaved_fallback_leaves_in_dram_what_does_not_fit_l1() {
+    let big = r#"module {
+  func.func @main(%a: tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> {
+    %0 = "ttir.relu"(%a) : (tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> loc("big")
+    %1 = "ttir.neg"(%0) : (tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> loc("out")
+    return %1 : tensor<8192x8192xbf16>
+  }
+}
+"#;
+    let report = optimize_text_report(
+        big,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--l1-interleaved-fallback-analysis-enabled=true",
+        ],
+        &["big"],
+    );
+    expect_test::expect![[r#"
+        big                          ttnn.relu              DRAM il      DRAM il      -                        1081.7 not in an L1 chain: DRAM interleaved
+    "#]].assert_eq(&report);
 }

@@ -23,7 +23,8 @@ pub fn override_file(db: &dyn Db) -> Arc<OverrideFile> {
 }
 
 /// The options in effect: the options input, with `max-legal-layouts`,
-/// `row-major-enabled` and `memory-layout-analysis-enabled` from the overrides text taking
+/// `row-major-enabled`, `memory-layout-analysis-enabled` and
+/// `l1-interleaved-fallback-analysis-enabled` from the overrides text taking
 /// precedence.
 #[salsa::tracked(returns(clone))]
 pub fn effective_options(db: &dyn Db) -> Options {
@@ -37,6 +38,9 @@ pub fn effective_options(db: &dyn Db) -> Options {
     }
     if let Some(v) = settings.memory_layout_analysis {
         options.memory_layout_analysis = v;
+    }
+    if let Some(v) = settings.l1_interleaved_fallback {
+        options.l1_interleaved_fallback = v;
     }
     options
 }
