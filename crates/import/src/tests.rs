@@ -925,3 +925,29 @@ fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
 %1 = "ttir.relu"(%0) : (tensor<4xbf16>) -> tensor<4xbf16>"#
     ));
 }
+
+#[test]
+fn less_than_and_less_equal_become_greater_comparisons_with_swapped_operands() {
+    check(
+        r#"module {
+  func.func @main(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>) -> (tensor<32x32xf32>, tensor<32x32xf32>) {
+    %0 = "ttir.lt"(%a, %b) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32> loc("lt")
+    %1 = "ttir.le"(%a, %b) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32> loc("le")
+    return %0, %1 : tensor<32x32xf32>, tensor<32x32xf32>
+  }
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @main(%arg0: tensor<32x32xf32, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout>) -> (tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>) {
+                %0 = "ttnn.gt"(%arg1, %arg0) : (tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>) -> tensor<32x32xf32, #ttnn_layout> loc("lt")
+                %1 = "ttnn.ge"(%arg1, %arg0) : (tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>) -> tensor<32x32xf32, #ttnn_layout> loc("le")
+                return %0, %1 : tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
