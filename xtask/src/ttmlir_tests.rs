@@ -265,6 +265,7 @@ fn setup_of(text: &str) -> Result<Setup, String> {
         "max-legal-layouts",
         "row-major-enabled",
         "l1-interleaved-fallback-analysis-enabled",
+        "tensor-l1-usage-cap",
     ] {
         if let Some(v) = get(key) {
             overrides.push(format!("{key}={v}"));
@@ -278,7 +279,7 @@ fn setup_of(text: &str) -> Result<Setup, String> {
         description.insert(0, "no memory-layout analysis".to_owned());
     }
     let mut unsupported = Vec::new();
-    for key in ["override-conv3d-config", "tensor-l1-usage-cap", "disable-workarounds"] {
+    for key in ["override-conv3d-config", "disable-workarounds"] {
         if get(key).is_some() {
             unsupported.push(format!("`{key}`"));
         }

@@ -649,3 +649,41 @@ fn the_l1_interleaved_fallback_leaves_in_dram_what_does_not_fit_l1() {
         big                          ttnn.relu              DRAM il      DRAM il      -                        1081.7 not in an L1 chain: DRAM interleaved
     "#]].assert_eq(&report);
 }
+
+/// tt-mlir's `l1_interleaved/storage_fail_nextop.mlir`: a relu feeding a height-sharded add
+/// moves to L1 interleaved, unless `tensor-l1-usage-cap` leaves no room for both.
+#[test]
+fn tensor_l1_usage_cap_shrinks_the_l1_the_fallback_may_use() {
+    let ttir = r#"module {
+  func.func @main(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+    %0 = "ttir.relu"(%a) : (tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> loc("relu")
+    %1 = "ttir.add"(%0, %b) : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> loc("add_op")
+    return %1 : tensor<4096x4096xbf16>
+  }
+}
+"#;
+    let with_cap = |cap: &str| {
+        let overrides = std::env::temp_dir().join(format!(
+            "ttnn-opt-cap-{}-{}.overrides",
+            std::process::id(),
+            cap.len()
+        ));
+        std::fs::write(
+            &overrides,
+            format!(
+                "optimization-level=1 l1-interleaved-fallback-analysis-enabled=true \
+                 override-output-layout=add_op=l1:height_sharded {cap}\n"
+            ),
+        )
+        .expect("temp dir is writable");
+        let path = overrides.to_string_lossy().into_owned();
+        let report = optimize_text_report(ttir, &["--overrides", &path], &["relu"]);
+        let _ = std::fs::remove_file(&overrides);
+        report
+    };
+    expect_test::expect![[r#"
+        relu                         ttnn.relu              DRAM il      L1 il        -                         162.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        relu                         ttnn.relu              DRAM il      DRAM il      -                         272.7 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&(with_cap("") + &with_cap("tensor-l1-usage-cap=0.6")));
+}
