@@ -264,6 +264,8 @@ fn setup_of(text: &str) -> Result<Setup, String> {
         "insert-memreconfig",
         "max-legal-layouts",
         "row-major-enabled",
+        "l1-interleaved-fallback-analysis-enabled",
+        "tensor-l1-usage-cap",
     ] {
         if let Some(v) = get(key) {
             overrides.push(format!("{key}={v}"));
@@ -277,12 +279,7 @@ fn setup_of(text: &str) -> Result<Setup, String> {
         description.insert(0, "no memory-layout analysis".to_owned());
     }
     let mut unsupported = Vec::new();
-    for key in [
-        "override-conv3d-config",
-        "tensor-l1-usage-cap",
-        "l1-interleaved-fallback-analysis-enabled",
-        "disable-workarounds",
-    ] {
+    for key in ["override-conv3d-config", "disable-workarounds"] {
         if get(key).is_some() {
             unsupported.push(format!("`{key}`"));
         }
@@ -493,6 +490,19 @@ fn decode_layout(text: &str, buffers: &BTreeMap<String, BufferType>) -> Asserted
                     .strip_prefix("[[")
                     .and_then(|n| buffers.get(n.split(']').next().unwrap_or("")).copied()),
             };
+        }
+        // `memref<{{.*}}#l1>`: the buffer after a FileCheck wildcard, with no `, ` before it.
+        if a.buffer.is_none() {
+            a.buffer = [
+                ("#l1>", BufferType::L1),
+                ("#l1_>", BufferType::L1),
+                ("#dram>", BufferType::Dram),
+                ("#system_memory>", BufferType::SystemMemory),
+            ]
+            .into_iter()
+            .filter_map(|(k, b)| rest.find(k).map(|p| (p, b)))
+            .min_by_key(|(p, _)| *p)
+            .map(|(_, b)| b);
         }
     }
     for ml in ["interleaved", "height_sharded", "width_sharded", "block_sharded"] {
@@ -803,7 +813,7 @@ fn glob_match(pattern: &str, line: &str) -> bool {
 mod tests {
     use expect_test::expect;
 
-    use super::{asserted_layout, literal_fields, setup_of};
+    use super::{asserted_layout, decode_layout, literal_fields, setup_of};
 
     /// The options a test's RUN line leads to, or why it is skipped.
     fn describe(text: &str) -> String {
@@ -821,6 +831,26 @@ mod tests {
         assert_eq!(asserted_layout(p, &Default::default()), None);
         expect![[r#"["shard_layout = height_sharded"]"#]]
             .assert_eq(&format!("{:?}", literal_fields(p)));
+    }
+
+    /// tt-mlir's `l1_interleaved/*.mlir` bind `#[[L1:.*]]` to a layout whose buffer follows
+    /// a wildcard; an L1 assertion must not pass for a DRAM op.
+    #[test]
+    fn a_buffer_after_a_wildcard_in_the_memref_is_asserted() {
+        let l1 = r#"#ttnn.ttnn_layout<{{.*}}memref<{{.*}}#l1>{{.*}}<interleaved>>"#;
+        let dram = r#"#ttnn.ttnn_layout<{{.*}}memref<{{.*}}#dram>{{.*}}<interleaved>>"#;
+        expect![[r#"(Some(L1), Some("interleaved")), (Some(Dram), Some("interleaved"))"#]]
+            .assert_eq(&format!(
+                "{:?}, {:?}",
+                (
+                    decode_layout(l1, &Default::default()).buffer,
+                    decode_layout(l1, &Default::default()).memory_layout
+                ),
+                (
+                    decode_layout(dram, &Default::default()).buffer,
+                    decode_layout(dram, &Default::default()).memory_layout
+                ),
+            ));
     }
 
     #[test]

@@ -164,6 +164,10 @@ pub struct Options {
     /// optimization level 2): build and solve L1 chains. Off, as at level 1, no chain is
     /// built and every op takes its first legal layout (tt-mlir's `OpConfigAnalysis`).
     pub memory_layout_analysis: bool,
+    /// After the layouts are chosen, move single-use DRAM outputs whose user runs right
+    /// after them to L1 interleaved where both fit (`l1-interleaved-fallback-analysis-enabled`,
+    /// tt-mlir's `L1InterleavedFallbackAnalysis`; off by default, as in tt-mlir).
+    pub l1_interleaved_fallback: bool,
     /// Scheduled ops per chunk of the plan (see `plan::chunk_layout`): how much an override
     /// re-derives. Not a tt-mlir option; tests set it small to cover chunk boundaries.
     pub plan_chunk_ops: u32,
@@ -178,6 +182,7 @@ impl Options {
             max_legal_layouts: 64,
             row_major_enabled: false,
             memory_layout_analysis: true,
+            l1_interleaved_fallback: false,
             plan_chunk_ops: 256,
         }
     }

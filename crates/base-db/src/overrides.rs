@@ -61,6 +61,12 @@ impl OverrideFile {
                 OptionSetting::RowMajorEnabled { value, .. } => {
                     out.row_major_enabled = Some(*value)
                 }
+                OptionSetting::L1InterleavedFallback { value, .. } => {
+                    out.l1_interleaved_fallback = Some(*value)
+                }
+                OptionSetting::TensorL1UsageCap { value, .. } => {
+                    out.tensor_l1_usage_cap = Some(*value)
+                }
                 OptionSetting::MemoryLayoutAnalysis { value, explicit: true, .. } => {
                     out.memory_layout_analysis = Some(*value);
                     explicit_analysis = true;
@@ -94,6 +100,10 @@ pub struct OverrideSettings {
     pub max_legal_layouts: Option<u32>,
     pub row_major_enabled: Option<bool>,
     pub memory_layout_analysis: Option<bool>,
+    pub l1_interleaved_fallback: Option<bool>,
+    /// The fraction of unreserved L1 tensors may use (`tensor-l1-usage-cap`), replacing the
+    /// target's.
+    pub tensor_l1_usage_cap: Option<target::UsageCap>,
 }
 
 /// One per-op override: `op_name=params` inside an option value.
@@ -182,6 +192,16 @@ pub enum OptionSetting {
         value: bool,
         range: TextRange,
     },
+    /// `l1-interleaved-fallback-analysis-enabled=<bool>`.
+    L1InterleavedFallback {
+        value: bool,
+        range: TextRange,
+    },
+    /// `tensor-l1-usage-cap=<fraction>`.
+    TensorL1UsageCap {
+        value: target::UsageCap,
+        range: TextRange,
+    },
     /// `memory-layout-analysis-enabled=<bool>` (`explicit`), or what `optimization-level=1|2`
     /// implies for it.
     MemoryLayoutAnalysis {
@@ -214,7 +234,6 @@ const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
     ("enable-optimizer", Some(&["true", "1"])),
     ("memreconfig-enabled", Some(&["true", "1"])),
     ("enable-greedy-optimizer", Some(&["false", "0"])),
-    ("l1-interleaved-fallback-analysis-enabled", Some(&["false", "0"])),
     ("memory-layout-analysis-policy", Some(&["DFSharding"])),
 ];
 
@@ -223,7 +242,6 @@ const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
 /// taken for tt-mlir's. (The options above with another value land here too.)
 const UNSUPPORTED_OPTIONS: &[&str] = &[
     "optimization-level",
-    "tensor-l1-usage-cap",
     "experimental-weight-dtype",
     "experimental-kv-cache-dtype",
     "mesh-shape",
@@ -245,11 +263,6 @@ fn unsupported_reason(name: &str, value: &str) -> String {
         "enable-greedy-optimizer" | "memory-layout-analysis-policy" => {
             "the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`".to_owned()
         }
-        "l1-interleaved-fallback-analysis-enabled" => {
-            "the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented"
-                .to_owned()
-        }
-        "tensor-l1-usage-cap" => "the L1 budget comes from the target description".to_owned(),
         _ => format!("`{name}={value}` has no equivalent in this analysis"),
     }
 }
@@ -365,6 +378,32 @@ fn parse_option(
                 out,
                 "invalid-option-value",
                 format!("`row-major-enabled` expects `true` or `false`, found `{value}`"),
+                range_of(value_at, value),
+            ),
+        },
+        "tensor-l1-usage-cap" => {
+            match value.parse::<f64>().ok().and_then(target::UsageCap::from_fraction) {
+                Some(v) => out
+                    .settings
+                    .push(OptionSetting::TensorL1UsageCap { value: v, range: range_of(at, opt) }),
+                None => error(
+                    out,
+                    "invalid-option-value",
+                    format!("`tensor-l1-usage-cap` expects a fraction in (0, 1], found `{value}`"),
+                    range_of(value_at, value),
+                ),
+            }
+        }
+        "l1-interleaved-fallback-analysis-enabled" => match parse_bool(value) {
+            Some(v) => out
+                .settings
+                .push(OptionSetting::L1InterleavedFallback { value: v, range: range_of(at, opt) }),
+            None => error(
+                out,
+                "invalid-option-value",
+                format!(
+                    "`l1-interleaved-fallback-analysis-enabled` expects `true` or `false`, found `{value}`"
+                ),
                 range_of(value_at, value),
             ),
         },
@@ -752,11 +791,11 @@ mod tests {
         check(
             "enable-optimizer=true optimization-level=0 l1-interleaved-fallback-analysis-enabled=true\nenable-greedy-optimizer=true tensor-l1-usage-cap=0.5 system-desc-path=x.ttsys\n",
             expect![[r#"
+                L1InterleavedFallback { value: true, range: 43..88 }
+                TensorL1UsageCap { value: UsageCap(500000), range: 118..141 }
                 warning[ignored-option] 0..16 "enable-optimizer": `enable-optimizer` is a tt-mlir pipeline option with no effect on this analysis
                 warning[unsupported-option] 22..42 "optimization-level=0": `optimization-level=0` changes tt-mlir's plan and is not supported here: only levels 1 (no memory-layout analysis) and 2 (with it) are modelled
-                warning[unsupported-option] 43..88 "l1-interleaved-fallback-analysis-enabled=true": `l1-interleaved-fallback-analysis-enabled=true` changes tt-mlir's plan and is not supported here: the L1-interleaved fallback (moving single-use DRAM outputs to L1) is not implemented
                 warning[unsupported-option] 89..117 "enable-greedy-optimizer=true": `enable-greedy-optimizer=true` changes tt-mlir's plan and is not supported here: the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`
-                warning[unsupported-option] 118..141 "tensor-l1-usage-cap=0.5": `tensor-l1-usage-cap=0.5` changes tt-mlir's plan and is not supported here: the L1 budget comes from the target description
                 warning[ignored-option] 142..158 "system-desc-path": `system-desc-path` is a tt-mlir pipeline option with no effect on this analysis
             "#]],
         );
@@ -771,6 +810,21 @@ mod tests {
                 mm 99..101: InsertMemReconfig([0, 1])
                 MaxLegalLayouts { value: 8, range: 106..125 }
                 RowMajorEnabled { value: true, range: 126..148 }
+            "#]],
+        );
+    }
+
+    #[test]
+    fn a_tensor_l1_usage_cap_is_a_setting_and_a_cap_outside_zero_to_one_an_error() {
+        let parsed = parse_overrides("tensor-l1-usage-cap=0.6\n");
+        assert_eq!(
+            parsed.option_settings().tensor_l1_usage_cap,
+            target::UsageCap::from_fraction(0.6)
+        );
+        check(
+            "tensor-l1-usage-cap=1.5\n",
+            expect![[r#"
+                error[invalid-option-value] 20..23 "1.5": `tensor-l1-usage-cap` expects a fraction in (0, 1], found `1.5`
             "#]],
         );
     }

@@ -50,6 +50,10 @@ pub(crate) struct OverrideArgs {
     /// first legal layout (the one its output-layout override leaves).
     #[arg(long = "memory-layout-analysis-enabled", value_name = "BOOL")]
     pub(crate) memory_layout_analysis: Option<bool>,
+    /// `true` moves single-use DRAM outputs whose user runs right after them to L1
+    /// interleaved where both fit, as tt-mlir's L1-interleaved fallback analysis.
+    #[arg(long = "l1-interleaved-fallback-analysis-enabled", value_name = "BOOL")]
+    pub(crate) l1_interleaved_fallback: Option<bool>,
 }
 
 impl OverrideArgs {
@@ -84,12 +88,16 @@ impl OverrideArgs {
         if let Some(v) = self.memory_layout_analysis {
             text.push_str(&format!("memory-layout-analysis-enabled={v}\n"));
         }
+        if let Some(v) = self.l1_interleaved_fallback {
+            text.push_str(&format!("l1-interleaved-fallback-analysis-enabled={v}\n"));
+        }
         let has_flags = !self.output_layout.is_empty()
             || !self.conv2d_config.is_empty()
             || !self.insert_memreconfig.is_empty()
             || self.max_legal_layouts.is_some()
             || self.row_major_enabled
-            || self.memory_layout_analysis.is_some();
+            || self.memory_layout_analysis.is_some()
+            || self.l1_interleaved_fallback.is_some();
         if self.overrides.is_some() && has_flags {
             origin = format!("{origin} + command-line flags");
         }

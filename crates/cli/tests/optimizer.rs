@@ -487,3 +487,203 @@ fn an_f32_mlp_width_shards_its_first_linear_on_eight_cores_as_tt_mlir_does() {
         df-sharding: 3 ops, 3 in L1; chains: 1 completed; 1 reshards, 1 spills, 0 merges; 2 conversions inserted
     "#]].assert_eq(&report);
 }
+
+/// A TTIR fork whose two branches share the location `op`, as in tt-mlir's
+/// `l1_interleaved/fork_join_sharded.mlir`.
+const SHARED_LOC_TTIR: &str = r#"module {
+  func.func @main(%a: tensor<64x128xbf16>) -> tensor<64x128xbf16> {
+    %0 = "ttir.relu"(%a) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("r")
+    %1 = "ttir.neg"(%0) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc(#loc)
+    %2 = "ttir.abs"(%0) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc(#loc)
+    %3 = "ttir.add"(%1, %2) : (tensor<64x128xbf16>, tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("j")
+    return %3 : tensor<64x128xbf16>
+  }
+}
+#loc = loc("op")
+"#;
+
+/// Optimizes `text` (written to a temporary `.mlir` file) with `args` and returns the human
+/// report lines of `ops`.
+fn optimize_text_report(text: &str, args: &[&str], ops: &[&str]) -> String {
+    // Named by the text and the arguments too: tests run in parallel.
+    let input = std::env::temp_dir().join(format!(
+        "ttnn-opt-text-{}-{}-{}-{}.mlir",
+        std::process::id(),
+        text.len(),
+        args.join(" ").len(),
+        ops.join(" ").len()
+    ));
+    std::fs::write(&input, text).expect("temp dir is writable");
+    let input_s = input.to_string_lossy().into_owned();
+    let mut all = vec!["optimize", &input_s, "--report", "human"];
+    all.extend_from_slice(args);
+    let (code, _, stderr) = run(&all);
+    let _ = std::fs::remove_file(&input);
+    assert_eq!(code, 0, "{stderr}");
+    // The header starts with `op` too.
+    let report: String =
+        stderr.lines().filter(|l| !l.contains(" device µs ")).map(|l| format!("{l}\n")).collect();
+    ops.iter().map(|op| report_lines(&report, op)).collect()
+}
+
+/// tt-mlir applies an override to every op whose location has the name; the importer
+/// renames the second `op` to `op_1` to keep names unique, and the override still reaches it.
+#[test]
+fn an_override_of_a_location_two_ttir_ops_share_reaches_both() {
+    let report = optimize_text_report(
+        SHARED_LOC_TTIR,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--override-output-layout",
+            "op=l1:height_sharded",
+        ],
+        &["op", "op_1"],
+    );
+    expect_test::expect![[r#"
+        op                           ttnn.neg               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+    "#]]
+    .assert_eq(&report);
+}
+
+/// The name the importer made unique still names that op alone.
+#[test]
+fn an_override_of_a_renamed_op_reaches_that_op_alone() {
+    let report = optimize_text_report(
+        SHARED_LOC_TTIR,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--override-output-layout",
+            "op_1=l1:height_sharded",
+        ],
+        &["op", "op_1"],
+    );
+    expect_test::expect![[r#"
+        op                           ttnn.neg               DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+    "#]]
+    .assert_eq(&report);
+}
+
+/// Ops for the L1-interleaved fallback's rules: `relu`'s user does not run right after it,
+/// `add`'s user is a typecast, `typecast` itself never moves, `abs` is returned; `neg` and
+/// `exp` qualify.
+const FALLBACK_TTIR: &str = r#"module {
+  func.func @main(%a: tensor<64x128xbf16>, %b: tensor<64x128xbf16>) -> tensor<64x128xf32> {
+    %0 = "ttir.relu"(%a) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("relu")
+    %1 = "ttir.neg"(%b) : (tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("neg")
+    %2 = "ttir.add"(%0, %1) : (tensor<64x128xbf16>, tensor<64x128xbf16>) -> tensor<64x128xbf16> loc("add")
+    %3 = "ttir.typecast"(%2) : (tensor<64x128xbf16>) -> tensor<64x128xf32> loc("typecast")
+    %4 = "ttir.exp"(%3) : (tensor<64x128xf32>) -> tensor<64x128xf32> loc("exp")
+    %5 = "ttir.abs"(%4) : (tensor<64x128xf32>) -> tensor<64x128xf32> loc("abs")
+    return %5 : tensor<64x128xf32>
+  }
+}
+"#;
+
+const FALLBACK_OPS: [&str; 6] = ["relu", "neg", "add", "typecast", "exp", "abs"];
+
+/// tt-mlir's `L1InterleavedFallbackAnalysis`: a DRAM result used once, by the op right after
+/// it, moves to L1 interleaved unless a typecast (or slice, matmul) produces or reads it.
+#[test]
+fn the_l1_interleaved_fallback_moves_single_use_results_read_right_after_to_l1() {
+    let report = optimize_text_report(
+        FALLBACK_TTIR,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--l1-interleaved-fallback-analysis-enabled=true",
+        ],
+        &FALLBACK_OPS,
+    );
+    expect_test::expect![[r#"
+        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        neg                          ttnn.neg               DRAM il      L1 il        -                           3.2 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        add                          ttnn.add               DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        exp                          ttnn.exp               DRAM il      L1 il        -                           3.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&report);
+}
+
+/// The fallback is off unless asked for, as in tt-mlir.
+#[test]
+fn without_the_l1_interleaved_fallback_every_op_stays_in_dram() {
+    let report = optimize_text_report(
+        FALLBACK_TTIR,
+        &["--memory-layout-analysis-enabled=false"],
+        &FALLBACK_OPS,
+    );
+    expect_test::expect![[r#"
+        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        neg                          ttnn.neg               DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
+        add                          ttnn.add               DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
+        exp                          ttnn.exp               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&report);
+}
+
+/// An op moves only if it fits L1 with its inputs and its user fits reading it from there:
+/// an 8192x8192 bf16 tensor is 2 MiB per core interleaved over 64 cores, more than L1.
+#[test]
+fn the_l1_interleaved_fallback_leaves_in_dram_what_does_not_fit_l1() {
+    let big = r#"module {
+  func.func @main(%a: tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> {
+    %0 = "ttir.relu"(%a) : (tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> loc("big")
+    %1 = "ttir.neg"(%0) : (tensor<8192x8192xbf16>) -> tensor<8192x8192xbf16> loc("out")
+    return %1 : tensor<8192x8192xbf16>
+  }
+}
+"#;
+    let report = optimize_text_report(
+        big,
+        &[
+            "--memory-layout-analysis-enabled=false",
+            "--l1-interleaved-fallback-analysis-enabled=true",
+        ],
+        &["big"],
+    );
+    expect_test::expect![[r#"
+        big                          ttnn.relu              DRAM il      DRAM il      -                        1081.7 not in an L1 chain: DRAM interleaved
+    "#]].assert_eq(&report);
+}
+
+/// tt-mlir's `l1_interleaved/storage_fail_nextop.mlir`: a relu feeding a height-sharded add
+/// moves to L1 interleaved, unless `tensor-l1-usage-cap` leaves no room for both.
+#[test]
+fn tensor_l1_usage_cap_shrinks_the_l1_the_fallback_may_use() {
+    let ttir = r#"module {
+  func.func @main(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+    %0 = "ttir.relu"(%a) : (tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> loc("relu")
+    %1 = "ttir.add"(%0, %b) : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> loc("add_op")
+    return %1 : tensor<4096x4096xbf16>
+  }
+}
+"#;
+    let with_cap = |cap: &str| {
+        let overrides = std::env::temp_dir().join(format!(
+            "ttnn-opt-cap-{}-{}.overrides",
+            std::process::id(),
+            cap.len()
+        ));
+        std::fs::write(
+            &overrides,
+            format!(
+                "optimization-level=1 l1-interleaved-fallback-analysis-enabled=true \
+                 override-output-layout=add_op=l1:height_sharded {cap}\n"
+            ),
+        )
+        .expect("temp dir is writable");
+        let path = overrides.to_string_lossy().into_owned();
+        let report = optimize_text_report(ttir, &["--overrides", &path], &["relu"]);
+        let _ = std::fs::remove_file(&overrides);
+        report
+    };
+    expect_test::expect![[r#"
+        relu                         ttnn.relu              DRAM il      L1 il        -                         162.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        relu                         ttnn.relu              DRAM il      DRAM il      -                         272.7 not in an L1 chain: DRAM interleaved
+    "#]]
+    .assert_eq(&(with_cap("") + &with_cap("tensor-l1-usage-cap=0.6")));
+}

@@ -230,6 +230,8 @@ pub struct AnalysisHost {
     /// The op names whose override slot holds a value: only these and the names a new
     /// overrides text mentions can change, so a sync need not read every op's slot.
     overridden: rustc_hash::FxHashSet<String>,
+    /// The target as set, before the overrides' `tensor-l1-usage-cap` replaces its cap.
+    base_target: target::Target,
 }
 
 impl AnalysisHost {
@@ -256,7 +258,7 @@ impl AnalysisHost {
         });
         base_db::init_inputs(
             &db,
-            target,
+            target.clone(),
             options,
             String::new(),
             Arc::from(""),
@@ -270,6 +272,7 @@ impl AnalysisHost {
             files: FxHashMap::default(),
             removed: FxHashMap::default(),
             overridden: rustc_hash::FxHashSet::default(),
+            base_target: target,
         }
     }
 
@@ -477,10 +480,18 @@ impl AnalysisHost {
             }
         }
         if let Some(target) = change.target {
-            let input = TargetInput::get(&self.db);
-            if *input.target(&self.db) != target {
-                input.set_target(&mut self.db).with_durability(Durability::HIGH).to(target);
-            }
+            self.base_target = target;
+        }
+        // The overrides' `tensor-l1-usage-cap` replaces the target's cap: every L1 check
+        // reads the target.
+        let cap = OverrideSlots::get(&self.db).settings(&self.db).tensor_l1_usage_cap;
+        let target = match cap {
+            Some(cap) => self.base_target.with_l1_usage_cap(cap),
+            None => self.base_target.clone(),
+        };
+        let input = TargetInput::get(&self.db);
+        if *input.target(&self.db) != target {
+            input.set_target(&mut self.db).with_durability(Durability::HIGH).to(target);
         }
         if self.mode == HostMode::Tuning && !changed.is_empty() {
             self.create_slots_for_ops(&changed);
@@ -569,7 +580,13 @@ impl AnalysisHost {
         for file in changed.iter().filter_map(|p| self.files.get(p)) {
             for &func in ir::file_funcs(&self.db, *file).iter() {
                 let loc = ir::func_loc_names(&self.db, func);
-                names.extend(loc.iter().map(|(_, n)| (n.as_str().to_owned(), None)));
+                // The names ops were written with too: an override may name those
+                // (`layout::op_overrides`).
+                names.extend(
+                    loc.locs()
+                        .flat_map(|(_, l)| std::iter::once(l.name).chain(l.written_as))
+                        .map(|n| (n.as_str().to_owned(), None)),
+                );
             }
         }
         self.add_slots(names, Durability::MEDIUM);

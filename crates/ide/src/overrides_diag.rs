@@ -33,7 +33,8 @@ impl Analysis {
     }
 }
 
-/// Every op of `files` with a `loc("name")` in `names`, by name, in file order.
+/// Every op of `files` with a `loc("name")` in `names`, or written with one (`loc("op_1"("op"))`),
+/// by name, in file order.
 pub(crate) fn ops_by_loc_name(
     db: &RootDatabase,
     files: &[SourceFile],
@@ -46,9 +47,16 @@ pub(crate) fn ops_by_loc_name(
             // edit, and making one for each of 10k ops cost 5 ms of it.
             let names = ir::func_loc_names(db, func);
             // In body order: the names come by key.
+            // An op answers to its own name and, unless that name is wanted itself (its own
+            // override wins, `layout::op_overrides`), to the name it was written with.
             let mut found: Vec<(usize, ir::Name)> = names
-                .iter()
-                .filter(|(_, name)| wanted(name.as_str()))
+                .locs()
+                .filter_map(|(key, loc)| {
+                    if wanted(loc.name.as_str()) {
+                        return Some((key, loc.name));
+                    }
+                    loc.written_as.filter(|w| wanted(w.as_str())).map(|w| (key, w))
+                })
                 .filter_map(|(key, name)| Some((body.index_of(key)? as usize, name)))
                 .filter(|&(idx, _)| idx < body.ops.len() && idx < sm.op_ranges.len())
                 .collect();

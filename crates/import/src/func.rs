@@ -85,6 +85,10 @@ struct OutOp {
     props: Vec<(String, String)>,
     results: Vec<ValueId>,
     loc: String,
+    /// `loc` is the name of the input op as written (its `NameLoc`), not one made up for it
+    /// (a kind name, a helper suffix): a renamed op records it (`loc("op_1"("op"))`) so that
+    /// an override of the written name still reaches it.
+    written: bool,
     /// Removable when no result is used.
     pure_op: bool,
 }
@@ -106,6 +110,9 @@ pub(crate) struct FuncOut {
     slots: FxHashMap<Bound, Slot>,
     device: Val,
     pub(crate) returns: Vec<Val>,
+    /// The `NameLoc` name of the input op being lowered, if it has one: an op pushed for it
+    /// under exactly that name carries the name as written.
+    pub(crate) written_name: Option<String>,
 }
 
 impl FuncOut {
@@ -119,6 +126,7 @@ impl FuncOut {
             slots: FxHashMap::default(),
             device: Val { id: 0, ty: OutTy::Device },
             returns: Vec::new(),
+            written_name: None,
         };
         // The device handle is op 0; dead-op removal drops it when no op takes the device.
         let zeros = vec!["0"; mesh_shape.split('x').count()].join("x");
@@ -197,6 +205,7 @@ impl FuncOut {
             operands: operands.iter().map(|v| v.id).collect(),
             props,
             results: vals.iter().map(|v| v.id).collect(),
+            written: self.written_name.as_ref() == Some(&loc),
             loc,
             pure_op,
         });
@@ -314,7 +323,18 @@ impl FuncOut {
                 let _ = write!(out, "({})", result_types.join(", "));
             }
             let loc = names.unique(&op.loc);
-            let _ = writeln!(out, " loc({})", syntax::escape_string(&loc));
+            if op.written && loc != op.loc {
+                // Renamed to keep names unique: the written name wraps as a child location,
+                // which the analysis reads as a second name an override may use.
+                let _ = writeln!(
+                    out,
+                    " loc({}({}))",
+                    syntax::escape_string(&loc),
+                    syntax::escape_string(&op.loc)
+                );
+            } else {
+                let _ = writeln!(out, " loc({})", syntax::escape_string(&loc));
+            }
         }
         let ret_names: Vec<&str> =
             self.returns.iter().map(|r| value_names[r.id as usize].as_str()).collect();
@@ -427,6 +447,8 @@ impl FuncOut {
                 op.operands.iter().filter_map(|o| map.get(o).cloned()).collect();
             let operand_refs: Vec<&Val> = operands.iter().collect();
             let tys = op.results.iter().map(|r| self.values[*r as usize].0.clone()).collect();
+            // A moved op keeps whether its name is the one written.
+            body.written_name = op.written.then(|| op.loc.clone());
             let vals = body.push_op(
                 &op.name,
                 op.form.clone(),
@@ -456,6 +478,7 @@ impl FuncOut {
             props: vec![("callee".to_owned(), format!("@{callee}"))],
             results: exports,
             loc: callee.to_owned(),
+            written: false,
             pure_op: true,
         };
         let mut ops = Vec::with_capacity(self.ops.len());
@@ -604,13 +627,18 @@ impl FuncOut {
             let fused = self.linear_for(i, &producer, &uses);
             if let Some((m, bias)) = fused {
                 let mm = &self.ops[m];
-                let (operands, props, loc) =
-                    ([mm.operands[0], mm.operands[1], bias], mm.props.clone(), mm.loc.clone());
+                let (operands, props, loc, written) = (
+                    [mm.operands[0], mm.operands[1], bias],
+                    mm.props.clone(),
+                    mm.loc.clone(),
+                    mm.written,
+                );
                 let add = &mut self.ops[i];
                 add.name = "ttnn.linear".to_owned();
                 add.operands = operands.to_vec();
                 add.props = props;
                 add.loc = loc;
+                add.written = written;
                 for o in &operands {
                     *uses.entry(*o).or_insert(0) += 1;
                 }
@@ -813,6 +841,7 @@ impl FuncOut {
                     props,
                     results: vec![id],
                     loc,
+                    written: false,
                     pure_op: true,
                 });
                 id
@@ -873,6 +902,7 @@ impl FuncOut {
             props,
             results: vec![result],
             loc: conv.loc.clone(),
+            written: conv.written,
             pure_op: conv.pure_op,
         });
     }
@@ -972,6 +1002,7 @@ impl FuncOut {
                                 )],
                                 results: vec![row],
                                 loc: format!("{}_channels", op.loc),
+                                written: false,
                                 pure_op: true,
                             },
                             &mut producer,

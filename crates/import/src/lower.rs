@@ -89,13 +89,11 @@ const BINARY: &[&str] = &[
     "eq",
     "ge",
     "gt",
-    "le",
     "logical_and",
     "logical_left_shift",
     "logical_or",
     "logical_right_shift",
     "logical_xor",
-    "lt",
     "maximum",
     "minimum",
     "multiply",
@@ -112,6 +110,9 @@ pub(crate) fn lower(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
     match kind {
         k if UNARY.contains(&k) => unary(cx, op, &format!("ttnn.{k}")),
         k if BINARY.contains(&k) => elementwise(cx, op, &format!("ttnn.{k}"), 2),
+        // tt-mlir's TTIR canonicalization: `lt(a, b)` is `gt(b, a)`, `le(a, b)` is `ge(b, a)`.
+        "lt" => comparison_swapped(cx, op, "ttnn.gt"),
+        "le" => comparison_swapped(cx, op, "ttnn.ge"),
         "div" => elementwise(cx, op, "ttnn.divide", 2),
         "where" => elementwise(cx, op, "ttnn.where", 3),
         "pow" => pow(cx, op),
@@ -491,6 +492,23 @@ fn unary(cx: &mut Cx<'_, '_>, op: &OpIn<'_>, name: &str) -> Lowered {
 /// away (the op reads the broadcast's input) when the op's result shape stays the same, which
 /// is tt-mlir's implicit-broadcast folding.
 fn elementwise(cx: &mut Cx<'_, '_>, op: &OpIn<'_>, name: &str, arity: usize) -> Lowered {
+    elementwise_in_order(cx, op, name, arity, false)
+}
+
+/// A two-operand comparison written the other way round: `lt(a, b)` as `gt(b, a)`.
+fn comparison_swapped(cx: &mut Cx<'_, '_>, op: &OpIn<'_>, name: &str) -> Lowered {
+    elementwise_in_order(cx, op, name, 2, true)
+}
+
+/// An elementwise op of `arity` operands, with broadcasts folded; `swap` reverses the two
+/// operands.
+fn elementwise_in_order(
+    cx: &mut Cx<'_, '_>,
+    op: &OpIn<'_>,
+    name: &str,
+    arity: usize,
+    swap: bool,
+) -> Lowered {
     let ty = cx.result(op, 0)?;
     if op.operands.len() != arity {
         return Err(format!("expected {arity} operands, found {}", op.operands.len()));
@@ -527,6 +545,9 @@ fn elementwise(cx: &mut Cx<'_, '_>, op: &OpIn<'_>, name: &str, arity: usize) -> 
             Some(input) => input,
             None => cx.val(*v)?,
         });
+    }
+    if swap {
+        operands.reverse();
     }
     let refs: Vec<&Val> = operands.iter().collect();
     one(cx.emit(name, &refs, Vec::new(), ty, op.base.clone()))

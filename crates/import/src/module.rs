@@ -243,10 +243,14 @@ impl<'a> ChunkCx<'a, '_> {
                 }
                 continue;
             }
-            let base = ast_op
+            let written = ast_op
                 .and_then(|o| o.loc.as_ref())
                 .and_then(|l| self.locs.name(&l.loc))
-                .map_or_else(|| sanitize(op.name.rsplit('.').next().unwrap_or("op")), sanitize);
+                .map(sanitize);
+            let base = written
+                .clone()
+                .unwrap_or_else(|| sanitize(op.name.rsplit('.').next().unwrap_or("op")));
+            fo.written_name = written;
             let operands: Vec<ValueRef> = op
                 .operands
                 .iter()

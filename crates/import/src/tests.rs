@@ -276,8 +276,8 @@ module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
             module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
               func.func @main(%arg0: tensor<32xf32, #ttnn_layout> {ttir.name = "x"} loc("p0.3")) -> tensor<32xf32, #ttnn_layout> {
                 %0 = "ttnn.exp"(%arg0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1")
-                %1 = "ttnn.exp"(%0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1")
-                %2 = "ttnn.neg"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2")
+                %1 = "ttnn.exp"(%0) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_1"("exp.1"))
+                %2 = "ttnn.neg"(%1) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_2"("exp.1"))
                 %3 = "ttnn.neg"(%2) : (tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("neg")
                 %4 = "ttcore.load_cached"() <{callee = @main_const_eval_0}> : () -> tensor<32xf32, #ttnn_layout> loc("main_const_eval_0")
                 %5 = "ttnn.add"(%3, %4) : (tensor<32xf32, #ttnn_layout>, tensor<32xf32, #ttnn_layout>) -> tensor<32xf32, #ttnn_layout> loc("a_b_c_d")
@@ -285,7 +285,7 @@ module @m attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x2>]>} {
               }
               func.func private @main_const_eval_0() -> (tensor<32xf32, #ttnn_layout>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x2>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3")
+                %1 = "ttnn.arange"(%0) <{end = 32 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<32xf32, #ttnn_layout1> loc("exp.1_3"("exp.1"))
                 %2 = "ttnn.to_layout"(%1) : (tensor<32xf32, #ttnn_layout1>) -> tensor<32xf32, #ttnn_layout> loc("exp.1_to_layout")
                 return %2 : tensor<32xf32, #ttnn_layout>
               }
@@ -1119,4 +1119,30 @@ fn ttir_is_recognised_by_its_ops_not_by_its_comments() {
         r#"%0 = "ttnn.relu"(%x) : (tensor<4xbf16>) -> tensor<4xbf16>
 %1 = "ttir.relu"(%0) : (tensor<4xbf16>) -> tensor<4xbf16>"#
     ));
+}
+
+#[test]
+fn less_than_and_less_equal_become_greater_comparisons_with_swapped_operands() {
+    check(
+        r#"module {
+  func.func @main(%a: tensor<32x32xf32>, %b: tensor<32x32xf32>) -> (tensor<32x32xf32>, tensor<32x32xf32>) {
+    %0 = "ttir.lt"(%a, %b) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32> loc("lt")
+    %1 = "ttir.le"(%a, %b) : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<32x32xf32> loc("le")
+    return %0, %1 : tensor<32x32xf32>, tensor<32x32xf32>
+  }
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            module {
+              func.func @main(%arg0: tensor<32x32xf32, #ttnn_layout>, %arg1: tensor<32x32xf32, #ttnn_layout>) -> (tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>) {
+                %0 = "ttnn.gt"(%arg1, %arg0) : (tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>) -> tensor<32x32xf32, #ttnn_layout> loc("lt")
+                %1 = "ttnn.ge"(%arg1, %arg0) : (tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>) -> tensor<32x32xf32, #ttnn_layout> loc("le")
+                return %0, %1 : tensor<32x32xf32, #ttnn_layout>, tensor<32x32xf32, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
 }

@@ -47,8 +47,8 @@ pub use crate::{
     lower::{lower_file as lower_parse, relower_edit},
     model::{
         AttrValue, ChipDesc, Decoded, DefIndex, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap,
-        LocNames, LoweredFile, LoweredFunc, MemoryConfig, OpData, OpForm, Severity, ShardSpec,
-        SystemDesc, Ty, ValueRef,
+        LocNames, LoweredFile, LoweredFunc, MemoryConfig, OpData, OpForm, OpLoc, Severity,
+        ShardSpec, SystemDesc, Ty, ValueRef,
     },
     name::Name,
 };

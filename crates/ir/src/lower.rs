@@ -16,7 +16,7 @@ use crate::{
     decode::DecodeCtx,
     model::{
         AttrValue, Decoded, DefIndex, DeviceDesc, Diagnostic, FuncBody, FuncSourceMap, LocNames,
-        LoweredFile, LoweredFunc, OpData, OpForm, Severity, SystemDesc, Ty, ValueRef,
+        LoweredFile, LoweredFunc, OpData, OpForm, OpLoc, Severity, SystemDesc, Ty, ValueRef,
     },
 };
 
@@ -201,8 +201,7 @@ fn relower_in(
     let body = Arc::make_mut(&mut lf.body);
     body.ops[i] = Arc::new(data);
     let key = *body.keys.get(i)?;
-    let loc = loc.as_deref().map(Name::new);
-    if lf.loc_names.of_name(key) != loc {
+    if lf.loc_names.loc_of(key) != loc {
         // A key shared with another op (a `duplicate-value` error) shares its entry, which
         // the first of those ops gives.
         if body.keys.iter().filter(|&&k| k == key).nth(1).is_some() {
@@ -565,8 +564,7 @@ fn relower_window(
     sm.operand_ranges.splice(i, removed, &window_sm.operand_ranges);
     sm.result_type_ranges.splice(i, removed, &window_sm.result_type_ranges);
     let removed_keys = body.keys.get(i..i + removed)?;
-    let added_locs: Vec<(Name, Option<Name>)> =
-        added_keys.iter().zip(locs).map(|(&k, loc)| (k, loc.as_deref().map(Name::new))).collect();
+    let added_locs: Vec<(Name, Option<OpLoc>)> = added_keys.iter().copied().zip(locs).collect();
     lf.loc_names = Arc::new(lf.loc_names.spliced(removed_keys, &added_locs));
     lf.body = Arc::new(new_body);
     let mut diagnostics = old.diagnostics.clone();
@@ -1308,12 +1306,25 @@ impl<'a> Lower<'a> {
         entries
     }
 
-    /// The top-level `loc("name")` of an op, following aliases.
-    fn loc_name(&mut self, loc: Option<&ast::LocSpec>) -> Option<String> {
-        let mut l = &loc?.loc;
+    /// The top-level `loc("name")` of an op, following aliases, with the name it wraps
+    /// (`loc("op_1"("op"))`): the importer's record of a name it made unique.
+    fn loc_name(&mut self, loc: Option<&ast::LocSpec>) -> Option<OpLoc> {
+        let l = self.resolve_loc(&loc?.loc)?;
+        let ast::LocKind::Name { name, child } = &l.kind else { return None };
+        let written_as = child.as_deref().and_then(|c| match &self.resolve_loc(c)?.kind {
+            ast::LocKind::Name { name, .. } => Some(Name::new(name)),
+            _ => None,
+        });
+        Some(OpLoc { name: Name::new(name), written_as })
+    }
+
+    /// `l` with location aliases followed (a bounded number of them, so a cycle ends).
+    fn resolve_loc<'l>(&mut self, mut l: &'l ast::Location) -> Option<&'l ast::Location>
+    where
+        'a: 'l,
+    {
         for _ in 0..16 {
             match &l.kind {
-                ast::LocKind::Name { name, .. } => return Some(name.clone()),
                 ast::LocKind::Alias(a) => match self.loc_aliases.get(a.as_str()) {
                     Some(target) => l = target,
                     None => {
@@ -1325,7 +1336,7 @@ impl<'a> Lower<'a> {
                         return None;
                     }
                 },
-                _ => return None,
+                _ => return Some(l),
             }
         }
         None
@@ -1374,7 +1385,7 @@ impl<'a> Lower<'a> {
             chunk: self.chunk,
             ..FuncSourceMap::default()
         };
-        let mut locs: Vec<Option<String>> = Vec::new();
+        let mut locs: Vec<Option<OpLoc>> = Vec::new();
         let mut args = Vec::with_capacity(f.args.len());
         let mut arg_names = Vec::with_capacity(f.args.len());
         for (i, a) in f.args.iter().enumerate() {
@@ -1502,15 +1513,13 @@ impl<'a> Lower<'a> {
         dup: u32,
         mut body: FuncBody,
         sm: FuncSourceMap,
-        locs: Vec<Option<String>>,
+        locs: Vec<Option<OpLoc>>,
     ) {
         // Without the index `FuncBody::op_index` falls back to a linear search, and every
         // per-op query (`op_signature`, `op_overrides`, ...) looks its op up by key: a 10k-op
         // function then spends most of an override edit comparing keys.
         body.index_keys();
-        let loc_names = LocNames::of_ops(
-            body.keys.iter().zip(locs).map(|(&k, loc)| (k, loc.as_deref().map(Name::new))),
-        );
+        let loc_names = LocNames::of_ops(body.keys.iter().copied().zip(locs));
         self.funcs.push(LoweredFunc {
             chunk: self.chunk,
             name,

@@ -567,22 +567,40 @@ impl std::ops::Index<usize> for RangeLists {
     }
 }
 
+/// An op's location name: its top-level `loc("name")` and, when that name location wraps
+/// another name (`loc("op_1"("op"))`, which the TTIR importer writes for an op it renamed to
+/// keep names unique), the wrapped one: the name the op had as written in its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpLoc {
+    pub name: Name,
+    pub written_as: Option<Name>,
+}
+
+impl OpLoc {
+    /// A location that is a name alone.
+    #[must_use]
+    pub fn named(name: Name) -> OpLoc {
+        OpLoc { name, written_as: None }
+    }
+}
+
 /// The name of each op's top-level `loc("name")` (aliases resolved), which overrides key
 /// on, by op key: position-free, so an op inserted or deleted elsewhere, or an edit that
 /// keeps every op's location, leaves it equal and what reads it is not re-run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct LocNames {
-    /// `(op key, loc name)` for the ops that have a name, sorted by the key's id (the first
+    /// `(op key, location)` for the ops that have a name, sorted by the key's id (the first
     /// op of a duplicated key wins). Ids depend on interning order: only searched, and
     /// [`LocNames::iter`] gives entries in no meaningful order.
-    by_key: Arc<[(Name, Name)]>,
+    by_key: Arc<[(Name, OpLoc)]>,
 }
 
 impl LocNames {
-    /// The names of ops given as `(key, loc name)` in body order.
+    /// The names of ops given as `(key, location)` in body order.
     #[must_use]
-    pub fn of_ops(ops: impl IntoIterator<Item = (Name, Option<Name>)>) -> LocNames {
-        let mut v: Vec<(Name, Name)> = ops.into_iter().filter_map(|(k, n)| Some((k, n?))).collect();
+    pub fn of_ops(ops: impl IntoIterator<Item = (Name, Option<OpLoc>)>) -> LocNames {
+        let mut v: Vec<(Name, OpLoc)> =
+            ops.into_iter().filter_map(|(k, n)| Some((k, n?))).collect();
         // Stable: among ops sharing a key the first stays first, and dedup keeps it.
         v.sort_by_key(|(k, _)| k.id());
         v.dedup_by(|b, a| a.0 == b.0);
@@ -593,8 +611,9 @@ impl LocNames {
     /// no other op has: a merge over the sorted entries, where building them again sorts
     /// every op's.
     #[must_use]
-    pub fn spliced(&self, removed: &[Name], added: &[(Name, Option<Name>)]) -> LocNames {
-        let mut new: Vec<(Name, Name)> = added.iter().filter_map(|&(k, n)| Some((k, n?))).collect();
+    pub fn spliced(&self, removed: &[Name], added: &[(Name, Option<OpLoc>)]) -> LocNames {
+        let mut new: Vec<(Name, OpLoc)> =
+            added.iter().filter_map(|&(k, n)| Some((k, n?))).collect();
         new.sort_by_key(|(k, _)| k.id());
         let kept = self.by_key.iter().copied().filter(|(k, _)| !removed.contains(k));
         let mut out = Vec::with_capacity(self.by_key.len() + new.len());
@@ -621,6 +640,13 @@ impl LocNames {
     /// The `loc("name")` of the op with this key, as a name.
     #[must_use]
     pub fn of_name(&self, key: Name) -> Option<Name> {
+        self.loc_of(key).map(|l| l.name)
+    }
+
+    /// The whole location of the op with this key: its name and the name it was written
+    /// with, if it wraps one.
+    #[must_use]
+    pub fn loc_of(&self, key: Name) -> Option<OpLoc> {
         let i = self.by_key.binary_search_by_key(&key.id(), |(k, _)| k.id()).ok()?;
         Some(self.by_key[i].1)
     }
@@ -628,6 +654,11 @@ impl LocNames {
     /// `(op key, loc name)` of every op that has one, in no meaningful order: a caller that
     /// shows them sorts them.
     pub fn iter(&self) -> impl Iterator<Item = (Name, Name)> + '_ {
+        self.by_key.iter().map(|&(k, l)| (k, l.name))
+    }
+
+    /// `(op key, location)` of every op that has a name, in no meaningful order.
+    pub fn locs(&self) -> impl Iterator<Item = (Name, OpLoc)> + '_ {
         self.by_key.iter().copied()
     }
 

@@ -23,7 +23,8 @@ pub fn override_file(db: &dyn Db) -> Arc<OverrideFile> {
 }
 
 /// The options in effect: the options input, with `max-legal-layouts`,
-/// `row-major-enabled` and `memory-layout-analysis-enabled` from the overrides text taking
+/// `row-major-enabled`, `memory-layout-analysis-enabled` and
+/// `l1-interleaved-fallback-analysis-enabled` from the overrides text taking
 /// precedence.
 #[salsa::tracked(returns(clone))]
 pub fn effective_options(db: &dyn Db) -> Options {
@@ -37,6 +38,9 @@ pub fn effective_options(db: &dyn Db) -> Options {
     }
     if let Some(v) = settings.memory_layout_analysis {
         options.memory_layout_analysis = v;
+    }
+    if let Some(v) = settings.l1_interleaved_fallback {
+        options.l1_interleaved_fallback = v;
     }
     options
 }
@@ -79,10 +83,23 @@ pub fn overrides_block(db: &dyn Db, func: FuncId, g: u32) -> BlockOverrides {
         .get(range)
         .unwrap_or_default()
         .iter()
-        .map(|&key| {
-            by_name.get(names.of_name(key)?.as_str()).and_then(|slot| slot.value(db).clone())
-        })
+        .map(|&key| overrides_of_key(db, &names, by_name, key))
         .collect()
+}
+
+/// The overrides of the op with `key`: those naming its `loc("name")`, else those naming the
+/// name it was written with (`loc("op_1"("op"))`, an op the importer renamed). tt-mlir
+/// matches an override to every op whose location has the name, so an override of `op`
+/// reaches every op that the input calls `op`, and one of `op_1` that op alone.
+fn overrides_of_key(
+    db: &dyn Db,
+    names: &ir::LocNames,
+    by_name: &rustc_hash::FxHashMap<String, base_db::OpOverrideSlot>,
+    key: ir::Name,
+) -> Option<Arc<OpOverrides>> {
+    let loc = names.loc_of(key)?;
+    let of = |n: ir::Name| by_name.get(n.as_str()).and_then(|slot| slot.value(db).clone());
+    of(loc.name).or_else(|| of(loc.written_as?))
 }
 
 /// Whether ops of one function have overrides, asked by key many times: what
@@ -141,17 +158,14 @@ impl<'db> OverrideProbe<'db> {
                 let block = cell.get_or_init(|| overrides_block(self.db, self.func, g));
                 block.get(at).is_some_and(Option::is_some)
             }
-            Probe::Slots(names, by_name) => names
-                .of_key(key)
-                .and_then(|n| by_name.get(n))
-                .is_some_and(|slot| slot.value(self.db).is_some()),
+            Probe::Slots(names, by_name) => ir::Name::lookup(key)
+                .is_some_and(|k| overrides_of_key(self.db, names, by_name, k).is_some()),
         }
     }
 }
 
 fn read_op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
     let names = ir::func_loc_names(db, op.func(db));
-    let name = names.of_key(op.key(db))?;
-    let slot = *OverrideSlots::get(db).by_name(db).get(name)?;
-    slot.value(db).clone()
+    let key = ir::Name::lookup(op.key(db))?;
+    overrides_of_key(db, &names, OverrideSlots::get(db).by_name(db), key)
 }

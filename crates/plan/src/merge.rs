@@ -41,6 +41,8 @@ use crate::{
     scheduling::Topology,
 };
 
+mod l1_fallback;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MergeKind {
     /// Chain A's output stays in L1 for chain B (any operand).
@@ -204,6 +206,9 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         if let Some(c) = m.chain_ending_at(x) {
             m.finish_chain(c as usize);
         }
+    }
+    if layout::effective_options(db).l1_interleaved_fallback {
+        m.l1_interleaved_fallback(&here);
     }
     m.prune_conversions(&here);
     m.hand_on(&here)

@@ -285,6 +285,12 @@ impl Target {
     pub fn l1_usage_cap(&self) -> UsageCap {
         self.l1_usage_cap
     }
+    /// This target with tensors allowed `cap` of the unreserved L1 (tt-mlir's
+    /// `tensor-l1-usage-cap`).
+    #[must_use]
+    pub fn with_l1_usage_cap(&self, cap: UsageCap) -> Target {
+        Target { l1_usage_cap: cap, ..self.clone() }
+    }
     /// L1 per core kept for const-eval tensors (`ttnn.l1_const_eval_usage`), default 0.
     #[must_use]
     pub fn l1_const_eval_reserved(&self) -> u64 {

@@ -346,6 +346,7 @@ impl FuncOut {
                 props: vec![("shape".to_owned(), format!("[{len} : i32]"))],
                 results: vec![g],
                 loc: format!("{loc}_weight_reshape"),
+                written: false,
                 pure_op: true,
             });
             gamma = g;
@@ -388,6 +389,7 @@ impl FuncOut {
                 props,
                 results: vec![r],
                 loc: format!("{loc}{suffix}"),
+                written: false,
                 pure_op: true,
             });
             cur = r;
@@ -520,6 +522,7 @@ impl FuncOut {
                 props: Vec::new(),
                 results: vec![cast],
                 loc,
+                written: false,
                 pure_op: true,
             });
             self.ops[i].operands[1] = cast;

@@ -365,6 +365,7 @@ impl FuncOut {
                 props,
                 results: vec![r],
                 loc: format!("{loc}{suffix}"),
+                written: false,
                 pure_op: true,
             });
             r
