@@ -504,7 +504,21 @@ impl FuncOut {
     /// 32x1x128256 and back would otherwise pay twice for a layout that pads every row to a
     /// whole tile.
     pub(crate) fn fold_reshape_chains(&mut self) {
-        const RESHAPE: &str = "ttnn.reshape";
+        // The outer reshape gives the shape; the pair is the identity when it gives the
+        // input's.
+        self.fold_chains("ttnn.reshape", |_, _| Some((true, None)));
+    }
+
+    /// Merges chains of single-operand ops of kind `kind`: an op whose operand is another's
+    /// result reads that one's input instead, with the property `combine(inner, outer)`
+    /// gives (none: its own), and when `combine` says the pair is the identity and the
+    /// input already has the result's type the pair disappears (uses read the input).
+    /// `None` from `combine` leaves the pair alone.
+    fn fold_chains(
+        &mut self,
+        kind: &str,
+        combine: impl Fn(&OutOp, &OutOp) -> Option<(bool, Option<(&'static str, String)>)>,
+    ) {
         let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
         let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
         for i in 0..self.ops.len() {
@@ -514,23 +528,35 @@ impl FuncOut {
                 }
             }
             let op = &self.ops[i];
-            if op.name == RESHAPE
-                && let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice())
-            {
-                let (input, result) = (*input, *result);
-                let source = producer
-                    .get(&input)
-                    .and_then(|p| self.ops.get(*p))
-                    .filter(|p| p.name == RESHAPE)
-                    .and_then(|p| p.operands.first().copied());
-                if let Some(source) = source {
-                    if self.values[source as usize].0 == self.values[result as usize].0 {
-                        replace.insert(result, source);
-                    } else {
-                        self.ops[i].operands[0] = source;
+            if op.name != kind {
+                continue;
+            }
+            let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice()) else {
+                continue;
+            };
+            let (input, result) = (*input, *result);
+            producer.insert(result, i);
+            let Some(inner) = producer
+                .get(&input)
+                .and_then(|p| self.ops.get(*p))
+                .filter(|p| p.name == kind && p.operands.len() == 1)
+            else {
+                continue;
+            };
+            let source = inner.operands[0];
+            let Some((identity, prop)) = combine(inner, op) else { continue };
+            if identity && self.values[source as usize].0 == self.values[result as usize].0 {
+                replace.insert(result, source);
+                continue;
+            }
+            let op = &mut self.ops[i];
+            op.operands[0] = source;
+            if let Some((key, value)) = prop {
+                for (k, v) in &mut op.props {
+                    if k == key {
+                        v.clone_from(&value);
                     }
                 }
-                producer.insert(result, i);
             }
         }
         for r in &mut self.returns {
@@ -548,62 +574,23 @@ impl FuncOut {
     /// as two transposes; merged, they are one permute that inverse-op erasure can cancel
     /// against the one back ([`FuncOut::sink_nchw`]).
     pub(crate) fn fold_permute_chains(&mut self) {
-        const PERMUTE: &str = "ttnn.permute";
         let perm_of = |op: &OutOp| {
             let text = op.props.iter().find(|(k, _)| k == "permutation")?.1.as_str();
             parse_i64_array(text)
         };
-        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
-        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
-        for i in 0..self.ops.len() {
-            for o in &mut self.ops[i].operands {
-                if let Some(r) = replace.get(o) {
-                    *o = *r;
-                }
-            }
-            let op = &self.ops[i];
-            if op.name != PERMUTE {
-                continue;
-            }
-            let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice()) else {
-                continue;
-            };
-            let (input, result) = (*input, *result);
-            producer.insert(result, i);
-            let Some(outer) = perm_of(op) else { continue };
-            let inner = producer.get(&input).map(|p| &self.ops[*p]);
-            let Some((source, inner)) = inner
-                .filter(|p| p.name == PERMUTE && p.operands.len() == 1)
-                .and_then(|p| Some((p.operands[0], perm_of(p)?)))
-            else {
-                continue;
-            };
+        self.fold_chains("ttnn.permute", |inner, outer| {
+            let (inner, outer) = (perm_of(inner)?, perm_of(outer)?);
             // `permute(permute(x, a), b)` is `permute(x, c)` with `c[i] = a[b[i]]`.
             let composed: Option<Vec<i64>> = outer
                 .iter()
                 .map(|b| usize::try_from(*b).ok().and_then(|b| inner.get(b).copied()))
                 .collect();
-            let Some(composed) = composed.filter(|c| c.len() == outer.len()) else { continue };
-            if composed.iter().enumerate().all(|(k, d)| usize::try_from(*d).ok() == Some(k))
-                && self.values[source as usize].0 == self.values[result as usize].0
-            {
-                replace.insert(result, source);
-                continue;
-            }
+            let composed = composed.filter(|c| c.len() == outer.len())?;
+            let identity =
+                composed.iter().enumerate().all(|(k, d)| usize::try_from(*d).ok() == Some(k));
             let dims: Vec<String> = composed.iter().map(i64::to_string).collect();
-            let op = &mut self.ops[i];
-            op.operands[0] = source;
-            for (k, v) in &mut op.props {
-                if k == "permutation" {
-                    *v = format!("array<i64: {}>", dims.join(", "));
-                }
-            }
-        }
-        for r in &mut self.returns {
-            if let Some(s) = replace.get(&r.id) {
-                r.id = *s;
-            }
-        }
+            Some((identity, Some(("permutation", format!("array<i64: {}>", dims.join(", "))))))
+        });
     }
 }
 
