@@ -103,12 +103,6 @@ impl Parse {
     pub fn with_current_tree<R>(&self, f: impl FnOnce(&ast::SourceFile) -> R) -> R {
         self.tree.with_current(|file, _| f(file))
     }
-
-    /// True while positions moved by the last incremental re-parse wait for a first read.
-    #[must_use]
-    pub fn has_deferred_positions(&self) -> bool {
-        self.tree.is_deferred()
-    }
 }
 
 impl Clone for Parse {

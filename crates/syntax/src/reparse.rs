@@ -314,7 +314,7 @@ fn reparse_parts(
     // The pending ops and tokens, where they are after this re-parse: still past what it
     // read (`Tree::take_for` left them only there), else this re-parse is refused.
     let grow = new_ops.len() as i64 - (w.hi + 1 - w.lo) as i64;
-    let block_len = block_at(&parts.file, &w.path).map_or(0, |b| b.ops.len() as i64) + grow;
+    let block_len = w.block_len as i64 + grow;
     let pending = match pending {
         Some(p) => {
             let from = i64::from(p.deferred_from) + grow;
@@ -596,6 +596,8 @@ struct Window {
     first_in_block: bool,
     lo: usize,
     hi: usize,
+    /// The number of ops in the block.
+    block_len: usize,
     ops: Vec<Op>,
     /// The window's first op does not touch the edit (it is the neighbour before it).
     first_untouched: bool,
@@ -685,6 +687,7 @@ fn find_window(file: &crate::ast::SourceFile, edit: TextRange) -> Option<Window>
             first_in_block: lo == 0 && block.label.is_none(),
             lo,
             hi,
+            block_len: n,
             ops: ops[lo..=hi].to_vec(),
             first_untouched: lo < f,
             last_untouched: hi >= l,
@@ -730,25 +733,6 @@ fn last_block_at(
 }
 
 /// The block `path` leads to (see [`Window::path`]).
-fn block_at<'f>(file: &'f crate::ast::SourceFile, path: &[usize]) -> Option<&'f Block> {
-    let (&ci, rest) = path.split_first()?;
-    let (&ii, mut rest) = rest.split_first()?;
-    let Item::Op(op) = file.chunks.get(ci)?.items.get(ii)? else { return None };
-    let mut op = op;
-    loop {
-        let [ri, bi, tail @ ..] = rest else { return None };
-        let block = op_regions(op).get(*ri)?.blocks.get(*bi)?;
-        match tail {
-            [] => return Some(block),
-            [oi, more @ ..] => {
-                op = block.ops.get(*oi)?;
-                rest = more;
-            }
-        }
-    }
-}
-
-/// [`block_at`], to change.
 fn block_at_mut<'f>(file: &'f mut crate::ast::SourceFile, path: &[usize]) -> Option<&'f mut Block> {
     let (&ci, rest) = path.split_first()?;
     let (&ii, mut rest) = rest.split_first()?;
@@ -1401,10 +1385,6 @@ impl Tree {
         drop(guard);
         let parts = self.get();
         f(&parts.file, &parts.tokens)
-    }
-
-    pub(crate) fn is_deferred(&self) -> bool {
-        self.ready.get().is_none()
     }
 
     /// The parts taken out for a re-parse of `edit` (offsets in the text they are for), with
