@@ -53,6 +53,12 @@ pub struct SourceFile {
     /// host patches it for each edit (a rebuild scans the whole text on every keystroke).
     #[returns(ref)]
     pub line_index: Arc<syntax::LineIndex>,
+    /// Which of the file's texts `text` is: the host numbers each text it sets, so a cache
+    /// of what was computed from a text ([`LastEdit::before`]) names it without keeping it.
+    /// Holding the old text kept the host from patching the new one in place, and copying a
+    /// 100k-op file (28 MB) was the largest part of a keystroke there.
+    #[returns(copy)]
+    pub text_id: u64,
 }
 
 /// A file's text: a `String` behind the pointer rather than a `str`, because the host
@@ -60,22 +66,12 @@ pub struct SourceFile {
 /// whole file a second time on every keystroke.
 pub type FileText = Arc<String>;
 
-/// One edit inside one op: the text it was made to and the op it changed.
-#[derive(Clone, PartialEq, Eq)]
+/// One edit inside one op: the text it was made to (by [`SourceFile::text_id`]) and the op
+/// it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LastEdit {
-    /// The text before the edit (compared by pointer with what a lowering was made from).
-    pub before: FileText,
+    pub before: u64,
     pub op: syntax::OpEdit,
-}
-
-impl std::fmt::Debug for LastEdit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Not the text: it is the whole file.
-        f.debug_struct("LastEdit")
-            .field("before_len", &self.before.len())
-            .field("op", &self.op)
-            .finish()
-    }
 }
 
 /// The device the analysis targets. One per database, created at startup.

@@ -232,6 +232,8 @@ pub struct AnalysisHost {
     overridden: rustc_hash::FxHashSet<String>,
     /// The target as set, before the overrides' `tensor-l1-usage-cap` replaces its cap.
     base_target: target::Target,
+    /// The last number given to a file's text (`SourceFile::text_id`).
+    last_text_id: u64,
 }
 
 impl AnalysisHost {
@@ -273,6 +275,7 @@ impl AnalysisHost {
             removed: FxHashMap::default(),
             overridden: rustc_hash::FxHashSet::default(),
             base_target: target,
+            last_text_id: 0,
         }
     }
 
@@ -376,31 +379,27 @@ impl AnalysisHost {
                     }
                     // The parse is patched edit by edit while each edit stays inside one op;
                     // after the first that does not, the new text is parsed from scratch.
-                    let before = Arc::clone(file.text(&self.db));
+                    // An edit that writes what is already there changes nothing.
+                    let current = file.text(&self.db);
+                    if edits.iter().all(|e| {
+                        current.get(e.range.start as usize..e.range.end as usize)
+                            == Some(e.text.as_str())
+                    }) {
+                        continue;
+                    }
+                    let before = file.text_id(&self.db);
                     let mut parse = self.take_parse(file);
                     // The edits as one (see `OpEdit::then`): a rename at every use is one
                     // change of many edits, re-lowered as the window from the first to the
                     // last op it touched.
                     let mut op_edit: Option<syntax::OpEdit> = None;
-                    // The first edit copies the text once, into a string of its new length
-                    // and some room; the next ones patch that string in place (a copy per
-                    // edit made a rename at ten uses ten copies of the file).
-                    let mut text = String::new();
+                    // Patched in place: nothing keeps the old text (see `take_text`).
+                    let mut text = self.take_text(file);
                     let mut index = LineIndex::clone(file.line_index(&self.db));
                     for (k, e) in edits.into_iter().enumerate() {
-                        let old: &str = if k == 0 { &before } else { &text };
-                        let start = clamp_to_char_boundary(old, e.range.start as usize);
-                        let end = clamp_to_char_boundary(old, (e.range.end as usize).max(start));
-                        if k == 0 {
-                            let len = old.len() - (end - start) + e.text.len();
-                            let mut next = String::with_capacity(len + len / 64);
-                            next.push_str(&old[..start]);
-                            next.push_str(&e.text);
-                            next.push_str(&old[end..]);
-                            text = next;
-                        } else {
-                            text.replace_range(start..end, &e.text);
-                        }
+                        let start = clamp_to_char_boundary(&text, e.range.start as usize);
+                        let end = clamp_to_char_boundary(&text, (e.range.end as usize).max(start));
+                        text.replace_range(start..end, &e.text);
                         let range = TextRange::new(start as u32, end as u32);
                         index.apply_edit(&text, range, &e.text);
                         if let Some(mut p) = parse.take() {
@@ -443,7 +442,9 @@ impl AnalysisHost {
                     } else {
                         let parse = Arc::new(syntax::parse(&text));
                         let index = Arc::new(LineIndex::new(&text));
-                        let file = SourceFile::builder(path.clone(), text, parse, None, index)
+                        self.last_text_id += 1;
+                        let id = self.last_text_id;
+                        let file = SourceFile::builder(path.clone(), text, parse, None, index, id)
                             .durability(file_durability)
                             .new(&self.db);
                         self.files.insert(path.clone(), file);
@@ -515,6 +516,20 @@ impl AnalysisHost {
         }
     }
 
+    /// Takes a file's text out of its input to patch it in place (the input holds an empty
+    /// text until [`AnalysisHost::set_file`]), or a copy of it if something else still holds
+    /// it (a request's answer being written, a caller of [`AnalysisHost::text`]).
+    fn take_text(&mut self, file: SourceFile) -> String {
+        let durability = self.mode.file_durability();
+        let old = file.set_text(&mut self.db).with_durability(durability).to(FileText::default());
+        Arc::try_unwrap(old).unwrap_or_else(|shared| {
+            // Some room, so that the next edits that add text patch it without a regrowth.
+            let mut copy = String::with_capacity(shared.len() + shared.len() / 64);
+            copy.push_str(&shared);
+            copy
+        })
+    }
+
     /// Sets a file's text, its parse (`None`: parse the text from scratch) and how it came
     /// from the previous text. The replaced parse is freed later, off the caller's path (see
     /// [`Retained`]).
@@ -536,6 +551,10 @@ impl AnalysisHost {
         if **file.text(&self.db) != *text {
             file.set_text(&mut self.db).with_durability(durability).to(text);
         }
+        // A new number even where the text reads the same: an edit's text was taken out of
+        // the input (`take_text`), and `last_edit` names the number it was made to.
+        self.last_text_id += 1;
+        file.set_text_id(&mut self.db).with_durability(durability).to(self.last_text_id);
         if *file.last_edit(&self.db) != last_edit {
             file.set_last_edit(&mut self.db).with_durability(durability).to(last_edit);
         }

@@ -69,8 +69,8 @@ pub struct LoweringCache {
     last: Mutex<FxHashMap<SourceFile, LastLowering>>,
 }
 
-/// A lowering and the text it was made from.
-type LastLowering = (base_db::FileText, Arc<LoweredFile>);
+/// A lowering and the text it was made from (its [`SourceFile::text_id`]).
+type LastLowering = (u64, Arc<LoweredFile>);
 
 impl std::fmt::Debug for LoweringCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,16 +79,16 @@ impl std::fmt::Debug for LoweringCache {
 }
 
 impl LoweringCache {
-    /// The lowering of `file` made from exactly `text` (the same allocation), if kept.
-    fn get(&self, file: SourceFile, text: &base_db::FileText) -> Option<Arc<LoweredFile>> {
+    /// The lowering of `file` made from the text numbered `text_id`, if kept.
+    fn get(&self, file: SourceFile, text_id: u64) -> Option<Arc<LoweredFile>> {
         let last = self.last.lock().ok()?;
         let (t, lowered) = last.get(&file)?;
-        Arc::ptr_eq(t, text).then(|| Arc::clone(lowered))
+        (*t == text_id).then(|| Arc::clone(lowered))
     }
 
-    fn set(&self, file: SourceFile, text: base_db::FileText, lowered: Arc<LoweredFile>) {
+    fn set(&self, file: SourceFile, text_id: u64, lowered: Arc<LoweredFile>) {
         if let Ok(mut last) = self.last.lock() {
-            last.insert(file, (text, lowered));
+            last.insert(file, (text_id, lowered));
         }
     }
 }
@@ -133,7 +133,7 @@ pub fn lower_file(db: &dyn Db, file: SourceFile) -> Arc<LoweredFile> {
     let _p = tracing::debug_span!("lower_file", file = %file.path(db)).entered();
     let cache = db.lowering_cache();
     let again = edit.as_ref().and_then(|e| {
-        let Some(before) = cache.get(file, &e.before) else {
+        let Some(before) = cache.get(file, e.before) else {
             tracing::debug!("lowering from scratch: the text before the edit was not lowered");
             return None;
         };
@@ -144,7 +144,7 @@ pub fn lower_file(db: &dyn Db, file: SourceFile) -> Arc<LoweredFile> {
         again
     });
     let lowered = Arc::new(again.unwrap_or_else(|| lower::lower_file(text, &parse)));
-    cache.set(file, Arc::clone(text), Arc::clone(&lowered));
+    cache.set(file, file.text_id(db), Arc::clone(&lowered));
     lowered
 }
 

@@ -614,10 +614,14 @@ impl GlobalState {
         {
             let r = Lines { text: &current, index }.range(*range);
             let text = std::mem::take(text);
+            // Not held while the host applies the edit: it patches its text in place when
+            // nothing else holds it.
+            drop(current);
             self.apply(Change::new().edit_file(path, vec![TextEdit { range: r, text }]));
             return;
         }
         let mut text = current.to_string();
+        drop(current);
         let mut edits = Vec::new();
         let mut full = false;
         for c in p.content_changes {
@@ -629,9 +633,13 @@ impl GlobalState {
                     index = None;
                 }
                 Some(range) => {
-                    let index = index.take().unwrap_or_else(|| Arc::new(LineIndex::new(&text)));
-                    let r = Lines { text: &text, index: &index }.range(range);
+                    // The running index is patched with each change, as the host patches
+                    // its own: rebuilding it per change scanned the whole file once for
+                    // every use a rename touched.
+                    let index = index.get_or_insert_with(|| Arc::new(LineIndex::new(&text)));
+                    let r = Lines { text: &text, index }.range(range);
                     text.replace_range(r.start as usize..r.end as usize, &c.text);
+                    Arc::make_mut(index).apply_edit(&text, r, &c.text);
                     edits.push(TextEdit { range: r, text: c.text });
                 }
             }
