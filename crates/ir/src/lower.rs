@@ -403,10 +403,14 @@ fn relower_window(
     let fop = find_func(&mut items, sm.range.start)?;
     let ast::OpBody::Func(f) = &fop.body else { return None };
     let region = f.body.as_ref()?;
-    if region.blocks.len() > 1 {
-        return None;
-    }
-    let (_, ops) = split_terminator(region);
+    let [block] = region.blocks.as_slice() else { return None };
+    // The block's ops without a trailing `return`, as a slice: collecting the pointers of a
+    // 100k-op body took milliseconds. A `return` anywhere else makes the count below differ
+    // from the lowering's (which drops every `return`), and the edit is refused.
+    let ops: &[ast::Op] = match block.ops.split_last() {
+        Some((last, rest)) if matches!(last.body, ast::OpBody::Return(_)) => rest,
+        _ => &block.ops,
+    };
     if ops.len() != body.ops.len() - removed + added {
         return None;
     }
@@ -463,9 +467,12 @@ fn relower_window(
         .filter(|t| t.kind == syntax::TokenKind::ValueId)
         .filter_map(|t| text.get(t.range.start as usize..t.range.end as usize))
         .collect();
-    let defs = match window_defs(f, region, &ops, body, (i, removed, added), &mentioned) {
+    let defs = match window_defs(f, region, ops, body, (i, removed, added), &mentioned) {
         Some(defs) => defs,
-        None => cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name)),
+        None => {
+            let ops: Vec<&ast::Op> = ops.iter().collect();
+            cx.func_defs_of(f, Some(region), &ops, &|name| mentioned.contains(&name))
+        }
     };
     cx.diags.clear();
     // The body the new ops' operand types are checked against: the old ops before the window
@@ -644,7 +651,7 @@ fn defs_by_key<'a>(
 fn window_defs<'a>(
     f: &'a ast::FuncOp,
     region: &'a ast::Region,
-    ops: &[&'a ast::Op],
+    ops: &'a [ast::Op],
     body: &FuncBody,
     (i, removed, added): (usize, usize, usize),
     mentioned: &[&str],
