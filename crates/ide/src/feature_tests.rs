@@ -946,6 +946,53 @@ fn an_edit_inside_one_op_patches_the_parse_and_one_between_ops_replaces_it() {
     assert!(*parse_of(&f) == syntax::parse(&now));
 }
 
+/// A change of edits by line and column (LSP's positions, UTF-16 columns) resolves each one
+/// against the text the edits before it left, as an editor sends a rename at every use: the
+/// text and parse are those of the same edits made by byte offsets.
+#[test]
+fn edits_by_line_and_column_apply_in_order_to_the_text_each_leaves() {
+    let with_comment = GRAPH.replacen("\nfunc.func", "\n// \u{1d538}\u{e9} note\nfunc.func", 1);
+    let mut f = fixture(&with_comment);
+    let text = f.host.text("/m.mlir").expect("open").to_string();
+    let index = syntax::LineIndex::new(&text);
+    let note = text.find("note").expect("the comment") as u32;
+    let relu = text.find("\"ttnn.relu\"").expect("a relu") as u32 + 6;
+    let (note_at, relu_at) = (index.line_col(&text, note), index.line_col(&text, relu));
+    // Before `note`: `// `, two characters of three UTF-16 units (six bytes) and a space.
+    assert_eq!((note_at.col_utf16, note - index.line_start(note_at.line).unwrap_or(0)), (7, 10));
+    let pos = |lc: syntax::LineCol, by: u32| syntax::LineCol { col_utf16: lc.col_utf16 + by, ..lc };
+    let edits = vec![
+        // `relu` -> `gelu`, a longer word in the comment, and a mark after that word: the
+        // last position holds only in the text the edits before it left.
+        crate::PositionEdit { start: relu_at, end: pos(relu_at, 4), text: "gelu".to_owned() },
+        crate::PositionEdit { start: note_at, end: pos(note_at, 4), text: "remark".to_owned() },
+        crate::PositionEdit { start: pos(note_at, 6), end: pos(note_at, 6), text: "!".to_owned() },
+    ];
+    f.host.apply_change(crate::Change::new().edit_file_at("/m.mlir", edits));
+    let now = f.host.text("/m.mlir").expect("open");
+    let expected =
+        text.replacen("\"ttnn.relu\"", "\"ttnn.gelu\"", 1).replacen("note", "remark!", 1);
+    assert_eq!(*now, expected);
+    let parse = ir::parse_file(f.host.analysis().db(), f.file("/m.mlir"));
+    assert!(*parse == syntax::parse(&now));
+}
+
+/// Nothing else holding the text, the host patches it where it is rather than copying the
+/// file into a new string per keystroke.
+#[test]
+fn an_edit_patches_the_text_in_place_when_nothing_else_holds_it() {
+    let mut f = fixture(GRAPH);
+    let (at, buffer) = {
+        let text = f.host.text("/m.mlir").expect("open");
+        (text.find("\"ttnn.relu\"").expect("a relu") as u32 + 6, text.as_ptr() as usize)
+    };
+    let edit = crate::TextEdit { range: TextRange::new(at, at + 4), text: "gelu".to_owned() };
+    f.host.apply_change(crate::Change::new().edit_file("/m.mlir", vec![edit]));
+    let now = f.host.text("/m.mlir").expect("open");
+    assert!(now.contains("\"ttnn.gelu\""));
+    assert_eq!(now.as_ptr() as usize, buffer);
+}
+
 /// Two 512 KiB-per-core L1 values are live when the add allocates a third.
 const L1_LIVE: &str = r##"
 //- /m.mlir

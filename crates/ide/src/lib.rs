@@ -74,11 +74,43 @@ pub struct TextEdit {
     pub text: String,
 }
 
+/// One text edit by line and column (UTF-16 code units, as LSP counts them): replace the
+/// text from `start` to `end` with `text`. For an editor's change of many edits, whose
+/// positions each refer to the text the previous edits left: the host resolves them against
+/// its own text as it patches it, so the caller keeps no copy of the file to do so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PositionEdit {
+    pub start: LineCol,
+    pub end: LineCol,
+    pub text: String,
+}
+
 #[derive(Debug, Clone)]
 enum FileChange {
     Set(FileText),
-    Edit(Vec<TextEdit>),
+    Edit(Vec<AnyEdit>),
     Remove,
+}
+
+#[derive(Debug, Clone)]
+enum AnyEdit {
+    Bytes(TextEdit),
+    Position(PositionEdit),
+}
+
+impl AnyEdit {
+    /// The byte range in `text` (whose index is `index`) and the new text.
+    fn resolve(self, text: &str, index: &LineIndex) -> (usize, usize, String) {
+        let (start, end, new) = match self {
+            AnyEdit::Bytes(e) => (e.range.start, e.range.end, e.text),
+            AnyEdit::Position(e) => {
+                let (a, b) = (index.offset(text, e.start), index.offset(text, e.end));
+                (a.min(b), a.max(b), e.text)
+            }
+        };
+        let start = clamp_to_char_boundary(text, start as usize);
+        (start, clamp_to_char_boundary(text, (end as usize).max(start)), new)
+    }
 }
 
 /// A batch of input changes, applied at once by [`AnalysisHost::apply_change`].
@@ -105,6 +137,14 @@ impl Change {
     /// Applies edits to a file's current text, in order; each edit's range refers to the text
     /// as left by the previous edits (LSP's convention).
     pub fn edit_file(mut self, path: impl Into<String>, edits: Vec<TextEdit>) -> Change {
+        let edits = edits.into_iter().map(AnyEdit::Bytes).collect();
+        self.files.push((path.into(), FileChange::Edit(edits)));
+        self
+    }
+
+    /// [`Change::edit_file`] with positions by line and column.
+    pub fn edit_file_at(mut self, path: impl Into<String>, edits: Vec<PositionEdit>) -> Change {
+        let edits = edits.into_iter().map(AnyEdit::Position).collect();
         self.files.push((path.into(), FileChange::Edit(edits)));
         self
     }
@@ -374,7 +414,10 @@ impl AnalysisHost {
                 }
                 FileChange::Edit(edits) => {
                     let Some(file) = self.files.get(&path).copied() else { continue };
-                    if edits.iter().all(|e| e.range.is_empty() && e.text.is_empty()) {
+                    if edits.iter().all(|e| match e {
+                        AnyEdit::Bytes(e) => e.range.is_empty() && e.text.is_empty(),
+                        AnyEdit::Position(e) => e.start == e.end && e.text.is_empty(),
+                    }) {
                         continue;
                     }
                     // The parse is patched edit by edit while each edit stays inside one op;
@@ -382,8 +425,9 @@ impl AnalysisHost {
                     // An edit that writes what is already there changes nothing.
                     let current = file.text(&self.db);
                     if edits.iter().all(|e| {
-                        current.get(e.range.start as usize..e.range.end as usize)
-                            == Some(e.text.as_str())
+                        matches!(e, AnyEdit::Bytes(e) if current
+                            .get(e.range.start as usize..e.range.end as usize)
+                            == Some(e.text.as_str()))
                     }) {
                         continue;
                     }
@@ -397,13 +441,12 @@ impl AnalysisHost {
                     let mut text = self.take_text(file);
                     let mut index = LineIndex::clone(file.line_index(&self.db));
                     for (k, e) in edits.into_iter().enumerate() {
-                        let start = clamp_to_char_boundary(&text, e.range.start as usize);
-                        let end = clamp_to_char_boundary(&text, (e.range.end as usize).max(start));
-                        text.replace_range(start..end, &e.text);
+                        let (start, end, new) = e.resolve(&text, &index);
+                        text.replace_range(start..end, &new);
                         let range = TextRange::new(start as u32, end as u32);
-                        index.apply_edit(&text, range, &e.text);
+                        index.apply_edit(&text, range, &new);
                         if let Some(mut p) = parse.take() {
-                            let len = u32::try_from(e.text.len());
+                            let len = u32::try_from(new.len());
                             match len.ok().and_then(|len| p.reparse_edit(&text, range, len)) {
                                 Some(op) => {
                                     op_edit = if k == 0 {

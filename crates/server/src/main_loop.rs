@@ -16,11 +16,13 @@ use std::{
 
 use base_db::SourceFile;
 use crossbeam_channel::{Receiver, Sender, select, unbounded};
-use ide::{AnalysisHost, CancelHandle, Cancelled, Change, HostConfig, HostMode, TextEdit};
+use ide::{
+    AnalysisHost, CancelHandle, Cancelled, Change, HostConfig, HostMode, PositionEdit, TextEdit,
+};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types as lsp;
 use rustc_hash::{FxHashMap, FxHashSet};
-use syntax::LineIndex;
+use syntax::{LineCol, LineIndex};
 
 use crate::{
     config::Config,
@@ -585,7 +587,7 @@ impl GlobalState {
         }
     }
 
-    fn did_change(&mut self, mut p: lsp::DidChangeTextDocumentParams) {
+    fn did_change(&mut self, p: lsp::DidChangeTextDocumentParams) {
         let path = convert::uri_to_path(&p.text_document.uri);
         let Some(doc) = self.docs.get_mut(&path) else {
             tracing::warn!(path = %path, "change to a document that is not open");
@@ -593,35 +595,37 @@ impl GlobalState {
         };
         doc.version = p.text_document.version;
         let is_overrides = doc.is_overrides;
-        let current = if is_overrides { self.overrides.text(&path) } else { self.host.text(&path) };
-        let Some(current) = current else { return };
-        // Each change's range refers to the text left by the previous one (LSP's rule), so
-        // positions are converted against a running copy. The first change reads the
-        // analysis' line index of the current text, which publishing diagnostics built
-        // already (rebuilding it is a scan of the whole file on every keystroke).
-        let mut index = if is_overrides {
-            None
-        } else {
-            self.host.file(&path).and_then(|f| self.host.analysis().line_index(f).ok())
-        };
-        // One ranged change in an IR file, as an editor sends per keystroke: its range is
-        // converted against the current text, which the host then patches; no copy of the
-        // text here (a 10k-op file is about a megabyte).
-        if !is_overrides
-            && let Some(index) = &index
-            && let [lsp::TextDocumentContentChangeEvent { range: Some(range), text, .. }] =
-                p.content_changes.as_mut_slice()
-        {
-            let r = Lines { text: &current, index }.range(*range);
-            let text = std::mem::take(text);
-            // Not held while the host applies the edit: it patches its text in place when
-            // nothing else holds it.
-            drop(current);
-            self.apply(Change::new().edit_file(path, vec![TextEdit { range: r, text }]));
+        // Ranged changes to an IR file, as an editor sends per keystroke and for a rename at
+        // every use: the host resolves each position against its own text as it patches it
+        // in place, so nothing here copies the file (28 MB for a 100k-op graph) or builds a
+        // line index of it.
+        if !is_overrides && p.content_changes.iter().all(|c| c.range.is_some()) {
+            if self.host.file(&path).is_none() {
+                return;
+            }
+            let edits = p
+                .content_changes
+                .into_iter()
+                .filter_map(|c| {
+                    let r = c.range?;
+                    Some(PositionEdit {
+                        start: LineCol { line: r.start.line, col_utf16: r.start.character },
+                        end: LineCol { line: r.end.line, col_utf16: r.end.character },
+                        text: c.text,
+                    })
+                })
+                .collect();
+            self.apply(Change::new().edit_file_at(path, edits));
             return;
         }
+        let current = if is_overrides { self.overrides.text(&path) } else { self.host.text(&path) };
+        let Some(current) = current else { return };
+        // A whole-text change among them, or an overrides file: each change's range refers
+        // to the text left by the previous one (LSP's rule), so positions are converted
+        // against a running copy, and its index patched with each change.
         let mut text = current.to_string();
         drop(current);
+        let mut index: Option<LineIndex> = None;
         let mut edits = Vec::new();
         let mut full = false;
         for c in p.content_changes {
@@ -633,13 +637,10 @@ impl GlobalState {
                     index = None;
                 }
                 Some(range) => {
-                    // The running index is patched with each change, as the host patches
-                    // its own: rebuilding it per change scanned the whole file once for
-                    // every use a rename touched.
-                    let index = index.get_or_insert_with(|| Arc::new(LineIndex::new(&text)));
+                    let index = index.get_or_insert_with(|| LineIndex::new(&text));
                     let r = Lines { text: &text, index }.range(range);
                     text.replace_range(r.start as usize..r.end as usize, &c.text);
-                    Arc::make_mut(index).apply_edit(&text, r, &c.text);
+                    index.apply_edit(&text, r, &c.text);
                     edits.push(TextEdit { range: r, text: c.text });
                 }
             }
