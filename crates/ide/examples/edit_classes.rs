@@ -5,7 +5,7 @@
 //!
 //! `cargo run --release -p ide --example edit_classes -- FILE [ROUNDS]`; `EDIT_CLASS=insert` runs
 //! only the classes whose name contains `insert`; `IDLE=1` pauses after each step with the
-//! server's idle upkeep.
+//! server's idle upkeep; `QUERIES=1` prints the queries each step executed.
 
 #![expect(
     clippy::print_stdout,
@@ -27,16 +27,19 @@ fn main() {
         return;
     };
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(5);
+    // `QUERIES=1`: after each step, how many times each query executed.
+    let queries = std::env::var("QUERIES").is_ok_and(|v| v == "1");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let mut host = AnalysisHost::with_config(
         target::Target::n150(),
         Options::tt_mlir_defaults(),
-        HostConfig { mode: HostMode::Editor, query_log: false },
+        HostConfig { mode: HostMode::Editor, query_log: queries },
     );
     let t = Instant::now();
     host.apply_change(Change::new().set_file(FILE, text.clone()));
     diagnose(&host);
     println!("open: {:.1} ms", ms(t));
+    let _ = host.take_executed_queries();
     // An op line in the middle of the file, and the lines of the next 100 ops.
     let mid = text.len() / 2;
     let line = mid + text[mid..].find("\n    %").unwrap_or(0) + 1;
@@ -57,6 +60,7 @@ fn main() {
             vec![ins(line_end - 2, &op_line[op_line.len() - 2..op_line.len() - 1])],
         ),
         rename_at_uses(&text, line, &name),
+        paste_ops(&text, line_end, 100),
     ];
     // `EDIT_CLASS=insert` runs only the classes whose name contains it (for a profiler).
     let only = std::env::var("EDIT_CLASS").unwrap_or_default();
@@ -88,6 +92,14 @@ fn main() {
                 let t4 = ms(o0);
                 drop(a);
                 times[k].push((t1, t2, t3, t4));
+                if queries {
+                    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+                    for q in host.take_executed_queries() {
+                        let name = q.split('(').next().unwrap_or_default().to_owned();
+                        *counts.entry(name).or_default() += 1;
+                    }
+                    println!("{class} ({}): executed {counts:?}", ["do", "undo"][k]);
+                }
                 if idle {
                     // As the server does once diagnostics are out: old values freed aside.
                     host.free_unused();
@@ -165,4 +177,39 @@ fn ins(at: usize, text: &str) -> TextEdit {
 
 fn del(at: usize, len: usize) -> TextEdit {
     TextEdit { range: TextRange::new(at as u32, (at + len) as u32), text: String::new() }
+}
+
+/// A copy of the `n` op lines from `at` pasted after them, their results renamed (and their
+/// uses among them); and the cut that takes it out again.
+fn paste_ops(text: &str, at: usize, n: usize) -> (&'static str, Vec<TextEdit>, Vec<TextEdit>) {
+    let lines: Vec<&str> = text[at..].split_inclusive('\n').take(n).collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.trim_start().split(" = ").next().filter(|r| r.starts_with('%')))
+        .collect();
+    let mut pasted = String::new();
+    for l in &lines {
+        let mut out = String::new();
+        let mut rest = *l;
+        while let Some(k) = rest.find('%') {
+            out.push_str(&rest[..k]);
+            let tail = &rest[k..];
+            let end = tail[1..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(tail.len(), |e| e + 1);
+            let word = &tail[..end];
+            if names.contains(&word) {
+                out.push_str("%pasted_");
+                out.push_str(&word[1..]);
+            } else {
+                out.push_str(word);
+            }
+            rest = &tail[end..];
+        }
+        out.push_str(rest);
+        pasted.push_str(&out);
+    }
+    let p = at + lines.iter().map(|l| l.len()).sum::<usize>();
+    let len = pasted.len();
+    ("paste ops", vec![ins(p, &pasted)], vec![del(p, len)])
 }

@@ -233,8 +233,12 @@ pub(crate) fn written_findings(
     let budget = TargetInput::get(db).target(db).usable_l1_per_core();
     let groups = ir::func_groups(db, func);
     let n = frame.n_ops;
-    let checks: Vec<std::sync::Arc<[Option<layout::WrittenCheck>]>> =
-        (0..groups.len() as u32).map(|g| layout::written_checks_block(db, func, g)).collect();
+    let checks: Vec<std::sync::Arc<[Option<layout::WrittenCheck>]>> = (0..groups.len() as u32)
+        .map(|g| match ir::group_start(&frame, &groups, g) {
+            Some(start) => layout::written_checks_block(db, func, start),
+            None => layout::written_checks(db, &ir::func_group(db, func, g)),
+        })
+        .collect();
     let check_of = |i: usize| {
         let (g, at) = groups.locate(i)?;
         checks.get(g as usize)?.get(at)?.as_ref()

@@ -767,6 +767,7 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group 30
+        func_group_at 1
         func_loc_names 1
         func_source_map 1
         group_signatures 1
@@ -783,6 +784,7 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group 30
+        func_group_at 1
         func_loc_names 1
         func_source_map 1
         group_signatures 1
@@ -831,6 +833,7 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group 30
+        func_group_at 30
         func_groups 1
         func_loc_names 1
         func_ops 1
@@ -850,6 +853,41 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         written_checks_block 2
         written_findings 1"#]]
     .assert_eq(&executed_counts(&host, &[""]));
+}
+
+#[test]
+fn pasting_ops_that_start_groups_rechecks_only_the_pasted_ops_as_written() {
+    // 100 relus with fresh names pasted after relu 300: some of their names start groups of
+    // their own, so every group after them moves to a later index. The verdicts as written
+    // are kept per group by the group's first op's name, not its index: only the groups
+    // holding pasted ops are checked again, not the twenty-odd groups after them.
+    let (mut host, file, text) = relu_editor();
+    let diagnose = |host: &AnalysisHost| diagnose(host, file);
+    diagnose(&host);
+    let groups = |host: &AnalysisHost| {
+        let funcs = ir::file_funcs(host.analysis().db(), file);
+        funcs.first().map_or(0, |&f| ir::func_groups(host.analysis().db(), f).len())
+    };
+    let before = groups(&host);
+    let _ = host.take_executed_queries();
+    let at = text.find("  %301 = ").expect("fixture has %301") as u32;
+    let pasted: String = (0..100)
+        .map(|k| {
+            format!(
+                "  %pasted{k} = \"ttnn.relu\"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc(\"p{k}\")\n"
+            )
+        })
+        .collect();
+    host.apply_change(
+        Change::new()
+            .edit_file(FILE, vec![TextEdit { range: TextRange::new(at, at), text: pasted }]),
+    );
+    diagnose(&host);
+    let checks = executed_counts(&host, &["written_checks_block"]);
+    expect![[r#"
+        groups 30 -> 33
+        written_checks_block 4"#]]
+    .assert_eq(&format!("groups {before} -> {}\n{checks}", groups(&host)));
 }
 
 #[test]

@@ -228,6 +228,32 @@ pub fn func_group(db: &dyn Db, func: FuncId, g: u32) -> GroupOps {
     GroupOps { body: Some(body), range }
 }
 
+/// The ops of the group whose first op has the key `start`: [`func_group`] by a key built
+/// from a name rather than by the group's index. Pasting ops that start groups of their own
+/// moves the index of every group after them; a memo keyed by index then sees other ops and
+/// runs again for each of those groups, where one keyed by the first op's name sees the ops
+/// it saw before (this is backdated) and does not. Empty when no group starts with that key
+/// (or the key repeats, which only a file with errors has; see [`group_start`]).
+#[salsa::tracked(returns(clone))]
+pub fn func_group_at(db: &dyn Db, func: FuncId, start: Name) -> GroupOps {
+    let Some(frame) = func_frame(db, func) else { return GroupOps::default() };
+    let Some(i) = frame.index_of(start) else { return GroupOps::default() };
+    match func_groups(db, func).locate(i as usize) {
+        Some((g, 0)) => func_group(db, func, g),
+        _ => GroupOps::default(),
+    }
+}
+
+/// The key of group `g`'s first op, when it names that group alone: what
+/// [`func_group_at`] is asked with. `None` past the end, and when the key is also another
+/// op's (a repeated definition, an error): then read the group by index.
+#[must_use]
+pub fn group_start(frame: &FuncFrame, groups: &GroupLayout, g: u32) -> Option<Name> {
+    let first = groups.range(g).start;
+    let key = *frame.keys.get(first)?;
+    (frame.index_of(key)? as usize == first && groups.range(g).len() > 0).then_some(key)
+}
+
 /// The ops of one group: a range of the body's list of shared ops, held through the body.
 ///
 /// Not a list of its own: copying a group's op pointers took a count on every op and

@@ -17,6 +17,7 @@
 //!   │ │                           stay, as after an edit inside one op)
 //!   │ └ func_groups(f)            Eq: where the body is cut into groups, by content
 //!   └ func_group(f, g)            Eq: the ops of one group (pointer-compared, backdated)
+//!     └ func_group_at(f, start)   Eq: the same, keyed by the group's first op's name
 //! lower_file(F) ─► func_loc_names(f)   the `loc("name")` of each op (override keys)
 //! ```
 //!
@@ -42,7 +43,7 @@ use syntax::Parse;
 pub use crate::{
     groups::{
         BodyView, FuncFrame, GROUP_OPS, GroupLayout, GroupOps, MAX_GROUP_OPS, OpsView, func_frame,
-        func_group, func_groups, func_loc_names,
+        func_group, func_group_at, func_groups, func_loc_names, group_start,
     },
     lower::{lower_file as lower_parse, relower_edit},
     model::{

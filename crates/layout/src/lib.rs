@@ -29,7 +29,7 @@ pub use crate::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, LegalitySig, OpLegality,
         OverrideUse, WrittenCheck, base_legality, full_override_layout, legal_op_configs,
         legal_op_layouts, op_legality, overridden_legality, produced_layout, query_for,
-        written_checks_block,
+        written_checks, written_checks_block,
     },
     overrides::{
         OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,

@@ -761,18 +761,31 @@ pub struct WrittenCheck {
     pub output_l1: u64,
 }
 
-/// The op model's verdict on each op of group `j` of a function's body (`ir::func_groups`)
-/// as written (no resident L1 counted; the caller
+/// The op model's verdict on each op of the group of a function's body (`ir::func_groups`)
+/// that starts with the op keyed `start`, as written (no resident L1 counted; the caller
 /// adds the live L1 of the function). `None` for ops it does not evaluate: unknown kinds,
 /// ops without a single tensor result, tensors without layouts.
 ///
 /// Computed from the group itself rather than from per-op queries: per-op memos were 10k to
 /// re-validate on a 10k-op function (a fifth of an edit's work); blocks of 256 ops re-checked
 /// 224 ops that no edit had touched.
+///
+/// Keyed by the group's first op's name (`ir::func_group_at`), not its index: ops pasted
+/// before a group leave its memo as it was. [`written_checks`] reads a group by index
+/// where no name stands for it.
 #[salsa::tracked(returns(clone))]
-pub fn written_checks_block(db: &dyn Db, func: ir::FuncId, j: u32) -> Arc<[Option<WrittenCheck>]> {
-    let block = ir::func_group(db, func, j);
-    let _p = tracing::trace_span!("written_checks_block", j).entered();
+pub fn written_checks_block(
+    db: &dyn Db,
+    func: ir::FuncId,
+    start: ir::Name,
+) -> Arc<[Option<WrittenCheck>]> {
+    let block = ir::func_group_at(db, func, start);
+    let _p = tracing::trace_span!("written_checks_block").entered();
+    written_checks(db, &block)
+}
+
+/// [`written_checks_block`] of a group's ops, without a memo.
+pub fn written_checks(db: &dyn Db, block: &ir::GroupOps) -> Arc<[Option<WrittenCheck>]> {
     block
         .iter()
         .map(|data| {
