@@ -251,7 +251,7 @@ pub fn func_group_at(db: &dyn Db, func: FuncId, start: Name) -> GroupOps {
 pub fn group_start(frame: &FuncFrame, groups: &GroupLayout, g: u32) -> Option<Name> {
     let first = groups.range(g).start;
     let key = *frame.keys.get(first)?;
-    (frame.index_of(key)? as usize == first && groups.range(g).len() > 0).then_some(key)
+    (frame.index_of(key)? as usize == first && !groups.range(g).is_empty()).then_some(key)
 }
 
 /// The ops of one group: a range of the body's list of shared ops, held through the body.
