@@ -767,7 +767,7 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group 30
-        func_group_at 1
+        func_group_at 30
         func_loc_names 1
         func_source_map 1
         group_signatures 1
@@ -784,7 +784,7 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group 30
-        func_group_at 1
+        func_group_at 30
         func_loc_names 1
         func_source_map 1
         group_signatures 1

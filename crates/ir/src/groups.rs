@@ -236,12 +236,18 @@ pub fn func_group(db: &dyn Db, func: FuncId, g: u32) -> GroupOps {
 /// (or the key repeats, which only a file with errors has; see [`group_start`]).
 #[salsa::tracked(returns(clone))]
 pub fn func_group_at(db: &dyn Db, func: FuncId, start: Name) -> GroupOps {
+    // From the body, not through `func_group`: a memo per group index as well would double
+    // what an insertion re-runs, one query per group.
     let Some(frame) = func_frame(db, func) else { return GroupOps::default() };
     let Some(i) = frame.index_of(start) else { return GroupOps::default() };
-    match func_groups(db, func).locate(i as usize) {
-        Some((g, 0)) => func_group(db, func, g),
-        _ => GroupOps::default(),
+    let groups = func_groups(db, func);
+    let Some((g, 0)) = groups.locate(i as usize) else { return GroupOps::default() };
+    let Some(body) = func_body(db, func) else { return GroupOps::default() };
+    let range = groups.range(g);
+    if body.ops.get(range.clone()).is_none() {
+        return GroupOps::default();
     }
+    GroupOps { body: Some(body), range }
 }
 
 /// The key of group `g`'s first op, when it names that group alone: what
