@@ -452,8 +452,12 @@ fn relower_window(
     if !gone.is_empty() {
         let uses_gone =
             |v: &ValueRef| matches!(v, ValueRef::Result { op, .. } if gone.contains(op));
-        let kept = body.ops[..i].iter().chain(&body.ops[i + removed..]);
-        if kept.flat_map(|o| &o.operands).any(uses_gone) || body.returns.iter().any(uses_gone) {
+        // Only the ops after the window can: the old lowering had no use before a definition
+        // (a non-local error refuses the edit above), so no op before the window read them.
+        let after = &body.ops[i + removed..];
+        if after.iter().flat_map(|o| &o.operands).any(uses_gone)
+            || body.returns.iter().any(uses_gone)
+        {
             return None;
         }
     }
