@@ -18,7 +18,6 @@ mod tests {
         ("ir::func_group", "a group's ordinal among its function's groups (content-cut)"),
         ("layout::group_signatures", "per group ordinal, see ir::func_group"),
         ("layout::overrides_block", "per group ordinal, see ir::func_group"),
-        ("layout::written_checks_block", "per group ordinal, see ir::func_group"),
         ("plan::chainable_block", "per group ordinal, see ir::func_group"),
         ("plan::chain_facts_block", "per group ordinal, see ir::func_group"),
         ("plan::base_plans_block", "per group ordinal, see ir::func_group"),

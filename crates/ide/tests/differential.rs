@@ -306,7 +306,22 @@ fn random_edits(host: AnalysisHost) {
                 }
                 // The client sends them last first, so each range reads the text as it is.
                 edits.reverse();
-                Change::new().edit_file(FILE, edits)
+                if step % 2 == 0 {
+                    Change::new().edit_file(FILE, edits)
+                } else {
+                    // By line and column, as the language server passes an editor's edits.
+                    let index = syntax::LineIndex::new(&text);
+                    let at = |o: u32| index.line_col(&text, o);
+                    let edits = edits
+                        .into_iter()
+                        .map(|e| ide::PositionEdit {
+                            start: at(e.range.start),
+                            end: at(e.range.end),
+                            text: e.text,
+                        })
+                        .collect();
+                    Change::new().edit_file_at(FILE, edits)
+                }
             }
             // Break an op (its closing parenthesis deleted), then fix it in a second change.
             11 => {
