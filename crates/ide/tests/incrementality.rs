@@ -453,9 +453,9 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
 
 #[test]
 fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_override() {
-    // On a tuning host an op's slot becomes `LOW` once it is overridden. The function's
-    // chains read every op's slot, so when they are rebuilt after that (here: pinning op
-    // 1100 to DRAM, after op 10 was overridden and cleared) they come out `LOW`. The chunk
+    // On a tuning host the slots are `LOW`. The function's chains read every op's slot, so
+    // when they are rebuilt (here: pinning op 1100 to DRAM, after op 10 was overridden and
+    // cleared) they come out `LOW`. The chunk
     // layout started at `LOW` (it reads `LowDurabilityAnchor`), so it and every chunk's ops
     // are backdated as equal: only the chunk holding op 1100 is planned and printed again,
     // not all five.
@@ -489,6 +489,39 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     .assert_eq(&executed_counts(
         &host,
         &["chains", "chunk_", "plan_chunk", "plan_parts_chunk", "rewrite_chunk"],
+    ));
+}
+
+#[test]
+fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
+    // An op's first override in a tuning loop: its chunk's walk re-runs, and the carry it
+    // hands on comes out equal, so no later chunk is walked, costed or printed again. Had
+    // the slot been created at a higher durability than its later writes, the carry would
+    // come out equal but less durable, which salsa does not backdate, and each of the
+    // four chunks after op 10's would be walked again in turn.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        relus(|_| "%a".to_owned()),
+    );
+    optimize_file(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(
+        Change::new()
+            .set_overrides("m.overrides", "override-output-layout=r10=l1:height_sharded\n"),
+    );
+    optimize_file(&host);
+    expect![[r#"
+        chunk_cost 1
+        plan_carry 1
+        plan_chunk 1
+        plan_cost 1
+        plan_parts_chunk 1
+        plan_slice 1
+        rewrite_chunk 1"#]]
+    .assert_eq(&executed_counts(
+        &host,
+        &["chunk_cost", "chunk_incoming", "plan_", "rewrite_chunk"],
     ));
 }
 

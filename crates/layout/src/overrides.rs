@@ -54,9 +54,8 @@ pub fn effective_options(db: &dyn Db) -> Options {
 /// block whose overrides changed re-run. One memo per block rather than per op: salsa
 /// re-validates every memo a result read after each keystroke, and 10k per-op lookups cost
 /// about 11M instructions of it on a 10k-op file. A tuning host's map and names do not
-/// change, so there a memo only costs: the first override on an op changes a `MEDIUM` slot,
-/// which re-validates every memo reading one, where a direct read re-validates as a
-/// comparison.
+/// change, so there a memo only costs: salsa walks it after every override, where a direct
+/// read re-validates as a comparison.
 pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
     if db.memo_style() == MemoStyle::Tuning {
         return read_op_overrides(db, op);

@@ -23,8 +23,8 @@ use crate::{Db, chain_graph::ChainId, planning::ChainPart};
 /// Most chains have no overridden op, and neither do the producers their first inputs come
 /// from: their problem, solution and part read each op's legality without overrides
 /// ([`layout::base_legality`]) and no override slot ([`Reads::Base`]). On a tuning host
-/// that legality derives from the graph alone (`HIGH`), so an op's first override, a change
-/// at `MEDIUM`, leaves those memos valid in O(1) instead of walking about 10k of them. The
+/// that legality derives from the graph alone (`HIGH`), so an override, a change at `LOW`,
+/// leaves those memos valid in O(1) instead of walking about 10k of them. The
 /// chunk that places a chain ([`crate::plan_parts_chunk`]) reads the slots and picks the
 /// variant (`chain_reads`); both variants compute the same values for a chain without
 /// overrides.
