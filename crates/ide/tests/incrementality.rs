@@ -189,7 +189,9 @@ fn changing_an_existing_override_reruns_only_that_ops_queries() {
 
 #[test]
 fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
-    // A tuning host gave every named op a slot when the file was set.
+    // A tuning host gave every named op a slot when the file was set. The overrides are read
+    // a group of ops at a time (`overrides_block`), as in an editor: the op's group's lookup
+    // and the op's legality re-run.
     let config = HostConfig { mode: HostMode::Tuning, query_log: true };
     let host = prepared(
         AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
@@ -200,6 +202,7 @@ fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
             overridden_legality(@main:%1)
+            overrides_block
             scalar_types(@main)
         "#]],
     );
@@ -591,7 +594,6 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     expect![[r#"
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
         chunk_cost 1
         chunk_incoming 1
         func_group 30
@@ -792,9 +794,9 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
     let second = executed_counts(&host, &[""]);
     expect![[r#"
         first edit:
+        base_chainable_block 1
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
         file_funcs 1
         flow_block 1
         func_body 1
@@ -808,9 +810,9 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         plan_chunk 2
         written_checks_block 1
         second edit:
+        base_chainable_block 1
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
         file_funcs 1
         flow_block 1
         func_body 1
@@ -849,10 +851,11 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
     ));
     diagnose(&host);
     expect![[r#"
+        base_chainable_block 30
         base_plans_block 30
         chain_block 5
         chain_facts_block 2
-        chainable_block 30
+        chainable_block 1
         chains 1
         chunk_chains 5
         chunk_count 1

@@ -48,8 +48,14 @@ pub(crate) fn chain_reads(
     probe: &layout::OverrideProbe<'_>,
 ) -> Reads {
     let has = |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides(k.as_str()));
+    // A producer may lie anywhere in the function (every op reads the device handle): its
+    // own slot, not its group's overrides.
+    let producer_has =
+        |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides_by_slot(k.as_str()));
     for &i in members {
-        if has(i) || topo.ops.get(i as usize).is_some_and(|o| o.deps.iter().any(|&p| has(p))) {
+        if has(i)
+            || topo.ops.get(i as usize).is_some_and(|o| o.deps.iter().any(|&p| producer_has(p)))
+        {
             return Reads::Overrides;
         }
     }
