@@ -396,10 +396,9 @@ fn child(key: &str) -> anyhow::Result<()> {
     m.one_override_max = times.last().copied().unwrap_or(0.0);
     m.cost_override_median = costs.get(costs.len() / 2).copied().unwrap_or(0.0);
 
-    // (b') The same overrides again. An op's first override changes a slot created with the
-    // graph's durability, which makes salsa re-validate every memo once; from then on the
-    // op's slot changes at the overrides' own durability, as in a tuning loop that comes back
-    // to an op.
+    // (b') The same overrides again, as in a tuning loop that comes back to an op: its
+    // overridden legality and chains' solutions were made before (a slot is created at the
+    // durability it is written with, so a first override costs the same salsa work).
     let (again, _) = override_each(&mut host)?;
     m.again_median = again.get(again.len() / 2).copied().unwrap_or(0.0);
 
@@ -562,7 +561,7 @@ fn section(machine: &str, profile: &str, results: &[(Spec, Measured)]) -> String
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "Columns: (a) a fresh host with the file set, `Analysis::cost`, then `final_ir_for` on top; (b) `set_override` on one op (a legal layout other than the planned one), then `cost` and `final_ir_for`, over up to {OVERRIDE_OPS} ops spread over the graph; ratio a/b is (a) with the final IR over the median of (b); the cost alone is the median time from `set_override` to `cost`, and its ratio is the cost of (a) over it; (b') the same overrides again, one op at a time, after every one of them was set and cleared once (an op's first override changes a slot created with the graph's durability, so salsa re-validates every memo once; a tuning loop that comes back to an op pays (b')); (c) `final_ir_for` and `cost` asked again without a change, and after appending a space to the file; (d) renaming one op's `loc` and hovering over its result; (e) random legal layouts on those ops through `set_override`, `cost` and a revert, the `tune` command's loop, against a fresh host and `cost` per candidate (the first figure of (a)); ratio is (e) over from scratch."
+        "Columns: (a) a fresh host with the file set, `Analysis::cost`, then `final_ir_for` on top; (b) `set_override` on one op (a legal layout other than the planned one), then `cost` and `final_ir_for`, over up to {OVERRIDE_OPS} ops spread over the graph; ratio a/b is (a) with the final IR over the median of (b); the cost alone is the median time from `set_override` to `cost`, and its ratio is the cost of (a) over it; (b') the same overrides again, one op at a time, after every one of them was set and cleared once (what a tuning loop that comes back to an op pays); (c) `final_ir_for` and `cost` asked again without a change, and after appending a space to the file; (d) renaming one op's `loc` and hovering over its result; (e) random legal layouts on those ops through `set_override`, `cost` and a revert, the `tune` command's loop, against a fresh host and `cost` per candidate (the first figure of (a)); ratio is (e) over from scratch."
     );
     s
 }

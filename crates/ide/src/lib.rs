@@ -214,11 +214,11 @@ pub enum HostMode {
     /// almost never (`HIGH`), like the target.
     ///
     /// The host creates an override slot for every named op of a file when the file is set,
-    /// at `MEDIUM`: a first override on an op then changes a `MEDIUM` slot, which re-validates
-    /// only the memos that read some op's overrides, while everything derived from the graph
-    /// alone (signatures, legal layouts without overrides) stays valid in O(1). From then on
-    /// the op's slot is `LOW`, and changing it again re-validates only what read it. Its
-    /// queries memoize in `layout::MemoStyle::Tuning`.
+    /// at `LOW` like every later write of it: a slot's durability is that of its kind. Were
+    /// it created higher, an op's first override would lower the durability of everything
+    /// downstream of its slot, and salsa does not backdate a value that comes out equal but
+    /// less durable: each chunk's carry would then re-run the next chunk's walk, to the end
+    /// of the function. Its queries memoize in `layout::MemoStyle::Tuning`.
     Tuning,
 }
 
@@ -651,7 +651,8 @@ impl AnalysisHost {
                 );
             }
         }
-        self.add_slots(names, Durability::MEDIUM);
+        let durability = self.mode.slot_durability();
+        self.add_slots(names, durability);
     }
 
     /// Creates a slot for each name that has none, with its value, and sets the map (a new

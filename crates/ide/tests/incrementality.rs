@@ -189,7 +189,9 @@ fn changing_an_existing_override_reruns_only_that_ops_queries() {
 
 #[test]
 fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
-    // A tuning host gave every named op a slot when the file was set.
+    // A tuning host gave every named op a slot when the file was set. The overrides are read
+    // a group of ops at a time (`overrides_block`), as in an editor: the op's group's lookup
+    // and the op's legality re-run.
     let config = HostConfig { mode: HostMode::Tuning, query_log: true };
     let host = prepared(
         AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
@@ -200,6 +202,7 @@ fn a_tuning_host_reruns_only_the_overridden_ops_queries_on_a_first_override() {
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
             overridden_legality(@main:%1)
+            overrides_block
             scalar_types(@main)
         "#]],
     );
@@ -453,9 +456,9 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
 
 #[test]
 fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_override() {
-    // On a tuning host an op's slot becomes `LOW` once it is overridden. The function's
-    // chains read every op's slot, so when they are rebuilt after that (here: pinning op
-    // 1100 to DRAM, after op 10 was overridden and cleared) they come out `LOW`. The chunk
+    // On a tuning host the slots are `LOW`. The function's chains read every op's slot, so
+    // when they are rebuilt (here: pinning op 1100 to DRAM, after op 10 was overridden and
+    // cleared) they come out `LOW`. The chunk
     // layout started at `LOW` (it reads `LowDurabilityAnchor`), so it and every chunk's ops
     // are backdated as equal: only the chunk holding op 1100 is planned and printed again,
     // not all five.
@@ -489,6 +492,39 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     .assert_eq(&executed_counts(
         &host,
         &["chains", "chunk_", "plan_chunk", "plan_parts_chunk", "rewrite_chunk"],
+    ));
+}
+
+#[test]
+fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
+    // An op's first override in a tuning loop: its chunk's walk re-runs, and the carry it
+    // hands on comes out equal, so no later chunk is walked, costed or printed again. Had
+    // the slot been created at a higher durability than its later writes, the carry would
+    // come out equal but less durable, which salsa does not backdate, and each of the
+    // four chunks after op 10's would be walked again in turn.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        relus(|_| "%a".to_owned()),
+    );
+    optimize_file(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(
+        Change::new()
+            .set_overrides("m.overrides", "override-output-layout=r10=l1:height_sharded\n"),
+    );
+    optimize_file(&host);
+    expect![[r#"
+        chunk_cost 1
+        plan_carry 1
+        plan_chunk 1
+        plan_cost 1
+        plan_parts_chunk 1
+        plan_slice 1
+        rewrite_chunk 1"#]]
+    .assert_eq(&executed_counts(
+        &host,
+        &["chunk_cost", "chunk_incoming", "plan_", "rewrite_chunk"],
     ));
 }
 
@@ -558,7 +594,6 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
     expect![[r#"
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
         chunk_cost 1
         chunk_incoming 1
         func_group 30
@@ -759,9 +794,9 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
     let second = executed_counts(&host, &[""]);
     expect![[r#"
         first edit:
+        base_chainable_block 1
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
         file_funcs 1
         flow_block 1
         func_body 1
@@ -776,9 +811,9 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         plan_chunk 2
         written_checks_block 1
         second edit:
+        base_chainable_block 1
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
         file_funcs 1
         flow_block 1
         func_body 1
@@ -818,10 +853,11 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
     ));
     diagnose(&host);
     expect![[r#"
+        base_chainable_block 30
         base_plans_block 30
         chain_block 5
         chain_facts_block 2
-        chainable_block 30
+        chainable_block 1
         chains 1
         chunk_chains 5
         chunk_count 1

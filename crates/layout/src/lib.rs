@@ -3,7 +3,7 @@
 //! ```text
 //! OpGroup ───────► group_signatures(f, g)   position-free, layout-relevant, 32 ops; backdates
 //!                  (op_signature(op) reads its op's entry)
-//!                  op_overrides(op)          reads only its own op's override slot
+//!                  overrides_block(f, g)     the override slots of a group's ops (op_overrides(op) reads its entry)
 //!                  scalar_types(f)           data types in the function, overrides included
 //! TargetInput ───► legal_tensor_layouts(key) keyed by interned (shape, dtype); shared
 //!                  legal_op_layouts(op)      selection + op-model filter + max-legal-layouts
@@ -32,7 +32,8 @@ pub use crate::{
         written_checks, written_checks_block,
     },
     overrides::{
-        OpOverrides, OverrideProbe, effective_options, op_overrides, override_file, overrides_block,
+        OpOverrides, OverrideProbe, effective_options, group_has_overrides, op_overrides,
+        override_file, overrides_block,
     },
     signature::{OpSignature, OperandSig, OperandSource, group_signatures, op_signature},
     tensor_layouts::{
@@ -55,7 +56,7 @@ pub trait Db: ir::Db {
     }
 }
 
-/// How [`op_overrides`] and [`base_legality`] are memoized.
+/// How [`base_legality`] is memoized.
 ///
 /// salsa re-validates a memo in O(1) when every input it read is more durable than what
 /// changed, and walks its dependencies otherwise. An editor changes files on every
@@ -64,14 +65,11 @@ pub trait Db: ir::Db {
 /// per op that reads only the graph costs nothing to keep valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MemoStyle {
-    /// Overrides read a block of ops at a time ([`overrides_block`], a firewall against the
-    /// slot map growing and loc names changing); legality without overrides keyed by the
-    /// signature's content (`legality_of`, which reads no file).
+    /// Legality without overrides keyed by the signature's content (`legality_of`, which
+    /// reads no file).
     #[default]
     Editor,
-    /// Overrides read directly from the slots (the slot map and names never change, and a
-    /// memo reading a slot is re-validated whenever any slot first changes); legality
-    /// without overrides one memo per op (no signature to intern on each read).
+    /// Legality without overrides one memo per op (no signature to intern on each read).
     Tuning,
 }
 

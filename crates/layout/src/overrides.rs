@@ -8,11 +8,13 @@
 
 use std::sync::Arc;
 
+use base_db::OpOverrideSlot as OverrideSlot;
 pub use base_db::OpOverrides;
 use base_db::{Options, OptionsInput, OverrideFile, OverrideSlots, OverridesInput};
 use ir::{FuncId, OpId};
+use rustc_hash::FxHashMap;
 
-use crate::{Db, MemoStyle};
+use crate::Db;
 
 /// The parsed overrides with positions, for diagnostics. Changes on any edit of the text.
 #[salsa::tracked(returns(clone), no_eq)]
@@ -45,27 +47,29 @@ pub fn effective_options(db: &dyn Db) -> Options {
     options
 }
 
-/// The overrides that apply to one op, matched by the op's top-level `loc("name")`.
+/// The overrides that apply to one op, matched by the op's top-level `loc("name")`, read
+/// through its group's [`overrides_block`].
 ///
-/// Through one memo per block of ops ([`overrides_block`]) in the [`MemoStyle::Editor`]
-/// style, else read directly. The memo is a firewall for an editor, where
-/// the map of slots grows when the overrides name an op for the first time and a loc name
-/// edit changes the names: the blocks' lookups re-run then, and only the queries reading a
-/// block whose overrides changed re-run. One memo per block rather than per op: salsa
-/// re-validates every memo a result read after each keystroke, and 10k per-op lookups cost
-/// about 11M instructions of it on a 10k-op file. A tuning host's map and names do not
-/// change, so there a memo only costs: the first override on an op changes a `MEDIUM` slot,
-/// which re-validates every memo reading one, where a direct read re-validates as a
-/// comparison.
+/// One memo per group of ops, in both memo styles: it is a firewall for an editor, where the
+/// map of slots grows when the overrides name an op for the first time and a loc name edit
+/// changes the names (the blocks' lookups re-run then, and only the queries reading a block
+/// whose overrides changed re-run); and on a tuning host, where the slots are `LOW`, what
+/// reads the overrides of a group is walked by salsa after every override through one edge
+/// per group rather than one per op. Readers that would otherwise read a group's overrides
+/// together with memos that depend on the graph alone split in two ([`group_has_overrides`]
+/// picks): the graph-only half stays valid in O(1) on a tuning host.
 pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
-    if db.memo_style() == MemoStyle::Tuning {
-        return read_op_overrides(db, op);
-    }
     let func = op.func(db);
     let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
     let (g, at) = ir::func_groups(db, func).locate(idx)?;
     let block = overrides_block(db, func, g);
     block.get(at).cloned().flatten()
+}
+
+/// Whether some op of group `g` of a function has overrides.
+#[must_use]
+pub fn group_has_overrides(db: &dyn Db, func: FuncId, g: u32) -> bool {
+    overrides_block(db, func, g).iter().any(Option::is_some)
 }
 
 /// The overrides of each op of group `g` of a function (`ir::func_groups`), so that one
@@ -110,62 +114,52 @@ fn overrides_of_key(
 pub struct OverrideProbe<'db> {
     db: &'db dyn Db,
     func: FuncId,
-    how: Probe,
+    frame: Option<Arc<ir::FuncFrame>>,
+    groups: Arc<ir::GroupLayout>,
+    blocks: Vec<std::cell::OnceCell<BlockOverrides>>,
+    slots: std::cell::OnceCell<(Arc<ir::LocNames>, Arc<SlotMap>)>,
 }
+
+/// The slots by op name ([`OverrideSlots`]).
+type SlotMap = FxHashMap<String, OverrideSlot>;
 
 /// One block's overrides, per op ([`overrides_block`]).
 type BlockOverrides = Arc<[Option<Arc<OpOverrides>>]>;
 
-enum Probe {
-    /// The editor style: through the blocks of overrides.
-    Blocks(
-        Option<Arc<ir::FuncFrame>>,
-        Arc<ir::GroupLayout>,
-        Vec<std::cell::OnceCell<BlockOverrides>>,
-    ),
-    /// The tuning style: the names and the slot map.
-    Slots(Arc<ir::LocNames>, Arc<rustc_hash::FxHashMap<String, base_db::OpOverrideSlot>>),
-}
-
 impl<'db> OverrideProbe<'db> {
     #[must_use]
     pub fn new(db: &'db dyn Db, func: FuncId) -> OverrideProbe<'db> {
-        let how = match db.memo_style() {
-            MemoStyle::Editor => {
-                let frame = ir::func_frame(db, func);
-                let groups = ir::func_groups(db, func);
-                let n = groups.len();
-                Probe::Blocks(frame, groups, (0..n).map(|_| std::cell::OnceCell::new()).collect())
-            }
-            MemoStyle::Tuning => Probe::Slots(
-                ir::func_loc_names(db, func),
-                Arc::clone(OverrideSlots::get(db).by_name(db)),
-            ),
-        };
-        OverrideProbe { db, func, how }
+        let frame = ir::func_frame(db, func);
+        let groups = ir::func_groups(db, func);
+        let blocks = (0..groups.len()).map(|_| std::cell::OnceCell::new()).collect();
+        OverrideProbe { db, func, frame, groups, blocks, slots: std::cell::OnceCell::new() }
     }
 
     /// Whether the op with `key` has overrides.
     #[must_use]
     pub fn has_overrides(&self, key: &str) -> bool {
-        match &self.how {
-            Probe::Blocks(frame, groups, blocks) => {
-                let Some(idx) = frame.as_ref().and_then(|f| f.op_index(key)) else {
-                    return false;
-                };
-                let Some((g, at)) = groups.locate(idx) else { return false };
-                let Some(cell) = blocks.get(g as usize) else { return false };
-                let block = cell.get_or_init(|| overrides_block(self.db, self.func, g));
-                block.get(at).is_some_and(Option::is_some)
-            }
-            Probe::Slots(names, by_name) => ir::Name::lookup(key)
-                .is_some_and(|k| overrides_of_key(self.db, names, by_name, k).is_some()),
-        }
+        let Some(idx) = self.frame.as_ref().and_then(|f| f.op_index(key)) else {
+            return false;
+        };
+        let Some((g, at)) = self.groups.locate(idx) else { return false };
+        let Some(cell) = self.blocks.get(g as usize) else { return false };
+        let block = cell.get_or_init(|| overrides_block(self.db, self.func, g));
+        block.get(at).is_some_and(Option::is_some)
     }
-}
 
-fn read_op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
-    let names = ir::func_loc_names(db, op.func(db));
-    let key = ir::Name::lookup(op.key(db))?;
-    overrides_of_key(db, &names, OverrideSlots::get(db).by_name(db), key)
+    /// Whether the op with `key` has overrides, read from its own slot rather than its
+    /// group's block: for ops outside the groups the reader works on (the producers of its
+    /// ops), so that an override on another op of their group does not re-run the reader.
+    /// Every op of a graph reads the device handle, for one.
+    #[must_use]
+    pub fn has_overrides_by_slot(&self, key: &str) -> bool {
+        let (names, by_name) = self.slots.get_or_init(|| {
+            (
+                ir::func_loc_names(self.db, self.func),
+                Arc::clone(OverrideSlots::get(self.db).by_name(self.db)),
+            )
+        });
+        ir::Name::lookup(key)
+            .is_some_and(|k| overrides_of_key(self.db, names, by_name, k).is_some())
+    }
 }

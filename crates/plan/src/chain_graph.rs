@@ -12,6 +12,7 @@ use ttnn_types::TensorMemoryLayout;
 
 use crate::{
     Db,
+    problem::Reads,
     scheduling::{func_topology, schedule},
 };
 
@@ -81,6 +82,12 @@ impl ChainGraph {
 /// instructions, and `chainable_block` asks it for a group of 32 ops at a time. As a query
 /// it was 10k more memos for salsa to re-validate after every edit of a 10k-op function.
 pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
+    let reads = if layout::op_overrides(db, op).is_some() { Reads::Overrides } else { Reads::Base };
+    op_chainable_in(db, op, reads)
+}
+
+/// [`op_chainable`] from the legality `reads` asks for.
+fn op_chainable_in(db: &dyn Db, op: OpId, reads: Reads) -> bool {
     let Some(sig) = layout::op_signature(db, op) else { return false };
     if !sig.kind.is_chain_shardable() {
         return false;
@@ -92,10 +99,10 @@ pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
     }
     let _p = tracing::trace_span!("op_chainable", op = %op.key(db)).entered();
     // An op whose layout is fixed keeps it: a chain could only fail on it or move it.
-    if layout::legal_op_layouts(db, op).fixed {
+    if crate::problem::legal_layouts(db, op, reads).fixed {
         return false;
     }
-    !layout::legal_op_configs(db, op).sharded.is_empty()
+    !crate::problem::legal_configs(db, op, reads).sharded.is_empty()
 }
 
 /// Schedule positions per block of [`chain_block`]: several groups' worth, since a block
@@ -107,11 +114,28 @@ const BLOCK: usize = 8 * ir::GROUP_OPS;
 /// A firewall: `chains` reads these groups instead of every op's answer, so after an
 /// override only one group is re-checked (and backdated when its answers stay the same).
 /// Reads the group's ops, not the function's op list, so an op inserted elsewhere does not
-/// re-run it.
+/// re-run it. A group without overrides is [`base_chainable_block`]'s answer: this memo then
+/// depends on its group's overrides and that memo alone, so on a tuning host salsa walks two
+/// edges per group after an override, not the legality of each of its ops.
 #[salsa::tracked(returns(clone))]
 pub fn chainable_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<Vec<bool>> {
+    if !layout::group_has_overrides(db, func, g) {
+        return base_chainable_block(db, func, g);
+    }
     let ops = ir::func_group(db, func, g);
     Arc::new(ops.iter().map(|o| op_chainable(db, OpId::new(db, func, o.key.clone()))).collect())
+}
+
+/// [`chainable_block`] as if no op of the group had overrides: it reads the graph alone
+/// (the legality without overrides), so a tuning host keeps it valid in O(1).
+#[salsa::tracked(returns(clone))]
+pub fn base_chainable_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<Vec<bool>> {
+    let ops = ir::func_group(db, func, g);
+    Arc::new(
+        ops.iter()
+            .map(|o| op_chainable_in(db, OpId::new(db, func, o.key.clone()), Reads::Base))
+            .collect(),
+    )
 }
 
 /// What chain building reads of one op besides its chainability and the data flow (the

@@ -17,6 +17,7 @@ use crate::{
     Db,
     chunks::{ChunkValues, chunk_count, chunk_ops},
     planning::Signatures,
+    problem::Reads,
 };
 
 /// A plan's estimated time, in nanoseconds, with its parts.
@@ -167,11 +168,11 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
     Arc::new(out)
 }
 
-/// Whether the op's output layout is fixed, as `legal_op_layouts` says. Read a block at a
-/// time by [`fixed_block`], not memoized per op (a memo per op was 10k more to re-validate
-/// after every edit of a 10k-op function, for one field read).
-fn output_fixed(db: &dyn Db, op: ir::OpId) -> bool {
-    layout::legal_op_layouts(db, op).fixed
+/// Whether the op's output layout is fixed, as the legality `reads` asks for says. Read a
+/// block at a time by [`fixed_block`], not memoized per op (a memo per op was 10k more to
+/// re-validate after every edit of a 10k-op function, for one field read).
+fn output_fixed(db: &dyn Db, op: ir::OpId, reads: Reads) -> bool {
+    crate::problem::legal_layouts(db, op, reads).fixed
 }
 
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
@@ -195,11 +196,29 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
 }
 
 /// Per op of group `g` of a function (`ir::func_groups`): whether its output layout is fixed.
+/// A group without overrides is [`base_fixed_block`]'s answer (see `chainable_block`).
 #[salsa::tracked(returns(clone))]
 pub fn fixed_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[bool]> {
+    if !layout::group_has_overrides(db, func, g) {
+        return base_fixed_block(db, func, g);
+    }
     ir::func_group(db, func, g)
         .iter()
-        .map(|o| output_fixed(db, ir::OpId::new(db, func, o.key.clone())))
+        .map(|o| {
+            let op = ir::OpId::new(db, func, o.key.clone());
+            let reads =
+                if layout::op_overrides(db, op).is_some() { Reads::Overrides } else { Reads::Base };
+            output_fixed(db, op, reads)
+        })
+        .collect()
+}
+
+/// [`fixed_block`] as if no op of the group had overrides: it reads the graph alone.
+#[salsa::tracked(returns(clone))]
+pub fn base_fixed_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[bool]> {
+    ir::func_group(db, func, g)
+        .iter()
+        .map(|o| output_fixed(db, ir::OpId::new(db, func, o.key.clone()), Reads::Base))
         .collect()
 }
 

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
-//! op_signature (group_signatures), legal_op_configs ─► chainable_block(f, j)   (op_chainable per op, inline)
+//! op_signature (group_signatures), base legality ─► base_chainable_block(f, g)   (op_chainable per op, inline)
+//! base_chainable_block, overrides_block ─► chainable_block(f, g)   (with overrides where the group has some)
 //! schedule + chainable_block + chain_facts_block ─► chain_block(f, j) ─► chains(f)
 //! chain ─► solve_chain(chain)             ONE chain's problem, built and solved, and what
 //!                                         the plan reads of the chain (its part: picked

@@ -23,8 +23,8 @@ use crate::{Db, chain_graph::ChainId, planning::ChainPart};
 /// Most chains have no overridden op, and neither do the producers their first inputs come
 /// from: their problem, solution and part read each op's legality without overrides
 /// ([`layout::base_legality`]) and no override slot ([`Reads::Base`]). On a tuning host
-/// that legality derives from the graph alone (`HIGH`), so an op's first override, a change
-/// at `MEDIUM`, leaves those memos valid in O(1) instead of walking about 10k of them. The
+/// that legality derives from the graph alone (`HIGH`), so an override, a change at `LOW`,
+/// leaves those memos valid in O(1) instead of walking about 10k of them. The
 /// chunk that places a chain ([`crate::plan_parts_chunk`]) reads the slots and picks the
 /// variant (`chain_reads`); both variants compute the same values for a chain without
 /// overrides.
@@ -48,8 +48,14 @@ pub(crate) fn chain_reads(
     probe: &layout::OverrideProbe<'_>,
 ) -> Reads {
     let has = |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides(k.as_str()));
+    // A producer may lie anywhere in the function (every op reads the device handle): its
+    // own slot, not its group's overrides.
+    let producer_has =
+        |i: u32| keys.get(i as usize).is_some_and(|k| probe.has_overrides_by_slot(k.as_str()));
     for &i in members {
-        if has(i) || topo.ops.get(i as usize).is_some_and(|o| o.deps.iter().any(|&p| has(p))) {
+        if has(i)
+            || topo.ops.get(i as usize).is_some_and(|o| o.deps.iter().any(|&p| producer_has(p)))
+        {
             return Reads::Overrides;
         }
     }
