@@ -151,8 +151,8 @@ impl GroupLayout {
     pub fn of_keys(keys: &[Name]) -> GroupLayout {
         let mut starts = Vec::with_capacity(keys.len() / GROUP_OPS + 1);
         let mut last = 0usize;
-        for (i, key) in keys.iter().enumerate() {
-            if i == 0 || starts_group(key.as_str()) || i - last >= MAX_GROUP_OPS {
+        for (i, hash) in Name::content_hashes(keys).into_iter().enumerate() {
+            if i == 0 || starts_group(hash) || i - last >= MAX_GROUP_OPS {
                 starts.push(i as u32);
                 last = i;
             }
@@ -196,14 +196,12 @@ impl GroupLayout {
     }
 }
 
-/// Whether an op with this key starts a group: about one key in [`GROUP_OPS`] does, chosen
-/// by a hash of the key so that the choice moves with the op, not with its position.
-fn starts_group(key: &str) -> bool {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    // FxHash has no per-process seed, so the groups are the same on every run.
-    let h = BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(key);
+/// Whether an op whose key has this content hash (`Name::content_hashes`, the same on every
+/// run) starts a group: about one key in [`GROUP_OPS`] does, chosen by a hash of the key so
+/// that the choice moves with the op, not with its position.
+fn starts_group(hash: u64) -> bool {
     // The high bits: FxHash mixes its last word into them best.
-    (h >> 40) % GROUP_OPS as u64 == 0
+    (hash >> 40) % GROUP_OPS as u64 == 0
 }
 
 /// How a function's body is cut into groups. Read from the frame's keys, so an edit that

@@ -23,6 +23,17 @@ pub struct Name(u32);
 struct Interner {
     ids: FxHashMap<&'static str, u32>,
     strs: Vec<&'static str>,
+    /// Per id, [`content_hash`] of its string: read for every op key whenever a function's
+    /// groups are cut again (`crate::GroupLayout::of_keys`), which hashed each key's text
+    /// under a lock of its own, a few milliseconds on a 100k-op function.
+    hashes: Vec<u64>,
+}
+
+/// A hash of a string's content, the same in every process (FxHash has no per-process seed).
+#[must_use]
+pub(crate) fn content_hash(s: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(s)
 }
 
 static INTERNER: LazyLock<RwLock<Interner>> = LazyLock::new(RwLock::default);
@@ -44,6 +55,7 @@ impl Name {
         // references without holding the lock.
         let s: &'static str = Box::leak(s.to_owned().into_boxed_str());
         interner.strs.push(s);
+        interner.hashes.push(content_hash(s));
         interner.ids.insert(s, id);
         Name(id)
     }
@@ -59,6 +71,15 @@ impl Name {
     /// anything that reaches output.
     pub(crate) fn id(self) -> u32 {
         self.0
+    }
+
+    /// [`content_hash`] of each name's string, in order, under one read of the table.
+    pub(crate) fn content_hashes(names: &[Name]) -> Vec<u64> {
+        let interner = INTERNER.read().unwrap_or_else(PoisonError::into_inner);
+        names
+            .iter()
+            .map(|n| interner.hashes.get(n.0 as usize).copied().unwrap_or_else(|| content_hash("")))
+            .collect()
     }
 
     /// The interned string.
