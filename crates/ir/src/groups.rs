@@ -201,7 +201,7 @@ impl GroupLayout {
 /// that the choice moves with the op, not with its position.
 fn starts_group(hash: u64) -> bool {
     // The high bits: FxHash mixes its last word into them best.
-    (hash >> 40) % GROUP_OPS as u64 == 0
+    (hash >> 40).is_multiple_of(GROUP_OPS as u64)
 }
 
 /// How a function's body is cut into groups. Read from the frame's keys, so an edit that
