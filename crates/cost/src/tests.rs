@@ -860,6 +860,33 @@ fn a_3x3_conv_reads_its_activation_once_per_window_position_from_l1() {
 }
 
 #[test]
+fn a_conv_weight_and_bias_on_host_cost_what_the_prepared_device_copies_cost() {
+    // tt-mlir leaves a conv's weight and bias on host, row-major; tt-metal's conv2d prepares
+    // them and moves them to DRAM, and the kernel reads the prepared copies from there. For a
+    // parameter that preparation is const-eval work, done at load, so the per-inference time
+    // is that of the same conv with row-major DRAM parameters.
+    let x = dram(&[1, 1, 392, 512]);
+    let y = dram(&[1, 1, 392, 512]);
+    let (w, b) = ([512, 512, 3, 3], [1, 1, 1, 512]);
+    let row_major =
+        |s: &[u64]| TensorDesc::new(s, TtnnLayout::dram_interleaved(s, BF16, PageLayout::RowMajor));
+    let host =
+        |s: &[u64]| TensorDesc::new(s, TtnnLayout::system_memory(s, ttnn_types::ScalarType::BF16));
+    let kind = conv(512, 512, 7, 3, 1);
+    let model = n150();
+    let on_device =
+        model.op_cost(&kind, &[x.clone(), row_major(&w), row_major(&b)], &y, &OpConfig::None);
+    let from_host = model.op_cost(&kind, &[x, host(&w), host(&b)], &y, &OpConfig::None);
+    assert_eq!(from_host, on_device);
+    check(
+        &from_host,
+        expect![[r#"
+        52728 ns = dispatch 3000 + max(compute 47908, memory 49728 ~ dram 21029 + noc 17463 + l1 11237), dram-bound
+        1963147264 flops on 56 cores; bytes dram 5571584, noc 31293440, l1 40272896"#]],
+    );
+}
+
+#[test]
 fn the_validation_table_in_the_docs_is_current() {
     // `cargo xtask cost-validate --write` regenerates it.
     // Included at compile time: the analysis crates do no IO, tests included.

@@ -682,6 +682,18 @@ impl OpKind {
         )
     }
 
+    /// True when `operand` may be a host (system memory) tensor. tt-mlir's conv workaround
+    /// moves a conv's weight and bias to host, row-major, and tt-metal's `conv2d` (which
+    /// `conv1d` calls) and `conv_transpose2d` prepare a host weight and bias themselves and move
+    /// them to the device; a device weight must already be prepared.
+    #[must_use]
+    pub fn accepts_host_operand(&self, operand: usize) -> bool {
+        matches!(
+            (self, operand),
+            (OpKind::Conv2d(_) | OpKind::Conv1d(_) | OpKind::ConvTranspose2d(_), 1 | 2)
+        )
+    }
+
     /// The sharded input memory layouts this op rejects on `operand`.
     #[must_use]
     pub fn rejected_input_memory_layouts(&self, operand: usize) -> &'static [TensorMemoryLayout] {

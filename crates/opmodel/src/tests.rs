@@ -1614,6 +1614,84 @@ fn conv2d_rejects_a_sharded_weight() {
     let _ = w;
 }
 
+/// The same query with its weight (and bias, if any) in host memory instead of DRAM.
+fn with_host_parameters(q: Q) -> Q {
+    let mut q = q;
+    for t in q.0.inputs.iter_mut().skip(1) {
+        t.layout = TtnnLayout::system_memory(&t.shape, ttnn_types::ScalarType::BF16);
+    }
+    q
+}
+
+#[test]
+fn conv2d_takes_its_weight_and_bias_from_host_memory_as_tt_mlir_places_them() {
+    // tt-mlir's conv workaround moves a conv's weight and bias to host, row-major, and
+    // tt-metal's conv2d prepares a host weight itself; the estimate is that of the same conv
+    // with a DRAM weight.
+    let (i, w, b, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 1, 64], [1, 1, 3136, 64]);
+    let conv = qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+        .input(&i, dram(&i))
+        .input(&w, rm(&w))
+        .input(&b, rm(&b))
+        .out(&o);
+    let on_device = format!("{:?}", conv.clone().run());
+    let from_host = format!("{:?}", with_host_parameters(conv).run());
+    assert_eq!(from_host, on_device);
+    assert!(from_host.starts_with("Ok("), "{from_host}");
+}
+
+#[test]
+fn conv_transpose2d_and_conv1d_take_host_weights_too() {
+    let (i, w, o) = ([1, 1, 196, 256], [256, 128, 2, 2], [1, 1, 784, 128]);
+    let transposed = qa("ttnn.conv_transpose2d", conv_attrs(256, 128, 14, 2, 2, 0))
+        .input(&i, dram(&i))
+        .input(&w, rm(&w))
+        .out(&o);
+    check(
+        with_host_parameters(transposed),
+        expect![[r#"
+            cb 35328 tensor 34176 peak 69504 out 8192
+            L1 block_sharded 7x4, 4x1 tiles per core (bf16)
+            conv: shard_layout Some("block_sharded")"#]],
+    );
+    let (i, w, o) = ([1, 1, 1024, 64], [64, 64, 3], [1, 1, 1024, 64]);
+    let attrs = vec![
+        ("in_channels", AttrValue::Int(64)),
+        ("out_channels", AttrValue::Int(64)),
+        ("batch_size", AttrValue::Int(1)),
+        ("input_length", AttrValue::Int(1024)),
+        ("kernel_size", AttrValue::Int(3)),
+        ("stride", AttrValue::Int(1)),
+        ("padding", AttrValue::Ints(vec![1, 1])),
+        ("dilation", AttrValue::Int(1)),
+        ("groups", AttrValue::Int(1)),
+    ];
+    check(
+        with_host_parameters(
+            qa("ttnn.conv1d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
+        ),
+        expect![[r#"
+            cb 27136 tensor 16640 peak 43776 out 8192
+            L1 block_sharded 8x2, 4x1 tiles per core (bf16)
+            conv: shard_layout Some("block_sharded")"#]],
+    );
+}
+
+#[test]
+fn a_host_input_activation_is_still_invalid_for_a_conv() {
+    let (i, w, o) = ([1, 1, 3136, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);
+    let host = TtnnLayout::system_memory(&i, ttnn_types::ScalarType::BF16);
+    check(
+        qa("ttnn.conv2d", conv_attrs(64, 64, 56, 3, 1, 1))
+            .input(&i, host)
+            .input(&w, rm(&w))
+            .out(&o),
+        expect![[
+            r#"error: invalid: ttnn.conv2d operand 0 is in system_memory memory, not on device"#
+        ]],
+    );
+}
+
 #[test]
 fn conv2d_checks_the_flattened_input_shape() {
     let (i, w, o) = ([1, 56, 56, 64], [64, 64, 3, 3], [1, 1, 3136, 64]);

@@ -105,7 +105,10 @@ impl<'a> Ctx<'a> {
     /// Every operand must be on device, and not in a memory layout this op rejects.
     pub(crate) fn check_inputs(&self) -> Result<(), OpError> {
         for (i, t) in self.q.inputs.iter().enumerate() {
-            if !matches!(t.layout.buffer, BufferType::Dram | BufferType::L1) {
+            let on_device = matches!(t.layout.buffer, BufferType::Dram | BufferType::L1);
+            let from_host =
+                t.layout.buffer == BufferType::SystemMemory && self.q.kind.accepts_host_operand(i);
+            if !on_device && !from_host {
                 return Err(invalid(format!(
                     "{} operand {i} is in {} memory, not on device",
                     self.name(),
