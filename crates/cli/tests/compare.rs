@@ -354,3 +354,26 @@ fn the_explorer_never_overwrites_the_input_or_the_chart() {
     assert!(stderr.contains("name the same file"), "{stderr}");
     assert!(!out.0.exists(), "nothing was written");
 }
+
+#[test]
+fn a_kv_cache_update_without_a_result_still_costs_its_tile_writes() {
+    // `update_cache` writes into its cache operand and returns nothing; the comparison costs
+    // it with the cache as its output: 512 tiles read and written back, 11.6 µs (see the
+    // cost crate), not nothing.
+    let input = TempPath::new("update_cache.mlir");
+    std::fs::write(
+        &input.0,
+        r#"module {
+  func.func @main(%cache: tensor<32x8x128x64xbf16>, %row: tensor<1x8x32x64xbf16>, %pos: tensor<1xi64>) {
+    "ttir.update_cache"(%cache, %row, %pos) <{batch_offset = 0 : i32}> : (tensor<32x8x128x64xbf16>, tensor<1x8x32x64xbf16>, tensor<1xi64>) -> () loc("update")
+    return
+  }
+}
+"#,
+    )
+    .expect("temp file is writable");
+    let (code, stdout, stderr) = run(&["report", "--compare", "--no-timing", input.path()]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    let as_written = stdout.lines().find(|l| l.starts_with("as-written")).unwrap_or_default();
+    expect!["as-written            11.6        -        0/1         0       0               0       0.0%               0             0"].assert_eq(as_written);
+}

@@ -509,6 +509,7 @@ impl CostModel {
         let cycles = a.per_tile.cycles(tiles_per_core, passes, fig);
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let (out_bytes, out_place) = output;
+        let out_bytes = a.writes.map_or(out_bytes, |w| w.min(out_bytes));
         let mut t = Traffic::default();
         let reads: Vec<(u64, Place)> = inputs
             .iter()
