@@ -291,8 +291,14 @@ impl CostModel {
         }
         let logical =
             |s: &Shaped<'_>| crate::tensor::volume(s.shape).saturating_mul(s.dtype.elem_bytes());
-        let bytes =
-            in_shaped.iter().chain([&out_shaped]).map(logical).fold(0u64, u64::saturating_add);
+        // Operands the op reads only part of (a conv's prepared weights, the cache tiles a
+        // cache write touches) and a partly written output count those bytes at most.
+        let read = in_shaped.iter().enumerate().map(|(i, s)| match a.reads.get(i) {
+            Some(Read::Exactly(b)) => logical(s).min(*b),
+            _ => logical(s),
+        });
+        let written = a.writes.map_or(logical(&out_shaped), |w| w.min(logical(&out_shaped)));
+        let bytes = read.chain([written]).fold(0u64, u64::saturating_add);
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let peak = u128::from(fig.matmul_flops_per_cycle.max(1))
             * u128::from(fig.worker_cores())
