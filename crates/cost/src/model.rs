@@ -271,8 +271,9 @@ impl CostModel {
 
     /// The op's roofline in ns: the larger of its FLOPs at the chip's peak (every worker at
     /// the matrix engine's LoFi rate) and the bytes of its operands and result, without tile
-    /// or shard padding, at the sustained DRAM bandwidth. No dispatch: it is what the kernel
-    /// could not beat on any layout. 0 for ops that run no kernel.
+    /// or shard padding (of an operand or output the op touches only part of, that part), at
+    /// the sustained DRAM bandwidth. No dispatch: it is what the kernel could not beat on any
+    /// layout. 0 for ops that run no kernel.
     #[must_use]
     pub fn roofline_ns(
         &self,
