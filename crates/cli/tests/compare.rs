@@ -385,3 +385,37 @@ fn a_kv_cache_update_without_a_result_still_costs_its_tile_writes() {
     assert!(update.contains(r#""time_ns":11576"#), "{update}");
     expect!["as-written            11.6        -        0/1         0       0               0       0.0%               0             0"].assert_eq(as_written);
 }
+
+#[test]
+fn a_conv_reading_its_activation_from_host_is_left_as_written() {
+    // A conv's weight may come from host, its activation may not (the as-written conv is a
+    // pre-existing violation). No policy may reshard that host activation into L1 with a
+    // `to_memory_config`, which reads device tensors only: the chain fails and the conv stays.
+    let input = TempPath::new("host_conv.mlir");
+    std::fs::write(
+        &input.0,
+        r#"#dram = #ttnn.buffer_type<dram>
+#system_memory = #ttnn.buffer_type<system_memory>
+#in = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 1024 + d2, d3), <1x1>, memref<1024x64xbf16, #system_memory>>
+#w = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 192 + d1 * 3 + d2, d3), <1x1>, memref<12288x3xbf16, #system_memory>>
+#out = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 900 + d1 * 900 + d2, d3), <1x1>, memref<29x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+module {
+  func.func @forward(%arg0: tensor<1x1x1024x64xbf16, #in>, %arg1: tensor<64x64x3x3xbf16, #w>) -> tensor<1x1x900x64xbf16, #out> {
+    %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device
+    %1 = "ttnn.conv2d"(%arg0, %arg1, %0) <{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 32 : i32, input_width = 32 : i32, kernel_size = array<i32: 3, 3>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x1024x64xbf16, #in>, tensor<64x64x3x3xbf16, #w>, !ttnn.device) -> tensor<1x1x900x64xbf16, #out> loc("conv")
+    return %1 : tensor<1x1x900x64xbf16, #out>
+  }
+}
+"#,
+    )
+    .expect("temp file is writable");
+    let (code, stdout, stderr) = run(&["report", "--compare", "--no-timing", input.path()]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    assert!(!stdout.contains("new violations under"), "{stdout}");
+    let rows: Vec<&str> =
+        stdout.lines().filter(|l| l.starts_with("as-written") || l.starts_with("df-")).collect();
+    expect![[r#"
+        as-written             8.3    1.06x        0/2         0       0               0       0.0%               0             1
+        df-sharding            8.3    1.06x        0/2         0       0               0       0.0%               0             1
+        df-sharding-merge      8.3    1.06x        0/2         0       0               0       0.0%               0             1"#]].assert_eq(&rows.join("\n"));
+}
