@@ -271,8 +271,9 @@ impl CostModel {
 
     /// The op's roofline in ns: the larger of its FLOPs at the chip's peak (every worker at
     /// the matrix engine's LoFi rate) and the bytes of its operands and result, without tile
-    /// or shard padding, at the sustained DRAM bandwidth. No dispatch: it is what the kernel
-    /// could not beat on any layout. 0 for ops that run no kernel.
+    /// or shard padding (of an operand or output the op touches only part of, that part), at
+    /// the sustained DRAM bandwidth. No dispatch: it is what the kernel could not beat on any
+    /// layout. 0 for ops that run no kernel.
     #[must_use]
     pub fn roofline_ns(
         &self,
@@ -291,8 +292,14 @@ impl CostModel {
         }
         let logical =
             |s: &Shaped<'_>| crate::tensor::volume(s.shape).saturating_mul(s.dtype.elem_bytes());
-        let bytes =
-            in_shaped.iter().chain([&out_shaped]).map(logical).fold(0u64, u64::saturating_add);
+        // Operands the op reads only part of (a conv's prepared weights, the cache tiles a
+        // cache write touches) and a partly written output count those bytes at most.
+        let read = in_shaped.iter().enumerate().map(|(i, s)| match a.reads.get(i) {
+            Some(Read::Exactly(b)) => logical(s).min(*b),
+            _ => logical(s),
+        });
+        let written = a.writes.map_or(logical(&out_shaped), |w| w.min(logical(&out_shaped)));
+        let bytes = read.chain([written]).fold(0u64, u64::saturating_add);
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let peak = u128::from(fig.matmul_flops_per_cycle.max(1))
             * u128::from(fig.worker_cores())
@@ -509,6 +516,7 @@ impl CostModel {
         let cycles = a.per_tile.cycles(tiles_per_core, passes, fig);
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let (out_bytes, out_place) = output;
+        let out_bytes = a.writes.map_or(out_bytes, |w| w.min(out_bytes));
         let mut t = Traffic::default();
         let reads: Vec<(u64, Place)> = inputs
             .iter()

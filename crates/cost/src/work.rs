@@ -182,6 +182,9 @@ pub(crate) struct Analysis {
     /// pixel into its im2col block, and so does pooling's reader, so with strides `sh, sw` each
     /// input byte is read `Kh x Kw / (sh x sw)` times. `(1, 1)` for other ops.
     pub(crate) window_reads: (u64, u64),
+    /// Bytes written, when the op writes only part of its output buffer: a cache update
+    /// writes the tiles its new rows land in, not the whole cache. `None`: the whole output.
+    pub(crate) writes: Option<u64>,
 }
 
 impl Analysis {
@@ -196,6 +199,7 @@ impl Analysis {
             fidelity: None,
             reads: vec![Read::Whole; n_inputs],
             window_reads: (1, 1),
+            writes: None,
         }
     }
 
@@ -335,12 +339,11 @@ pub(crate) fn analyze(
         OpKind::Fixed(op) => {
             use opmodel::FixedOp as F;
             match op {
-                F::Copy
-                | F::WriteTensor
-                | F::FillCache
-                | F::UpdateCache
-                | F::PagedFillCache
-                | F::PagedUpdateCache => data_movement(),
+                F::Copy | F::WriteTensor => data_movement(),
+                F::FillCache | F::UpdateCache | F::PagedFillCache | F::PagedUpdateCache => {
+                    let fill = matches!(op, F::FillCache | F::PagedFillCache);
+                    cache_write(inputs, output, fill, n)
+                }
                 // Device handles, host transfers, deallocation, traces, weight preparation
                 // and custom kernels run no modelled device work.
                 _ => Analysis::free(n),
@@ -434,6 +437,28 @@ fn norm_ops(op: NormOp, n_inputs: usize) -> UnitOps {
 }
 
 /// A kernel that needs whole rows of input 0 on one core (softmax, norms).
+/// An in-place cache write: operand 0 is the cache (also passed as the output, the op has
+/// no result of its own), operand 1 the new rows. tt-metal's `update_cache` and
+/// `paged_update_cache` put one row per (user, head), each in a tile row of its own, so they
+/// read and write back `rows x Dt` cache tiles (each merged with its row) and leave the rest of
+/// the cache alone; `fill_cache` and `paged_fill_cache` write the input's tiles over the
+/// cache's and read none of it.
+fn cache_write(inputs: &[Shaped<'_>], cache: &Shaped<'_>, fill: bool, n: usize) -> Analysis {
+    let Some(new) = inputs.get(1) else { return Analysis::new(cache.tiles(), ZERO, n) };
+    let tiles = if fill {
+        new.tiles()
+    } else {
+        let (rows, d) = collapse_last(new.shape);
+        rows.saturating_mul(div_ceil(d, TILE).max(1))
+    };
+    let bytes = tiles.saturating_mul(cache.dtype.tile_bytes());
+    let mut a = Analysis::new(tiles, ZERO, n);
+    if let Some(r) = a.reads.first_mut() {
+        *r = Read::Exactly(if fill { 0 } else { bytes });
+    }
+    Analysis { writes: Some(bytes), ..a }
+}
+
 fn rowwise(in0: &Shaped<'_>, ops: UnitOps, n: usize) -> Analysis {
     let (_, tw) = in0.tiles_2d();
     Analysis { chunk: tw.max(1), rowwise: true, ..Analysis::new(in0.tiles(), ops, n) }

@@ -596,11 +596,15 @@ impl FuncOut {
 
 impl FuncOut {
     /// Fuses a matmul whose only use is an `add` of a bias into one `ttnn.linear`, as
-    /// tt-mlir's TTIR fusing does (`matmul` + `add` -> `linear`): the bias must broadcast
-    /// along the output's last dim only (`[N]`, `1x..x1xN`) and the add must keep the
-    /// matmul's result type. The linear takes the add's place (its bias may be computed
-    /// after the matmul) and the matmul's name; [`FuncOut::remove_dead_ops`] then drops the
-    /// matmul. One op instead of two saves a dispatch and a round trip of the product.
+    /// tt-mlir's TTIR fusing does (`MatmulWithBiasFusionPattern`: `matmul` + `add` ->
+    /// `linear`): the bias must broadcast along the output's last dim only (`[N]`, `1x..x1xN`,
+    /// a single-use reshape that only adds leading ones looked through) and the add must keep
+    /// the matmul's element type. The product may reach the add through one single-use reshape
+    /// that keeps the last dim (tt-xla writes a projection as a 2-D matmul reshaped back to
+    /// `[B, S, N]`); the linear then takes the matmul's shape and the reshape follows it. The
+    /// linear takes the add's place (its bias may be computed after the matmul) and the
+    /// matmul's name; [`FuncOut::remove_dead_ops`] then drops the matmul (and the reshape it
+    /// replays). One op instead of two saves a dispatch and a round trip of the product.
     pub(crate) fn fuse_linear(&mut self) {
         let mut uses: FxHashMap<ValueId, usize> = FxHashMap::default();
         for o in self.ops.iter().flat_map(|op| &op.operands) {
@@ -610,16 +614,34 @@ impl FuncOut {
             *uses.entry(r.id).or_insert(0) += 1;
         }
         let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut after: FxHashMap<usize, OutOp> = FxHashMap::default();
         for i in 0..self.ops.len() {
-            let fused = self.linear_for(i, &producer, &uses);
-            if let Some((m, bias)) = fused {
-                let mm = &self.ops[m];
+            if let Some(f) = self.linear_for(i, &producer, &uses) {
+                let mm = &self.ops[f.matmul];
                 let (operands, props, loc, written) = (
-                    [mm.operands[0], mm.operands[1], bias],
+                    [mm.operands[0], mm.operands[1], f.bias],
                     mm.props.clone(),
                     mm.loc.clone(),
                     mm.written,
                 );
+                let product = mm.results[0];
+                if let Some(r) = f.reshape {
+                    // The linear yields the matmul's product; the reshape, replayed after it,
+                    // yields the add's result.
+                    let ty = self.values[product as usize].0.clone();
+                    let id = self.values.len() as ValueId;
+                    self.values.push((ty, Def::Op));
+                    let rs = &self.ops[r];
+                    after.insert(
+                        i,
+                        OutOp {
+                            operands: vec![id],
+                            results: self.ops[i].results.clone(),
+                            ..rs.clone()
+                        },
+                    );
+                    self.ops[i].results = vec![id];
+                }
                 let add = &mut self.ops[i];
                 add.name = "ttnn.linear".to_owned();
                 add.operands = operands.to_vec();
@@ -634,15 +656,29 @@ impl FuncOut {
                 producer.insert(*r, i);
             }
         }
+        if after.is_empty() {
+            return;
+        }
+        // The reshapes replayed after their linears leave the originals dead, and
+        // `remove_dead_ops` drops them (and the matmuls) before anything is printed.
+        let mut ops = Vec::with_capacity(self.ops.len() + after.len());
+        for (i, op) in std::mem::take(&mut self.ops).into_iter().enumerate() {
+            ops.push(op);
+            if let Some(next) = after.remove(&i) {
+                ops.push(next);
+            }
+        }
+        self.ops = ops;
     }
 
-    /// For an `add` at `i` that can absorb a matmul: the matmul's index and the bias.
+    /// For an `add` at `i` that can absorb a matmul: the matmul, the reshape between them if
+    /// any, and the bias.
     fn linear_for(
         &self,
         i: usize,
         producer: &FxHashMap<ValueId, usize>,
         uses: &FxHashMap<ValueId, usize>,
-    ) -> Option<(usize, ValueId)> {
+    ) -> Option<LinearFusion> {
         let add = &self.ops[i];
         if add.name != "ttnn.add" || add.operands.len() != 2 || add.results.len() != 1 {
             return None;
@@ -651,26 +687,70 @@ impl FuncOut {
             OutTy::Tensor(t) => Some(t),
             _ => None,
         };
+        let single = |v: ValueId| uses.get(&v) == Some(&1);
         let out = ty(add.results[0])?;
         let n = *out.shape.last()?;
         for (x, bias) in [(add.operands[0], add.operands[1]), (add.operands[1], add.operands[0])] {
-            let Some(&m) = producer.get(&x) else { continue };
+            let Some(&p) = producer.get(&x) else { continue };
+            if !single(x) {
+                continue;
+            }
+            // One single-use reshape between the matmul and the add, keeping the last dim.
+            let (m, reshape) = match self.ops[p].name.as_str() {
+                "ttnn.reshape" => {
+                    let r = &self.ops[p];
+                    let Some(&inner) = r.operands.first() else { continue };
+                    let Some(&m) = producer.get(&inner) else { continue };
+                    let keeps_n = ty(inner).and_then(|t| t.shape.last()) == Some(&n);
+                    if !single(inner) || !keeps_n {
+                        continue;
+                    }
+                    (m, Some(p))
+                }
+                _ => (p, None),
+            };
             let mm = &self.ops[m];
+            let Some(product) = mm.results.first().and_then(|r| ty(*r)) else { continue };
+            // A bias reshape that only adds leading ones is redundant for the linear.
+            let bias = match producer.get(&bias).map(|b| &self.ops[*b]) {
+                Some(r) if r.name == "ttnn.reshape" && single(bias) => {
+                    let inner = r.operands.first().copied();
+                    match (inner.and_then(ty), ty(bias)) {
+                        (Some(t), Some(b))
+                            if b.shape.ends_with(&t.shape)
+                                && b.shape[..b.shape.len() - t.shape.len()]
+                                    .iter()
+                                    .all(|d| *d == 1) =>
+                        {
+                            inner.unwrap_or(bias)
+                        }
+                        _ => bias,
+                    }
+                }
+                _ => bias,
+            };
             let b = ty(bias)?;
             let (last, rest) = b.shape.split_last()?;
             let bias_ok =
-                *last == n && rest.iter().all(|d| *d == 1) && b.shape.len() <= out.shape.len();
-            if mm.name == "ttnn.matmul"
-                && mm.operands.len() == 2
-                && uses.get(&x) == Some(&1)
-                && ty(x) == Some(out)
-                && bias_ok
-            {
-                return Some((m, bias));
+                *last == n && rest.iter().all(|d| *d == 1) && b.shape.len() <= product.shape.len();
+            let shape_ok = match reshape {
+                Some(_) => product.dtype == out.dtype && product.shape.last() == Some(&n),
+                None => product == out,
+            };
+            if mm.name == "ttnn.matmul" && mm.operands.len() == 2 && shape_ok && bias_ok {
+                return Some(LinearFusion { matmul: m, reshape, bias });
             }
         }
         None
     }
+}
+
+/// A matmul and bias add that fuse into a linear (see [`FuncOut::fuse_linear`]).
+struct LinearFusion {
+    matmul: usize,
+    /// The single-use reshape between the matmul and the add, replayed after the linear.
+    reshape: Option<usize>,
+    bias: ValueId,
 }
 
 /// A conv whose single-use epilogue folds into it (see [`FuncOut::fuse_conv_epilogues`]).

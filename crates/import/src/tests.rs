@@ -693,6 +693,51 @@ fn a_matmul_plus_a_bias_fuses_into_linear_and_other_adds_stay() {
 }
 
 #[test]
+fn a_matmul_reshaped_back_to_batch_and_sequence_still_fuses_with_its_bias() {
+    // tt-xla writes a projection as a 2-D matmul reshaped back to `[B, S, N]`, then adds the
+    // bias reshaped to `1x1xN`. tt-mlir's fusing looks through the one reshape (it keeps the
+    // bias's last dim) and the bias reshape (it only adds leading ones): one linear on the
+    // 2-D product with the `[N]` bias, and the reshape replayed after it. A reshape that
+    // changes the last dim blocks the fusion.
+    check(
+        r#"func.func @f(%x: tensor<64x32xbf16>, %w: tensor<32x96xbf16>, %b: tensor<96xbf16>) -> (tensor<2x32x96xbf16>, tensor<2x32x3x32xbf16>) {
+  %0 = "ttir.matmul"(%x, %w) : (tensor<64x32xbf16>, tensor<32x96xbf16>) -> tensor<64x96xbf16> loc("ff")
+  %1 = "ttir.reshape"(%0) <{shape = [2 : i32, 32 : i32, 96 : i32]}> : (tensor<64x96xbf16>) -> tensor<2x32x96xbf16> loc("ff_unflatten")
+  %2 = "ttir.reshape"(%b) <{shape = [1 : i32, 1 : i32, 96 : i32]}> : (tensor<96xbf16>) -> tensor<1x1x96xbf16> loc("ff_bias")
+  %3 = "ttir.add"(%1, %2) : (tensor<2x32x96xbf16>, tensor<1x1x96xbf16>) -> tensor<2x32x96xbf16> loc("ff_add")
+  %4 = "ttir.matmul"(%x, %w) : (tensor<64x32xbf16>, tensor<32x96xbf16>) -> tensor<64x96xbf16> loc("heads")
+  %5 = "ttir.reshape"(%4) <{shape = [2 : i32, 32 : i32, 3 : i32, 32 : i32]}> : (tensor<64x96xbf16>) -> tensor<2x32x3x32xbf16> loc("heads_split")
+  %6 = "ttir.reshape"(%b) <{shape = [3 : i32, 32 : i32]}> : (tensor<96xbf16>) -> tensor<3x32xbf16> loc("heads_bias")
+  %7 = "ttir.add"(%5, %6) : (tensor<2x32x3x32xbf16>, tensor<3x32xbf16>) -> tensor<2x32x3x32xbf16> loc("heads_add")
+  return %3, %7 : tensor<2x32x96xbf16>, tensor<2x32x3x32xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<64x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<64x32xbf16, #ttnn_layout>, %arg1: tensor<32x96xbf16, #ttnn_layout1>, %arg2: tensor<96xbf16, #ttnn_layout2>) -> (tensor<2x32x96xbf16, #ttnn_layout3>, tensor<2x32x3x32xbf16, #ttnn_layout4>) {
+                %0 = "ttnn.linear"(%arg0, %arg1, %arg2) <{transpose_a = false, transpose_b = false}> : (tensor<64x32xbf16, #ttnn_layout>, tensor<32x96xbf16, #ttnn_layout1>, tensor<96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout5> loc("ff")
+                %1 = "ttnn.reshape"(%0) <{shape = [2 : i32, 32 : i32, 96 : i32]}> : (tensor<64x96xbf16, #ttnn_layout5>) -> tensor<2x32x96xbf16, #ttnn_layout3> loc("ff_unflatten")
+                %2 = "ttnn.matmul"(%arg0, %arg1) <{transpose_a = false, transpose_b = false}> : (tensor<64x32xbf16, #ttnn_layout>, tensor<32x96xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout5> loc("heads")
+                %3 = "ttnn.reshape"(%2) <{shape = [2 : i32, 32 : i32, 3 : i32, 32 : i32]}> : (tensor<64x96xbf16, #ttnn_layout5>) -> tensor<2x32x3x32xbf16, #ttnn_layout4> loc("heads_split")
+                %4 = "ttnn.reshape"(%arg2) <{shape = [3 : i32, 32 : i32]}> : (tensor<96xbf16, #ttnn_layout2>) -> tensor<3x32xbf16, #ttnn_layout6> loc("heads_bias")
+                %5 = "ttnn.add"(%3, %4) : (tensor<2x32x3x32xbf16, #ttnn_layout4>, tensor<3x32xbf16, #ttnn_layout6>) -> tensor<2x32x3x32xbf16, #ttnn_layout4> loc("heads_add")
+                return %1, %5 : tensor<2x32x96xbf16, #ttnn_layout3>, tensor<2x32x3x32xbf16, #ttnn_layout4>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
 fn a_decomposed_rms_norm_fuses_into_one_rms_norm_on_the_input_before_its_casts() {
     // Llama's RMS norm as tt-xla writes it: x cast to f32, squared, summed over the last dim,
     // scaled by 1/N (a mean), plus eps, rsqrt, times x, cast back, times the weight. tt-mlir's

@@ -578,6 +578,14 @@ fn compute_configs(
                 base.weights_dtype = sig.tensor_operands().nth(1).and_then(|(_, t)| t.data_type());
             }
             let inputs = dram_inputs(sig);
+            // A DRAM-sliced conv reads its input from DRAM interleaved; an input written in
+            // L1 (a function argument, say) stays there, as nothing converts it, so slicing
+            // is no fallback for it.
+            let input_in_l1 = sig
+                .tensor_operands()
+                .next()
+                .and_then(|(_, t)| t.layout.as_ref())
+                .is_some_and(TtnnLayout::is_l1);
             for conv in conv_search(&base) {
                 for (i, layout) in layouts.layouts.iter().enumerate() {
                     let mut conv = conv.clone();
@@ -599,6 +607,7 @@ fn compute_configs(
                     // (tt-mlir's config fallback); the candidate carries the slice count the
                     // op model settled on.
                     if let (Some(Err(OpError::OutOfMemory { .. })), Some(q)) = (&verdict, &q)
+                        && !input_in_l1
                         && let Some(sliced) = dram_sliced(model, target, q)
                     {
                         configs.push(ConfigCandidate { layout: layout.clone(), config: sliced });

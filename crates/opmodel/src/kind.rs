@@ -682,6 +682,15 @@ impl OpKind {
         )
     }
 
+    /// The operand an op without a result writes into: a KV-cache write updates operand 0,
+    /// the cache, in place. Costing takes that operand as the op's output.
+    #[must_use]
+    pub fn in_place_operand(&self) -> Option<usize> {
+        use FixedOp::{FillCache, PagedFillCache, PagedUpdateCache, UpdateCache};
+        matches!(self, OpKind::Fixed(FillCache | UpdateCache | PagedFillCache | PagedUpdateCache))
+            .then_some(0)
+    }
+
     /// True when `operand` may be a host (system memory) tensor. tt-mlir's conv workaround
     /// moves a conv's weight and bias to host, row-major, and tt-metal's `conv2d` (which
     /// `conv1d` calls) and `conv_transpose2d` prepare a host weight and bias themselves and move

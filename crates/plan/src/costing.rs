@@ -117,7 +117,13 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
                 inputs.push(d);
             }
         }
-        let Some(output) = desc(data.results.first().and_then(shape_of), p.layout.clone()) else {
+        // A cache write has no result: it writes into its cache operand, which is its output.
+        let in_place = sig.kind.in_place_operand().filter(|_| data.results.is_empty());
+        let output = match in_place.and_then(|k| data.operand_types.get(k)) {
+            Some(t) => desc(shape_of(t), t.layout().cloned()),
+            None => desc(data.results.first().and_then(shape_of), p.layout.clone()),
+        };
+        let Some(output) = output else {
             continue;
         };
         let c = db.cost_cache().op_cost(target, &model, &sig.kind, &inputs, &output, &p.config);
@@ -153,8 +159,11 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
             .iter()
             .filter_map(|t| desc(shape_of(t), t.layout().cloned()))
             .collect();
-        let Some(output) =
-            data.results.first().and_then(|t| desc(shape_of(t), t.layout().cloned()))
+        let in_place = sig.kind.in_place_operand().filter(|_| data.results.is_empty());
+        let Some(output) = in_place
+            .and_then(|k| data.operand_types.get(k))
+            .or(data.results.first())
+            .and_then(|t| desc(shape_of(t), t.layout().cloned()))
         else {
             continue;
         };

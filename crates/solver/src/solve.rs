@@ -363,6 +363,21 @@ impl Solver<'_> {
         reason: String,
         edge: Option<Edge>,
     ) -> Result<(), Failure> {
+        // A reshard is a `to_memory_config`, which reads a device tensor only: an operand in
+        // host memory (a conv's activation passed in from host) cannot be resharded.
+        let on_host = |t: &TensorDesc| t.layout.buffer == ttnn_types::BufferType::SystemMemory;
+        if let Some(Some(t)) = self.p.ops[c].operands.get(operand as usize)
+            && on_host(t)
+        {
+            let name = &self.p.ops[c].name;
+            return Err(fail(
+                c,
+                edge,
+                format!(
+                    "operand {operand} of `{name}` is in host memory and cannot be resharded ({reason})"
+                ),
+            ));
+        }
         let targets =
             self.p.ops[c].reshard_targets.get(operand as usize).cloned().unwrap_or_default();
         let tests = self.test_configs(c);

@@ -311,8 +311,12 @@ fn check_op(
         }
         return verdict;
     }
-    // Ops without a tensor result (deallocate, get_device, ...) have nothing to query.
-    let Some(Ty::Tensor(out)) = op.results.first() else { return verdict };
+    // Ops without a tensor result (deallocate, get_device, ...) have nothing to query. A
+    // cache write has none either but runs a kernel: it is costed with its cache as output.
+    let Some(Ty::Tensor(out)) = op.results.first() else {
+        verdict.cost = in_place_cost(op, &kind, target);
+        return verdict;
+    };
 
     let mut inputs = Vec::new();
     let mut first_tensor = None;
@@ -526,4 +530,32 @@ fn short_ty(ty: &Ty) -> String {
     }
     s.push('`');
     s
+}
+
+/// The cost of an op without a result that writes into one of its operands (a KV-cache
+/// update), with that operand as its output; `None` for any other op, or when an operand has
+/// no static shape or device data type.
+fn in_place_cost(
+    op: &OpData,
+    kind: &opmodel::OpKind,
+    target: &Target,
+) -> Option<(cost::OpCost, u64)> {
+    let target_operand = kind.in_place_operand()?;
+    let mut inputs = Vec::new();
+    for ty in &op.operand_types {
+        let Ty::Tensor(t) = ty else { continue };
+        let (shape, dtype) = (t.static_shape()?, t.data_type()?);
+        let layout = t
+            .layout
+            .clone()
+            .unwrap_or_else(|| TtnnLayout::dram_interleaved(&shape, dtype, PageLayout::Tile));
+        inputs.push(TensorDesc { shape, layout });
+    }
+    let output = inputs.get(target_operand)?.clone();
+    let model = cost::CostModel::for_target(target);
+    let config = attrs::op_config(op, kind);
+    Some((
+        model.op_cost(kind, &inputs, &output, &config),
+        model.roofline_ns(kind, &inputs, &output, &config),
+    ))
 }
