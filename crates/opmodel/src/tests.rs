@@ -1655,17 +1655,7 @@ fn conv_transpose2d_and_conv1d_take_host_weights_too() {
             conv: shard_layout Some("block_sharded")"#]],
     );
     let (i, w, o) = ([1, 1, 1024, 64], [64, 64, 3], [1, 1, 1024, 64]);
-    let attrs = vec![
-        ("in_channels", AttrValue::Int(64)),
-        ("out_channels", AttrValue::Int(64)),
-        ("batch_size", AttrValue::Int(1)),
-        ("input_length", AttrValue::Int(1024)),
-        ("kernel_size", AttrValue::Int(3)),
-        ("stride", AttrValue::Int(1)),
-        ("padding", AttrValue::Ints(vec![1, 1])),
-        ("dilation", AttrValue::Int(1)),
-        ("groups", AttrValue::Int(1)),
-    ];
+    let attrs = conv1d_attrs();
     check(
         with_host_parameters(
             qa("ttnn.conv1d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
@@ -1719,10 +1709,9 @@ fn conv_transpose2d_upsamples_by_its_stride() {
     );
 }
 
-#[test]
-fn conv1d_runs_as_a_height_one_conv2d() {
-    let (i, w, o) = ([1, 1, 1024, 64], [64, 64, 3], [1, 1, 1024, 64]);
-    let attrs = vec![
+/// A 64-channel conv1d over 1024 samples, kernel 3, padding 1.
+fn conv1d_attrs() -> Vec<(&'static str, AttrValue)> {
+    vec![
         ("in_channels", AttrValue::Int(64)),
         ("out_channels", AttrValue::Int(64)),
         ("batch_size", AttrValue::Int(1)),
@@ -1732,7 +1721,13 @@ fn conv1d_runs_as_a_height_one_conv2d() {
         ("padding", AttrValue::Ints(vec![1, 1])),
         ("dilation", AttrValue::Int(1)),
         ("groups", AttrValue::Int(1)),
-    ];
+    ]
+}
+
+#[test]
+fn conv1d_runs_as_a_height_one_conv2d() {
+    let (i, w, o) = ([1, 1, 1024, 64], [64, 64, 3], [1, 1, 1024, 64]);
+    let attrs = conv1d_attrs();
     check(
         qa("ttnn.conv1d", attrs).input(&i, dram(&i)).input(&w, rm(&w)).out(&o),
         expect![[r#"
