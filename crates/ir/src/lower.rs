@@ -432,16 +432,18 @@ fn relower_window(
             j < i || j >= i + removed
         })
     };
-    let arg_names: rustc_hash::FxHashSet<&str> =
-        body.arg_names.iter().map(String::as_str).collect();
     let mut seen = rustc_hash::FxHashSet::default();
+    let mut results = rustc_hash::FxHashSet::default();
     for (o, k) in new_ops.iter().zip(&keys) {
         if outside(k) || !seen.insert(k.as_str()) || k.contains(',') {
             return None;
         }
-        if o.results.iter().any(|r| arg_names.contains(r.name.text.as_str())) {
-            return None;
-        }
+        results.extend(o.results.iter().map(|r| r.name.text.as_str()));
+    }
+    // No new result may be an argument's name. The few new names are looked up, not the
+    // arguments collected: a function can have tens of thousands (weights).
+    if body.arg_names.iter().any(|a| results.contains(a.as_str())) {
+        return None;
     }
     // Names only the removed ops defined must not be used outside the window.
     let gone: Vec<Name> = old_window
@@ -722,6 +724,15 @@ fn result_def<'a>(o: &'a ast::Op, j: u32, name: &str) -> Option<(&'a str, Def)> 
 
 /// The last argument of `f` named `name` (later ones shadow earlier ones, as lowering has it).
 fn arg_def<'a>(f: &'a ast::FuncOp, name: &str) -> Option<(&'a str, Def)> {
+    // Printed IR names argument `k` `%argk`: look there first, since a function can have
+    // tens of thousands of arguments (weights). Names are unique here (a window is not
+    // lowered alone while a `duplicate-value` is reported), so the first match is the one.
+    let at = |k: usize| f.args.get(k)?.name.as_ref().filter(|n| n.text == name);
+    if let Some(k) = name.strip_prefix("%arg").and_then(|k| k.parse::<usize>().ok())
+        && let Some(n) = at(k)
+    {
+        return Some((n.text.as_str(), Def::other(ValueRef::Arg(k as u32), 1)));
+    }
     let (k, n) = f
         .args
         .iter()
