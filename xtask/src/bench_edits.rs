@@ -1,5 +1,5 @@
 //! `cargo xtask bench-edits [--inputs LIST] [--samples N] [--corpus DIR] [--server PATH]
-//! [--mlir-lsp-server PATH] [--session-edits N] [--no-mlir] [--no-write]`: the language server's latency per
+//! [--mlir-lsp-server PATH] [--session-edits N] [--classes LIST] [--no-mlir] [--no-write]`: the language server's latency per
 //! class of edit, side by side with LLVM's `mlir-lsp-server` on the same edits, written to
 //! `docs/performance.md` under `## Language server latency per edit class`.
 //!
@@ -31,6 +31,10 @@
 //! (its operand list's `(` deleted) [fix an op]; paste 100 ops (a copy of 100 consecutive
 //! ops with renamed results) [cut 100 ops]; add an override, change it, remove it (in the
 //! open sidecar `<stem>.overrides` document; ttnn-analyzer only).
+//!
+//! `--classes LIST` (comma separated) keeps only the samples whose edit is of a class whose
+//! name contains one of them (`--classes insert,paste`), to profile a server on those; the
+//! undo steps of a kept sample are kept with it.
 //!
 //! `--session-edits N` (default 0: off) goes on, in ttnn-analyzer's session on each input,
 //! replaying the scenarios' steps in a loop until N edits were made in all, and reports the
@@ -76,7 +80,15 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let flags = Flags::parse(
         "bench-edits",
         args,
-        &["--inputs", "--samples", "--corpus", "--server", "--mlir-lsp-server", "--session-edits"],
+        &[
+            "--inputs",
+            "--samples",
+            "--corpus",
+            "--server",
+            "--mlir-lsp-server",
+            "--session-edits",
+            "--classes",
+        ],
         &["--no-mlir", "--no-write"],
     )?;
     let samples: usize = flags.parsed("--samples", 10)?;
@@ -135,7 +147,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             return Err(anyhow::format_err!("{} is not ASCII", input.path.display()));
         }
         let n = if count_ops(&input.text) > 50_000 { samples.div_ceil(2) } else { samples };
-        let scenarios = scenarios(&input.text, n);
+        let mut scenarios = scenarios(&input.text, n);
+        if let Some(classes) = flags.value("--classes") {
+            let wanted: Vec<&str> = classes.split(',').collect();
+            scenarios.retain(|sc| {
+                sc.first().is_some_and(|step| wanted.iter().any(|w| step.class.contains(w)))
+            });
+        }
         writeln!(
             out,
             "input: {} ({} bytes), {}",
