@@ -596,8 +596,8 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         chain_facts_block 1
         chunk_cost 1
         chunk_incoming 1
-        func_group 30
-        plan_chunk 2
+        func_group 34
+        plan_chunk 1
         plan_for 1"#]]
     .assert_eq(&text);
 }
@@ -764,9 +764,9 @@ fn an_override_past_a_merge_window_does_not_rewalk_the_chunk_before() {
     cost(&host);
     let text = executed_counts(&host, &["plan_chunk", "foreign"]);
     expect![[r#"
-        foreign reads at first: 204
-        foreign_chain 101
-        foreign_op_plan 102
+        foreign reads at first: 208
+        foreign_chain 103
+        foreign_op_plan 104
         plan_chunk 1"#]]
     .assert_eq(&format!("foreign reads at first: {first}\n{text}"));
 }
@@ -801,14 +801,15 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         flow_block 1
         func_body 1
         func_frame 1
-        func_group 30
-        func_group_at 30
+        func_group 34
+        func_group_at 16
         func_loc_names 1
+        func_segment_at 3
         func_source_map 1
         group_signatures 1
         lower_file 1
         pinned_outputs 1
-        plan_chunk 2
+        plan_chunk 1
         written_checks_block 1
         second edit:
         base_chainable_block 1
@@ -818,14 +819,15 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         flow_block 1
         func_body 1
         func_frame 1
-        func_group 30
-        func_group_at 30
+        func_group 34
+        func_group_at 16
         func_loc_names 1
+        func_segment_at 3
         func_source_map 1
         group_signatures 1
         lower_file 1
         pinned_outputs 1
-        plan_chunk 2
+        plan_chunk 1
         written_checks_block 1"#]]
     .assert_eq(&format!("first edit:\n{first}\nsecond edit:\n{second}"));
 }
@@ -853,10 +855,10 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
     ));
     diagnose(&host);
     expect![[r#"
-        base_chainable_block 30
-        base_plans_block 30
+        base_chainable_block 34
+        base_plans_block 34
         chain_block 5
-        chain_facts_block 2
+        chain_facts_block 1
         chainable_block 1
         chains 1
         chunk_chains 5
@@ -865,30 +867,58 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         chunk_layout 1
         chunk_ops 5
         file_funcs 1
-        flow_block 2
+        flow_block 1
         func_body 1
         func_frame 1
-        func_group 30
-        func_group_at 30
+        func_group 34
+        func_group_at 16
         func_groups 1
         func_loc_names 1
         func_ops 1
+        func_segment_at 3
+        func_segments 1
         func_source_map 1
         func_topology 1
-        group_signatures 2
+        group_signatures 1
         lower_file 1
         merge_base_chunk 5
-        overrides_block 30
+        overrides_block 34
         pinned_outputs 1
         plan_carry 2
         plan_chunk 5
         plan_parts_chunk 5
         plan_slice 3
         schedule 1
-        solve_single_chains 30
-        written_checks_block 2
+        solve_single_chains 34
+        written_checks_block 1
         written_findings 1"#]]
     .assert_eq(&executed_counts(&host, &[""]));
+}
+
+#[test]
+fn inserting_an_op_reprojects_only_the_groups_of_its_segment() {
+    // The 34 groups of the 1200 relus fall into 3 segments, both cut by content. An op whose
+    // name starts no group (as 31 names in 32 do) inserted after relu 450 joins a group:
+    // every segment is read from the body again (3), but only the groups of the segment
+    // holding the new op are projected again (7 of 34), and only its own group is checked
+    // as written again.
+    let (mut host, file, text) = relu_editor();
+    let diagnose = |host: &AnalysisHost| diagnose(host, file);
+    diagnose(&host);
+    let _ = host.take_executed_queries();
+    let at = text.find("  %451 = ").expect("fixture has %451") as u32;
+    let inserted = "  %new451 = \"ttnn.relu\"(%a) : (tensor<256x256xbf16, #l>) -> tensor<256x256xbf16, #l> loc(\"f\")\n";
+    host.apply_change(Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(at, at), text: inserted.to_owned() }],
+    ));
+    diagnose(&host);
+    expect![[r#"
+        func_group_at 7
+        func_segment_at 3
+        func_segments 1
+        written_checks_block 1"#]]
+    .assert_eq(&executed_counts(&host, &["func_group_at", "func_segment", "written_checks_block"]));
 }
 
 #[test]
@@ -921,8 +951,8 @@ fn pasting_ops_that_start_groups_rechecks_only_the_pasted_ops_as_written() {
     diagnose(&host);
     let checks = executed_counts(&host, &["written_checks_block"]);
     expect![[r#"
-        groups 30 -> 33
-        written_checks_block 4"#]]
+        groups 34 -> 37
+        written_checks_block 5"#]]
     .assert_eq(&format!("groups {before} -> {}\n{checks}", groups(&host)));
 }
 
