@@ -267,7 +267,7 @@ impl OpData {
 }
 
 /// A function's semantic body: no positions, no locations.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone)]
 pub struct FuncBody {
     pub name: String,
     pub is_private: bool,
@@ -297,6 +297,69 @@ pub struct FuncBody {
     /// [`FuncBody::defs`] only when there are none, and counting them per edit was a walk
     /// over every op.
     pub apart: u32,
+}
+
+/// Compared after every edit of the function (`func_body` is a firewall): the op count
+/// and the cheap fields first, the shared lists by pointer first. Derived, it compared
+/// every argument's name and type element by element first (19k arguments on the 100k-op
+/// graph). Equal values compare as the derived equality would, so `Hash` agrees.
+impl PartialEq for FuncBody {
+    fn eq(&self, other: &FuncBody) -> bool {
+        // Every field is compared: a field added later fails to compile here until it is.
+        let FuncBody {
+            name: _,
+            is_private: _,
+            function_type: _,
+            arg_names: _,
+            args: _,
+            results: _,
+            ops: _,
+            returns: _,
+            has_body: _,
+            keys: _,
+            defs: _,
+            apart: _,
+        } = self;
+        self.ops.len() == other.ops.len()
+            && self.apart == other.apart
+            && self.has_body == other.has_body
+            && self.is_private == other.is_private
+            && self.name == other.name
+            && self.function_type == other.function_type
+            && self.results == other.results
+            && self.returns == other.returns
+            && same(&self.keys, &other.keys)
+            && self.ops == other.ops
+            && self.defs == other.defs
+            && same(&self.arg_names, &other.arg_names)
+            && same(&self.args, &other.args)
+    }
+}
+
+impl Eq for FuncBody {}
+
+/// Every field, as a derived `Hash` would (so equal bodies hash equally).
+impl std::hash::Hash for FuncBody {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.is_private.hash(state);
+        self.function_type.hash(state);
+        self.arg_names.hash(state);
+        self.args.hash(state);
+        self.results.hash(state);
+        self.ops.hash(state);
+        self.returns.hash(state);
+        self.has_body.hash(state);
+        self.keys.hash(state);
+        self.defs.hash(state);
+        self.apart.hash(state);
+    }
+}
+
+/// Whether two shared values are equal, by pointer first (`Arc`'s own equality checks the
+/// pointers only for sized values, not for slices).
+pub(crate) fn same<T: ?Sized + PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
 }
 
 /// Op keys as [`Name`]s with the body index of the op each names, for resolving a
