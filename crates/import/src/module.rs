@@ -319,8 +319,12 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         // tt-mlir's SDPA pattern reads the fused softmax.
         fo.fuse_sdpa();
+        // Its workaround's casts back to the model's type meet the model's own casts.
+        fo.fold_typecast_pairs();
+        fo.fuse_concatenate_heads();
         fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
+        fo.commute_reshapes_above_norms();
         fo.fold_permute_chains();
         fo.fold_reshape_chains();
         // The fusions count uses: the reshapes sinking and folding left behind must go first.
