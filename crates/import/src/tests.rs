@@ -1288,3 +1288,31 @@ fn a_reshape_every_use_of_an_rms_norm_applies_moves_above_the_norm() {
         "#]],
     );
 }
+
+#[test]
+fn a_fused_norm_between_a_reshape_and_its_inverse_runs_on_the_two_dimensional_input() {
+    // `llama_3_2_1b_decoder`'s first norm: the `32x2048` input reshaped to `32x1x2048`,
+    // normalized, and reshaped back. The pair folds first, so nothing is commuted and the
+    // norm reads the `32x2048` input.
+    check(
+        r#"func.func @f(%x: tensor<32x2048xbf16>, %g: tensor<2048xbf16>) -> tensor<32x2048xbf16> {
+  %0 = "ttir.reshape"(%x) <{shape = [32 : i32, 1 : i32, 2048 : i32]}> : (tensor<32x2048xbf16>) -> tensor<32x1x2048xbf16> loc("to_3d")
+  %1 = "ttir.rms_norm"(%0, %g) <{epsilon = 1.000000e-05 : f32, normalized_shape = array<i64: 2048>, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<32x1x2048xbf16>, tensor<2048xbf16>) -> tensor<32x1x2048xbf16> loc("norm")
+  %2 = "ttir.reshape"(%1) <{shape = [32 : i32, 2048 : i32]}> : (tensor<32x1x2048xbf16>) -> tensor<32x2048xbf16> loc("to_2d")
+  return %2 : tensor<32x2048xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x64x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x64x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x2048xbf16, #ttnn_layout>, %arg1: tensor<2048xbf16, #ttnn_layout1>) -> tensor<32x2048xbf16, #ttnn_layout> {
+                %0 = "ttnn.rms_norm"(%arg0, %arg1) <{epsilon = 1.000000e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<32x2048xbf16, #ttnn_layout>, tensor<2048xbf16, #ttnn_layout1>) -> tensor<32x2048xbf16, #ttnn_layout> loc("norm")
+                return %0 : tensor<32x2048xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
