@@ -322,6 +322,7 @@ impl<'a> ChunkCx<'a, '_> {
         // Its workaround's casts back to the model's type meet the model's own casts.
         fo.fold_typecast_pairs();
         fo.fuse_concatenate_heads();
+        fo.fuse_rotary_embeddings();
         fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
         fo.fold_permute_chains();

@@ -1316,3 +1316,56 @@ fn a_fused_norm_between_a_reshape_and_its_inverse_runs_on_the_two_dimensional_in
         "#]],
     );
 }
+
+#[test]
+fn a_rotate_half_rotary_embedding_with_one_position_becomes_rotary_embedding() {
+    // `llama_3_2_1b_decoder`'s rotary embedding: one position's cos and sin (`1x1x1x64`) for
+    // every user. tt-mlir fuses the rotate-half form and promotes it to tt-metal's op, which
+    // takes `[1, 1, S, D]` cos and sin; with a position per user (`2x1x1x64`, as in the
+    // decode blocks) tt-metal rejects them and the written-out form stays.
+    check(
+        r#"func.func @f(%x: tensor<2x4x1x64xbf16>, %cone: tensor<1x1x1x64xbf16>, %sone: tensor<1x1x1x64xbf16>, %cper_user: tensor<2x1x1x64xbf16>, %sper_user: tensor<2x1x1x64xbf16>) -> (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) {
+  %one0 = "ttir.broadcast"(%cone) <{broadcast_dimensions = array<i64: 2, 4, 1, 1>}> : (tensor<1x1x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("one_cos_b")
+  %one1 = "ttir.multiply"(%x, %one0) : (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("one_x_cos")
+  %one2 = "ttir.slice_static"(%x) <{begins = [0 : i32, 0 : i32, 0 : i32, 32 : i32], ends = [2 : i32, 4 : i32, 1 : i32, 64 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1x64xbf16>) -> tensor<2x4x1x32xbf16> loc("one_hi")
+  %one3 = "ttir.neg"(%one2) : (tensor<2x4x1x32xbf16>) -> tensor<2x4x1x32xbf16> loc("one_neg_hi")
+  %one4 = "ttir.slice_static"(%x) <{begins = [0 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 4 : i32, 1 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1x64xbf16>) -> tensor<2x4x1x32xbf16> loc("one_lo")
+  %one5 = "ttir.concat"(%one3, %one4) <{dim = 3 : si32}> : (tensor<2x4x1x32xbf16>, tensor<2x4x1x32xbf16>) -> tensor<2x4x1x64xbf16> loc("one_rotated")
+  %one6 = "ttir.broadcast"(%sone) <{broadcast_dimensions = array<i64: 2, 4, 1, 1>}> : (tensor<1x1x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("one_sin_b")
+  %one7 = "ttir.multiply"(%one5, %one6) : (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("one_rot_sin")
+  %one8 = "ttir.add"(%one1, %one7) : (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("one")
+  %per_user0 = "ttir.broadcast"(%cper_user) <{broadcast_dimensions = array<i64: 1, 4, 1, 1>}> : (tensor<2x1x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("per_user_cos_b")
+  %per_user1 = "ttir.multiply"(%x, %per_user0) : (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("per_user_x_cos")
+  %per_user2 = "ttir.slice_static"(%x) <{begins = [0 : i32, 0 : i32, 0 : i32, 32 : i32], ends = [2 : i32, 4 : i32, 1 : i32, 64 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1x64xbf16>) -> tensor<2x4x1x32xbf16> loc("per_user_hi")
+  %per_user3 = "ttir.neg"(%per_user2) : (tensor<2x4x1x32xbf16>) -> tensor<2x4x1x32xbf16> loc("per_user_neg_hi")
+  %per_user4 = "ttir.slice_static"(%x) <{begins = [0 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 4 : i32, 1 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1x64xbf16>) -> tensor<2x4x1x32xbf16> loc("per_user_lo")
+  %per_user5 = "ttir.concat"(%per_user3, %per_user4) <{dim = 3 : si32}> : (tensor<2x4x1x32xbf16>, tensor<2x4x1x32xbf16>) -> tensor<2x4x1x64xbf16> loc("per_user_rotated")
+  %per_user6 = "ttir.broadcast"(%sper_user) <{broadcast_dimensions = array<i64: 1, 4, 1, 1>}> : (tensor<2x1x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("per_user_sin_b")
+  %per_user7 = "ttir.multiply"(%per_user5, %per_user6) : (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("per_user_rot_sin")
+  %per_user8 = "ttir.add"(%per_user1, %per_user7) : (tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>) -> tensor<2x4x1x64xbf16> loc("per_user")
+  return %one8, %per_user8 : tensor<2x4x1x64xbf16>, tensor<2x4x1x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<8x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x4x1x64xbf16, #ttnn_layout>, %arg1: tensor<1x1x1x64xbf16, #ttnn_layout1>, %arg2: tensor<1x1x1x64xbf16, #ttnn_layout1>, %arg3: tensor<2x1x1x64xbf16, #ttnn_layout2>, %arg4: tensor<2x1x1x64xbf16, #ttnn_layout2>) -> (tensor<2x4x1x64xbf16, #ttnn_layout>, tensor<2x4x1x64xbf16, #ttnn_layout>) {
+                %0 = "ttnn.rotary_embedding"(%arg0, %arg1, %arg2) : (tensor<2x4x1x64xbf16, #ttnn_layout>, tensor<1x1x1x64xbf16, #ttnn_layout1>, tensor<1x1x1x64xbf16, #ttnn_layout1>) -> tensor<2x4x1x64xbf16, #ttnn_layout> loc("one")
+                %1 = "ttnn.multiply"(%arg0, %arg3) : (tensor<2x4x1x64xbf16, #ttnn_layout>, tensor<2x1x1x64xbf16, #ttnn_layout2>) -> tensor<2x4x1x64xbf16, #ttnn_layout> loc("per_user_x_cos")
+                %2 = "ttnn.slice_static"(%arg0) <{begins = [0 : i32, 0 : i32, 0 : i32, 32 : i32], ends = [2 : i32, 4 : i32, 1 : i32, 64 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1x64xbf16, #ttnn_layout>) -> tensor<2x4x1x32xbf16, #ttnn_layout3> loc("per_user_hi")
+                %3 = "ttnn.neg"(%2) : (tensor<2x4x1x32xbf16, #ttnn_layout3>) -> tensor<2x4x1x32xbf16, #ttnn_layout3> loc("per_user_neg_hi")
+                %4 = "ttnn.slice_static"(%arg0) <{begins = [0 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 4 : i32, 1 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x1x64xbf16, #ttnn_layout>) -> tensor<2x4x1x32xbf16, #ttnn_layout3> loc("per_user_lo")
+                %5 = "ttnn.concat"(%3, %4) <{dim = 3 : si32}> : (tensor<2x4x1x32xbf16, #ttnn_layout3>, tensor<2x4x1x32xbf16, #ttnn_layout3>) -> tensor<2x4x1x64xbf16, #ttnn_layout> loc("per_user_rotated")
+                %6 = "ttnn.multiply"(%5, %arg4) : (tensor<2x4x1x64xbf16, #ttnn_layout>, tensor<2x1x1x64xbf16, #ttnn_layout2>) -> tensor<2x4x1x64xbf16, #ttnn_layout> loc("per_user_rot_sin")
+                %7 = "ttnn.add"(%1, %6) : (tensor<2x4x1x64xbf16, #ttnn_layout>, tensor<2x4x1x64xbf16, #ttnn_layout>) -> tensor<2x4x1x64xbf16, #ttnn_layout> loc("per_user")
+                return %0, %7 : tensor<2x4x1x64xbf16, #ttnn_layout>, tensor<2x4x1x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}

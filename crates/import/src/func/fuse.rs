@@ -12,6 +12,7 @@
 
 mod commute;
 mod heads;
+mod rope;
 mod sdpa;
 
 use rustc_hash::{FxHashMap, FxHashSet};
