@@ -326,6 +326,7 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
         fo.fold_permute_chains();
+        fo.fuse_permute_reshape_permute();
         fo.fold_reshape_chains();
         // The fusions count uses: the reshapes sinking and folding left behind must go first.
         fo.remove_dead_ops();

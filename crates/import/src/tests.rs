@@ -1369,3 +1369,37 @@ fn a_rotate_half_rotary_embedding_with_one_position_becomes_rotary_embedding() {
         "#]],
     );
 }
+
+#[test]
+fn a_permute_reshape_permute_that_restores_the_axis_order_becomes_one_reshape() {
+    // ResNet's last stage before the mean: NHWC to NCHW, the spatial dims flattened, and
+    // transposed back, which is a reshape of the NHWC tensor (tt-mlir's
+    // PermuteReshapePermuteFusionPattern). A second permute that does not restore the order
+    // stays.
+    check(
+        r#"func.func @f(%x: tensor<8x7x7x64xbf16>) -> (tensor<8x1x49x64xbf16>, tensor<8x1x64x49xbf16>) {
+  %0 = "ttir.permute"(%x) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<8x7x7x64xbf16>) -> tensor<8x64x7x7xbf16> loc("to_nchw")
+  %1 = "ttir.reshape"(%0) <{shape = [8 : i32, 1 : i32, 64 : i32, 49 : i32]}> : (tensor<8x64x7x7xbf16>) -> tensor<8x1x64x49xbf16> loc("flatten_hw")
+  %2 = "ttir.permute"(%1) <{permutation = array<i64: 0, 1, 3, 2>}> : (tensor<8x1x64x49xbf16>) -> tensor<8x1x49x64xbf16> loc("back")
+  %3 = "ttir.permute"(%x) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<8x7x7x64xbf16>) -> tensor<8x64x7x7xbf16> loc("to_nchw_2")
+  %4 = "ttir.reshape"(%3) <{shape = [8 : i32, 1 : i32, 64 : i32, 49 : i32]}> : (tensor<8x64x7x7xbf16>) -> tensor<8x1x64x49xbf16> loc("flatten_hw_2")
+  return %2, %4 : tensor<8x1x49x64xbf16>, tensor<8x1x64x49xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 224 + d1 * 32 + d2, d3), <1x1>, memref<56x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 64 + d2, d3), <1x1>, memref<16x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<512x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<8x7x7x64xbf16, #ttnn_layout>) -> (tensor<8x1x49x64xbf16, #ttnn_layout1>, tensor<8x1x64x49xbf16, #ttnn_layout1>) {
+                %0 = "ttnn.reshape"(%arg0) <{shape = [8 : i32, 1 : i32, 49 : i32, 64 : i32]}> : (tensor<8x7x7x64xbf16, #ttnn_layout>) -> tensor<8x1x49x64xbf16, #ttnn_layout1> loc("back")
+                %1 = "ttnn.permute"(%arg0) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<8x7x7x64xbf16, #ttnn_layout>) -> tensor<8x64x7x7xbf16, #ttnn_layout2> loc("to_nchw_2")
+                %2 = "ttnn.reshape"(%1) <{shape = [8 : i32, 1 : i32, 64 : i32, 49 : i32]}> : (tensor<8x64x7x7xbf16, #ttnn_layout2>) -> tensor<8x1x64x49xbf16, #ttnn_layout1> loc("flatten_hw_2")
+                return %0, %2 : tensor<8x1x49x64xbf16, #ttnn_layout1>, tensor<8x1x64x49xbf16, #ttnn_layout1>
+              }
+            }
+        "#]],
+    );
+}

@@ -109,3 +109,88 @@ impl FuncOut {
         }
     }
 }
+
+impl FuncOut {
+    /// Replaces `permute(reshape(permute(x, p), s), q)` by one reshape of `x` when the three
+    /// only move whole groups of consecutive axes back into their original order, as
+    /// tt-mlir's `PermuteReshapePermuteFusionPattern` (part of its inverse-op erasure) does:
+    /// the reshape keeps the rank, each of its output dims is one permuted input dim, a unit
+    /// dim, or a product of consecutive ones, and `q` puts the groups back in `x`'s order.
+    /// `resnet_hf` brings its last stage from NHWC to NCHW, flattens the spatial dims and
+    /// transposes back for the mean: `8x7x7x2048` to `8x1x49x2048`, one reshape instead of
+    /// two permutes and a reshape over a tensor whose `7x7` pads to a tile.
+    pub(crate) fn fuse_permute_reshape_permute(&mut self) {
+        let uses = self.uses();
+        let mut rewrites: Vec<(usize, ValueId)> = Vec::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            if let Some(x) = self.match_permute_reshape_permute(op, &uses) {
+                rewrites.push((i, x));
+            }
+        }
+        for (i, x) in rewrites {
+            let Some(shape) = self.ops[i].results.first().and_then(|r| self.tensor_ty(*r)) else {
+                continue;
+            };
+            let dims: Vec<String> = shape.shape.iter().map(|d| format!("{d} : i32")).collect();
+            let op = &mut self.ops[i];
+            op.name = "ttnn.reshape".to_owned();
+            op.operands = vec![x];
+            op.props = vec![("shape".to_owned(), format!("[{}]", dims.join(", ")))];
+        }
+    }
+
+    fn match_permute_reshape_permute(&self, last: &OutOp, u: &super::Uses) -> Option<ValueId> {
+        if last.name != "ttnn.permute" {
+            return None;
+        }
+        let perm_of = |op: &OutOp| -> Option<Vec<usize>> {
+            let text = op.props.iter().find(|(k, _)| k == "permutation")?.1.as_str();
+            let inner = text.split(':').nth(1)?.trim().trim_end_matches('>');
+            inner.split(',').map(|d| d.trim().parse().ok()).collect()
+        };
+        let [r] = last.operands.as_slice() else { return None };
+        let reshape = self.def(*r, "ttnn.reshape", u)?;
+        let [p] = reshape.operands.as_slice() else { return None };
+        let first = self.def(*p, "ttnn.permute", u)?;
+        let [x] = first.operands.as_slice() else { return None };
+        let once = |v: &ValueId| u.count.get(v) == Some(&1);
+        if !once(p) && !once(r) && !last.results.first().is_some_and(once) {
+            return None;
+        }
+        let (inner, outer) = (perm_of(first)?, perm_of(last)?);
+        let from = &self.tensor_ty(*p)?.shape;
+        let to = &self.tensor_ty(*r)?.shape;
+        let rank = from.len();
+        if to.len() != rank || inner.len() != rank || outer.len() != rank {
+            return None;
+        }
+        // Group the reshape's output dims into the permuted input axes they hold.
+        let mut groups: Vec<Vec<usize>> = Vec::with_capacity(rank);
+        let mut k = 0;
+        for &out in to {
+            if k < rank && from[k] == out {
+                groups.push(vec![inner[k]]);
+                k += 1;
+            } else if out == 1 {
+                groups.push(Vec::new());
+            } else {
+                let (mut group, mut consumed) = (Vec::new(), 1u64);
+                while k < rank && from[k] != 0 && out % (consumed * from[k]) == 0 {
+                    group.push(inner[k]);
+                    consumed *= from[k];
+                    k += 1;
+                }
+                if consumed != out {
+                    return None;
+                }
+                groups.push(group);
+            }
+        }
+        if k != rank {
+            return None;
+        }
+        let order: Vec<usize> =
+            outer.iter().filter_map(|g| groups.get(*g)).flatten().copied().collect();
+        (order.len() == rank && order.iter().enumerate().all(|(i, a)| i == *a)).then_some(*x)
+    }
+}
