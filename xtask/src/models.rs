@@ -46,8 +46,10 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
     // tt-xla's LLM benchmarks (the measured Llama-3.2-1B decode step) compile with weight
     // conversion to bfp8, and tt-mlir's perf tests of these files use the same option. The
     // block carries no per-weight marks; the layer carries tt-xla's marks on its projections
-    // and lm_head, and the option reaches the matmuls left (the rotary frequencies').
+    // and lm_head, and the option reaches the matmuls left (the rotary frequencies'). The
+    // decoder is one layer with its KV cache, the part the measured step runs 15 more times.
     ("llama_3_2_1b_decode_block", "weight_dtype_bfp_bf8", &["--weight-dtype", "bfp_bf8"]),
+    ("llama_3_2_1b_decoder", "weight_dtype_bfp_bf8", &["--weight-dtype", "bfp_bf8"]),
     ("llama_3_2_1b_decode_layer", "weight_dtype_bfp_bf8", &["--weight-dtype", "bfp_bf8"]),
 ];
 

@@ -921,8 +921,8 @@ fn the_validation_table_in_the_docs_is_current() {
             "llama_3_2_1b_decode_layer.weight_dtype_bfp_bf8" => include_str!(
                 "../../../test-data/models/llama_3_2_1b_decode_layer.weight_dtype_bfp_bf8.txt"
             ),
-            "llama_3_2_1b_decode_block.weight_dtype_bfp_bf8" => include_str!(
-                "../../../test-data/models/llama_3_2_1b_decode_block.weight_dtype_bfp_bf8.txt"
+            "llama_3_2_1b_decoder.weight_dtype_bfp_bf8" => include_str!(
+                "../../../test-data/models/llama_3_2_1b_decoder.weight_dtype_bfp_bf8.txt"
             ),
             "bert_encoder_layer" => {
                 include_str!("../../../test-data/models/bert_encoder_layer.txt")

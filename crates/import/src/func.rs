@@ -568,6 +568,59 @@ impl FuncOut {
 }
 
 impl FuncOut {
+    /// Merges typecast pairs as tt-mlir's TTNN canonicalizer does after its workarounds
+    /// (`foldConsecutiveDataCastOps`): a typecast of a typecast whose result nothing else
+    /// reads casts the first one's input straight to its own type, and when that input
+    /// already has it the pair disappears (uses read the input). The `bf16` attention op's
+    /// result cast back to the model's `f32` and then to `bf16` by the model is such a pair:
+    /// two passes over the attention's output that tt-mlir does not run.
+    pub(crate) fn fold_typecast_pairs(&mut self) {
+        let mut uses: FxHashMap<ValueId, usize> = FxHashMap::default();
+        for o in
+            self.ops.iter().flat_map(|op| &op.operands).chain(self.returns.iter().map(|r| &r.id))
+        {
+            *uses.entry(*o).or_insert(0) += 1;
+        }
+        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
+        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
+        for i in 0..self.ops.len() {
+            for o in &mut self.ops[i].operands {
+                if let Some(r) = replace.get(o) {
+                    *o = *r;
+                }
+            }
+            let op = &self.ops[i];
+            if op.name != "ttnn.typecast" {
+                continue;
+            }
+            let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice()) else {
+                continue;
+            };
+            let (input, result) = (*input, *result);
+            producer.insert(result, i);
+            if uses.get(&input) != Some(&1) {
+                continue;
+            }
+            let Some(inner) = producer.get(&input).and_then(|p| self.ops.get(*p)) else {
+                continue;
+            };
+            let [source] = inner.operands.as_slice() else { continue };
+            let source = *source;
+            if self.values[source as usize].0 == self.values[result as usize].0 {
+                replace.insert(result, source);
+            } else {
+                self.ops[i].operands[0] = source;
+            }
+        }
+        for r in &mut self.returns {
+            if let Some(s) = replace.get(&r.id) {
+                r.id = *s;
+            }
+        }
+    }
+}
+
+impl FuncOut {
     /// Merges permute chains as tt-mlir's permute folder does: a permute of a permute reads
     /// the first one's input with the two permutations composed, and when the composition
     /// is the identity the pair disappears (uses read the input). tt-xla writes NHWC to NCHW

@@ -319,11 +319,21 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         // tt-mlir's SDPA pattern reads the fused softmax.
         fo.fuse_sdpa();
+        // Its workaround's casts back to the model's type meet the model's own casts.
+        fo.fold_typecast_pairs();
+        fo.fuse_concatenate_heads();
+        fo.fuse_rotary_embeddings();
         fo.remove_dead_ops();
         fo.sink_unflatten_reshapes();
         fo.fold_permute_chains();
+        fo.fuse_permute_reshape_permute();
         fo.fold_reshape_chains();
         // The fusions count uses: the reshapes sinking and folding left behind must go first.
+        fo.remove_dead_ops();
+        // A norm's reshape moves above it only once the pairs around it have folded (tt-mlir's
+        // commute patterns run with its TM folding); the moved reshape may fold in turn.
+        fo.commute_reshapes_above_norms();
+        fo.fold_reshape_chains();
         fo.remove_dead_ops();
         fo.fuse_conv_epilogues();
         fo.fuse_linear();

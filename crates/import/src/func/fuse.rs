@@ -10,6 +10,9 @@
 //! `ReductionWithReshapePattern`, which they rely on, folded into the match) on the lowered
 //! TTNN ops, and decline whenever a piece of the pattern is missing or used elsewhere.
 
+mod commute;
+mod heads;
+mod rope;
 mod sdpa;
 
 use rustc_hash::{FxHashMap, FxHashSet};
