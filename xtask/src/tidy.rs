@@ -16,16 +16,6 @@ mod tests {
     /// Removing an entry is progress; adding one needs a reason that convinces a reviewer.
     const POSITION_KEYED: &[(&str, &str)] = &[
         ("ir::func_group", "a group's ordinal among its function's groups (content-cut)"),
-        ("layout::group_signatures", "per group ordinal, see ir::func_group"),
-        ("layout::overrides_block", "per group ordinal, see ir::func_group"),
-        ("plan::chainable_block", "per group ordinal, see ir::func_group"),
-        ("plan::base_chainable_block", "per group ordinal, see ir::func_group"),
-        ("plan::chain_facts_block", "per group ordinal, see ir::func_group"),
-        ("plan::base_plans_block", "per group ordinal, see ir::func_group"),
-        ("plan::flow_block", "per group ordinal, see ir::func_group"),
-        ("plan::fixed_block", "per group ordinal, see ir::func_group"),
-        ("plan::base_fixed_block", "per group ordinal, see ir::func_group"),
-        ("plan::lower_bound_block", "per group ordinal, see ir::func_group"),
         ("plan::chain_block", "schedule positions in blocks; the chains are rebuilt per block"),
         ("plan::chunk_ops", "plan chunks are cut along the schedule"),
         ("plan::chunk_chains", "plan chunks are cut along the schedule"),

@@ -260,7 +260,8 @@ pub(crate) fn written_findings(
     if !last_use.is_empty() {
         for g in 0..groups.len() as u32 {
             let base = groups.range(g).start as u32;
-            for (at, flow) in plan::flow_block(db, func, g).iter().enumerate() {
+            let group = layout::GroupRef::of(Some(&frame), &groups, g);
+            for (at, flow) in plan::flow_of_group(db, func, group).iter().enumerate() {
                 for &(name, _) in &flow.operands {
                     if let Some(def) = frame.index_of(name)
                         && let Some(last) = last_use.get_mut(&def)

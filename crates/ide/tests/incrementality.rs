@@ -92,7 +92,6 @@ fn whitespace_and_comment_edits_stop_at_the_function_body() {
         expect![[r#"
             file_funcs
             func_body(@main)
-            func_loc_names
             lower_file
         "#]],
     );
@@ -105,9 +104,7 @@ fn a_location_edit_reruns_no_layout_query() {
         expect![[r#"
             file_funcs
             func_body(@main)
-            func_loc_names
             lower_file
-            overrides_block
         "#]],
     );
 }
@@ -120,10 +117,11 @@ fn an_attribute_that_does_not_affect_layouts_stops_at_the_signature() {
             file_funcs
             func_body(@main)
             func_frame
-            func_group
-            func_loc_names
+            func_group_at
+            func_segment_at
             group_signatures
             lower_file
+            overrides_block
             pinned_outputs
             scalar_types(@main)
         "#]],
@@ -141,11 +139,12 @@ fn editing_one_result_type_reruns_only_that_op() {
             file_funcs
             func_body(@main)
             func_frame
-            func_group
-            func_loc_names
+            func_group_at
+            func_segment_at
             group_signatures
             legality_of
             lower_file
+            overrides_block
             pinned_outputs
             scalar_types(@main)
         "#]],
@@ -163,6 +162,7 @@ fn a_first_override_in_an_editor_looks_up_every_ops_name_once() {
     check(
         relu_override("8x8:l1:block_sharded:tile"),
         expect![[r#"
+            func_loc_names
             overridden_legality(@main:%1)
             overrides_block
             scalar_types(@main)
@@ -224,10 +224,11 @@ fn inserting_an_op_with_a_fresh_name_leaves_the_others_alone() {
             file_funcs
             func_body(@main)
             func_frame
-            func_group
+            func_group_at
             func_groups
-            func_loc_names
             func_ops(@main)
+            func_segment_at
+            func_segments
             group_signatures
             legality_of
             lower_file
@@ -596,7 +597,7 @@ fn an_attribute_edit_in_a_long_function_reruns_only_the_chunk_holding_the_op() {
         chain_facts_block 1
         chunk_cost 1
         chunk_incoming 1
-        func_group 34
+        func_group_at 16
         plan_chunk 1
         plan_for 1"#]]
     .assert_eq(&text);
@@ -801,13 +802,12 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         flow_block 1
         func_body 1
         func_frame 1
-        func_group 34
         func_group_at 16
-        func_loc_names 1
         func_segment_at 3
         func_source_map 1
         group_signatures 1
         lower_file 1
+        overrides_block 1
         pinned_outputs 1
         plan_chunk 1
         written_checks_block 1
@@ -819,13 +819,12 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         flow_block 1
         func_body 1
         func_frame 1
-        func_group 34
         func_group_at 16
-        func_loc_names 1
         func_segment_at 3
         func_source_map 1
         group_signatures 1
         lower_file 1
+        overrides_block 1
         pinned_outputs 1
         plan_chunk 1
         written_checks_block 1"#]]
@@ -855,8 +854,8 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
     ));
     diagnose(&host);
     expect![[r#"
-        base_chainable_block 34
-        base_plans_block 34
+        base_chainable_block 1
+        base_plans_block 1
         chain_block 5
         chain_facts_block 1
         chainable_block 1
@@ -870,10 +869,8 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         flow_block 1
         func_body 1
         func_frame 1
-        func_group 34
         func_group_at 16
         func_groups 1
-        func_loc_names 1
         func_ops 1
         func_segment_at 3
         func_segments 1
@@ -882,7 +879,7 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         group_signatures 1
         lower_file 1
         merge_base_chunk 5
-        overrides_block 34
+        overrides_block 1
         pinned_outputs 1
         plan_carry 2
         plan_chunk 5
@@ -954,6 +951,192 @@ fn pasting_ops_that_start_groups_rechecks_only_the_pasted_ops_as_written() {
         groups 34 -> 37
         written_checks_block 5"#]]
     .assert_eq(&format!("groups {before} -> {}\n{checks}", groups(&host)));
+}
+
+/// The per-group memos of the layouts and the plan: keyed by their group's first op's name,
+/// each re-runs after an edit only for the groups whose ops changed.
+const GROUP_MEMOS: &[&str] = &[
+    "base_chainable_block",
+    "base_fixed_block",
+    "base_plans_block",
+    "chain_facts_block",
+    "chainable_block",
+    "fixed_block",
+    "flow_block",
+    "group_signatures",
+    "lower_bound_block",
+    "overrides_block",
+    "written_checks_block",
+];
+
+/// The edit inserting `lines` before the line of relu `%at` of the `relus` fixture `text`.
+fn insert_before_relu(text: &str, at: usize, lines: &str) -> Change {
+    let start = text.find(&format!("  %{at} = ")).expect("fixture has the relu") as u32;
+    Change::new()
+        .edit_file(FILE, vec![TextEdit { range: TextRange::new(start, start), text: lines.into() }])
+}
+
+/// The line of a relu named `%{name}` at `loc("{name}")`, reading `%a`.
+fn relu_line(name: &str) -> String {
+    let t = "tensor<256x256xbf16, #l>";
+    format!("  %{name} = \"ttnn.relu\"(%a) : ({t}) -> {t} loc(\"{name}\")\n")
+}
+
+/// On the 1200 relus of `relus` in a host in `mode`, analyzed as an editor and a tuning loop
+/// ask (diagnostics, findings, the cost and the final IR), then `edit`ed and analyzed again:
+/// how the groups changed, and how many times each per-group memo ran.
+fn group_memos_after(mode: HostMode, edit: impl Fn(&str) -> Change) -> String {
+    let text = relus(|_| "%a".to_owned());
+    let config = HostConfig { mode, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        text.clone(),
+    );
+    let file = host.file(FILE).expect("file is open");
+    let analyze = |host: &AnalysisHost| {
+        diagnose(host, file);
+        optimize_file(host);
+        let analysis = host.analysis();
+        let db = analysis.db();
+        let funcs = ir::file_funcs(db, file);
+        for &f in funcs.iter() {
+            let _ = plan::cost_lower_bound(db, f);
+        }
+        funcs.first().map_or(0, |&f| ir::func_groups(db, f).len())
+    };
+    let before = analyze(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(edit(&text));
+    let after = analyze(&host);
+    format!("groups {before} -> {after}\n{}", executed_counts(&host, GROUP_MEMOS))
+}
+
+/// [`group_memos_after`] on an editor and a tuning host, which must agree.
+fn group_memos_on_both_hosts(edit: impl Fn(&str) -> Change) -> String {
+    let editor = group_memos_after(HostMode::Editor, &edit);
+    let tuning = group_memos_after(HostMode::Tuning, &edit);
+    if editor == tuning { editor } else { format!("editor:\n{editor}\ntuning:\n{tuning}") }
+}
+
+#[test]
+fn inserting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
+    // A relu with a fresh name inserted before relu 600: the group holding it changes; every
+    // other group keeps its first op's name and its ops, and its memos are not re-run.
+    //
+    // The one exception is `overrides_block` on a tuning host: it gives every named op an
+    // override slot up front, so a new name grows the map of slots that every group's lookup
+    // reads, and each group's lookup re-runs (32 map lookups) and comes out equal, so nothing
+    // that reads it re-runs. An editor creates slots for overridden names only.
+    expect![[r#"
+        editor:
+        groups 34 -> 34
+        base_chainable_block 1
+        base_fixed_block 1
+        base_plans_block 1
+        chain_facts_block 1
+        chainable_block 1
+        fixed_block 1
+        flow_block 1
+        group_signatures 1
+        lower_bound_block 1
+        overrides_block 1
+        written_checks_block 1
+        tuning:
+        groups 34 -> 34
+        base_chainable_block 1
+        base_fixed_block 1
+        base_plans_block 1
+        chain_facts_block 1
+        chainable_block 1
+        fixed_block 1
+        flow_block 1
+        group_signatures 1
+        lower_bound_block 1
+        overrides_block 34
+        written_checks_block 1"#]]
+    .assert_eq(&group_memos_on_both_hosts(|text| {
+        insert_before_relu(text, 600, &relu_line("fresh"))
+    }));
+}
+
+#[test]
+fn deleting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
+    // Relu 600 deleted: as for an insertion, the group that held it (and on a tuning host,
+    // whose ops all have override slots, every group's lookup of the ops' location names,
+    // which changed, comes out equal).
+    expect![[r#"
+        editor:
+        groups 34 -> 34
+        base_chainable_block 1
+        base_fixed_block 1
+        base_plans_block 1
+        chain_facts_block 1
+        chainable_block 1
+        fixed_block 1
+        flow_block 1
+        group_signatures 1
+        lower_bound_block 1
+        overrides_block 1
+        written_checks_block 1
+        tuning:
+        groups 34 -> 34
+        base_chainable_block 1
+        base_fixed_block 1
+        base_plans_block 1
+        chain_facts_block 1
+        chainable_block 1
+        fixed_block 1
+        flow_block 1
+        group_signatures 1
+        lower_bound_block 1
+        overrides_block 34
+        written_checks_block 1"#]]
+    .assert_eq(&group_memos_on_both_hosts(|text| {
+        let start = text.find("  %600 = ").expect("fixture has %600");
+        let end = start + text[start..].find('\n').expect("the op ends its line") + 1;
+        Change::new().edit_file(
+            FILE,
+            vec![TextEdit { range: TextRange::new(start as u32, end as u32), text: String::new() }],
+        )
+    }));
+}
+
+#[test]
+fn pasting_ops_that_start_groups_reruns_the_group_memos_of_the_pasted_ops_alone_on_both_hosts() {
+    // 100 relus pasted before relu 301, some of whose names start groups: every group after
+    // them moves to a later index and keeps its memos, which are keyed by its first op's
+    // name; only the four groups holding pasted ops run theirs.
+    expect![[r#"
+        editor:
+        groups 34 -> 36
+        base_chainable_block 4
+        base_fixed_block 4
+        base_plans_block 4
+        chain_facts_block 4
+        chainable_block 4
+        fixed_block 4
+        flow_block 4
+        group_signatures 4
+        lower_bound_block 4
+        overrides_block 4
+        written_checks_block 4
+        tuning:
+        groups 34 -> 36
+        base_chainable_block 4
+        base_fixed_block 4
+        base_plans_block 4
+        chain_facts_block 4
+        chainable_block 4
+        fixed_block 4
+        flow_block 4
+        group_signatures 4
+        lower_bound_block 4
+        overrides_block 36
+        written_checks_block 4"#]]
+    .assert_eq(&group_memos_on_both_hosts(|text| {
+        let lines: String = (0..100).map(|k| relu_line(&format!("p{k}"))).collect();
+        insert_before_relu(text, 301, &lines)
+    }));
 }
 
 #[test]

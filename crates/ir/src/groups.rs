@@ -10,7 +10,9 @@
 //!   [`GROUP_OPS`] ops, the one granularity every per-group memo downstream shares, and
 //!   the groups into segments of about [`GROUP_OPS`] groups;
 //! - the ops of each segment (`func_segment_at`), read from the body;
-//! - the ops of each group (`func_group_at`), read from its segment, not the body.
+//! - the ops of each group (`func_group_at`, by its first op's name, what per-group memos
+//!   and [`BodyView`] read), read from its segment, not the body; `func_group`, by index,
+//!   for a group that has no such name.
 //!
 //! Group boundaries are chosen by content, not by position: a group starts at an op whose
 //! key hashes to a multiple of [`GROUP_OPS`] (so about one op in [`GROUP_OPS`] starts one),
@@ -517,14 +519,15 @@ impl<'db> BodyView<'db> {
         let n = frame.n_ops;
         let layout = func_groups(db, func);
         Some(BodyView {
-            frame,
             ops: OpsView {
                 db,
                 func,
                 n,
                 groups: (0..layout.len()).map(|_| OnceCell::new()).collect(),
                 layout,
+                frame: Arc::clone(&frame),
             },
+            frame,
         })
     }
 
@@ -548,6 +551,7 @@ pub struct OpsView<'db> {
     func: FuncId,
     n: usize,
     layout: Arc<GroupLayout>,
+    frame: Arc<FuncFrame>,
     /// Per group, read on first use: a query that reads a few ops depends on their groups
     /// alone, so an edit to another group does not re-run it.
     groups: Vec<OnceCell<GroupOps>>,
@@ -569,7 +573,13 @@ impl OpsView<'_> {
     pub fn get(&self, i: usize) -> Option<&OpData> {
         let (g, at) = self.layout.locate(i)?;
         let cell = self.groups.get(g as usize)?;
-        let group = cell.get_or_init(|| func_group(self.db, self.func, g));
+        // By the group's first op's name where it has one, as the per-group memos read it:
+        // the same memo serves both, where reading by index as well re-ran a second memo per
+        // group after every edit of the function.
+        let group = cell.get_or_init(|| match group_start(&self.frame, &self.layout, g) {
+            Some(start) => func_group_at(self.db, self.func, start),
+            None => func_group(self.db, self.func, g),
+        });
         group.get(at).map(|o| &**o)
     }
 }

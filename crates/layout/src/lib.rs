@@ -1,18 +1,20 @@
 //! The layout-generation stages of tt-mlir's optimizer, as salsa queries.
 //!
 //! ```text
-//! OpGroup ───────► group_signatures(f, g)   position-free, layout-relevant, 32 ops; backdates
+//! OpGroup ───────► group_signatures(f, start) position-free, layout-relevant, 32 ops; backdates
 //!                  (op_signature(op) reads its op's entry)
-//!                  overrides_block(f, g)     the override slots of a group's ops (op_overrides(op) reads its entry)
+//!                  overrides_block(f, start)  the override slots of a group's ops (op_overrides(op) reads its entry)
 //!                  scalar_types(f)           data types in the function, overrides included
 //! TargetInput ───► legal_tensor_layouts(key) keyed by interned (shape, dtype); shared
 //!                  legal_op_layouts(op)      selection + op-model filter + max-legal-layouts
 //!                  legal_op_configs(op)      x conv2d knobs, matmul program configs
 //! ```
 //!
-//! Every per-op query is keyed by `OpId` (the signatures by group of 32 ops), so editing a
-//! different op re-runs at most its group's signatures.
+//! Every per-op query is keyed by `OpId`, every per-group one by its group's first op's name
+//! (see `groups`), so editing a different op re-runs at most its group's signatures, and an
+//! op inserted or pasted elsewhere re-runs no group's.
 
+mod groups;
 mod op_layouts;
 mod overrides;
 mod signature;
@@ -25,17 +27,21 @@ use opmodel::{AnalyticalModel, CachedOpModel};
 use ttnn_types::DataType;
 
 pub use crate::{
+    groups::{GroupRef, Groups},
     op_layouts::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, LegalitySig, OpLegality,
-        OverrideUse, WrittenCheck, base_legality, full_override_layout, legal_op_configs,
-        legal_op_layouts, op_legality, overridden_legality, produced_layout, query_for,
-        written_checks, written_checks_block,
+        OverrideUse, WrittenCheck, base_legality, base_legality_of, full_override_layout,
+        legal_op_configs, legal_op_layouts, op_legality, overridden_legality, produced_layout,
+        produced_layout_of, query_for, written_checks, written_checks_block,
     },
     overrides::{
         OpOverrides, OverrideProbe, effective_options, group_has_overrides, op_overrides,
         override_file, overrides_block,
     },
-    signature::{OpSignature, OperandSig, OperandSource, group_signatures, op_signature},
+    signature::{
+        GroupSignatures, OpSignature, OperandSig, OperandSource, group_signatures, op_signature,
+        signatures_of, signatures_of_group,
+    },
     tensor_layouts::{
         TensorKey, TensorLayouts, generate as generate_tensor_layouts, legal_tensor_layouts,
     },

@@ -196,6 +196,20 @@ pub fn base_legality(db: &dyn Db, op: OpId) -> Arc<OpLegality> {
     }
 }
 
+/// [`base_legality`] of an op whose signature the caller has (from its group's
+/// [`crate::group_signatures`]): a per-group memo that asks this does not read where the op
+/// sits in its function, so an op inserted elsewhere does not re-run it.
+#[must_use]
+pub fn base_legality_of(db: &dyn Db, op: OpId, sig: &Arc<OpSignature>) -> Arc<OpLegality> {
+    match db.memo_style() {
+        MemoStyle::Editor => {
+            let pinned = crate::pinned_outputs(db, op.func(db)).contains(op.key(db));
+            legality_of(db, LegalityKey::new(db, LegalitySig(Arc::clone(sig)), pinned))
+        }
+        MemoStyle::Tuning => memo::base_legality(db, op),
+    }
+}
+
 /// The per-op query behind [`base_legality`], in a module of its own so that it keeps the
 /// name execution logs show.
 mod memo {
@@ -449,13 +463,23 @@ fn compute_layouts(
 #[must_use]
 pub fn produced_layout(db: &dyn Db, op: OpId, layout: &TtnnLayout) -> Option<TtnnLayout> {
     let sig = op_signature(db, op)?;
+    produced_layout_of(db, &sig, layout)
+}
+
+/// [`produced_layout`] of an op with signature `sig`.
+#[must_use]
+pub fn produced_layout_of(
+    db: &dyn Db,
+    sig: &OpSignature,
+    layout: &TtnnLayout,
+) -> Option<TtnnLayout> {
     if !sig.kind.is_known() {
         return None;
     }
     let target = TargetInput::get(db).target(db);
     let q = query_for(
-        &sig,
-        dram_inputs(&sig),
+        sig,
+        dram_inputs(sig),
         OutputHint::Layout(layout.clone()),
         sig.config.clone(),
         0,

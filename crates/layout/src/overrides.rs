@@ -11,7 +11,7 @@ use std::sync::Arc;
 use base_db::OpOverrideSlot as OverrideSlot;
 pub use base_db::OpOverrides;
 use base_db::{Options, OptionsInput, OverrideFile, OverrideSlots, OverridesInput};
-use ir::{FuncId, OpId};
+use ir::{FuncId, Name, OpId};
 use rustc_hash::FxHashMap;
 
 use crate::Db;
@@ -60,35 +60,53 @@ pub fn effective_options(db: &dyn Db) -> Options {
 /// picks): the graph-only half stays valid in O(1) on a tuning host.
 pub fn op_overrides(db: &dyn Db, op: OpId) -> Option<Arc<OpOverrides>> {
     let func = op.func(db);
-    let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
-    let (g, at) = ir::func_groups(db, func).locate(idx)?;
-    let block = overrides_block(db, func, g);
-    block.get(at).cloned().flatten()
+    let frame = ir::func_frame(db, func)?;
+    let idx = frame.op_index(op.key(db))?;
+    let groups = ir::func_groups(db, func);
+    let (g, at) = groups.locate(idx)?;
+    match ir::group_start(&frame, &groups, g) {
+        Some(start) => overrides_block(db, func, start).get(at).cloned().flatten(),
+        // A group without a name (see `crate::groups`): the op's own slot.
+        None => {
+            let by_name = OverrideSlots::get(db).by_name(db);
+            overrides_of_key(db, &ir::func_loc_names(db, func), by_name, frame.keys[idx])
+        }
+    }
 }
 
-/// Whether some op of group `g` of a function has overrides.
+/// Whether some op of the group of a function starting with the op keyed `start` has
+/// overrides.
 #[must_use]
-pub fn group_has_overrides(db: &dyn Db, func: FuncId, g: u32) -> bool {
-    overrides_block(db, func, g).iter().any(Option::is_some)
+pub fn group_has_overrides(db: &dyn Db, func: FuncId, start: Name) -> bool {
+    overrides_block(db, func, start).iter().any(Option::is_some)
 }
 
-/// The overrides of each op of group `g` of a function (`ir::func_groups`), so that one
-/// op's override re-runs the readers of its group alone.
+/// The overrides of each op of the group of a function that starts with the op keyed
+/// `start` (`ir::func_group_at`), so that one op's override re-runs the readers of its group
+/// alone. Keyed by name: ops inserted or pasted elsewhere leave it as it was. Readers look an
+/// op up with `get`: the list is empty when no op of the group has overrides (so it stays
+/// equal when the overrides first name some other op, and what reads it is not re-run), and
+/// without any override the function's location names are not read, so an op inserted
+/// elsewhere does not re-run this.
 #[salsa::tracked(returns(clone))]
-pub fn overrides_block(db: &dyn Db, func: FuncId, g: u32) -> BlockOverrides {
-    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
-    // The names come from the (backdated) loc names alone, not the function body, so an
-    // edit inside an op does not re-run this.
-    let names = ir::func_loc_names(db, func);
+pub fn overrides_block(db: &dyn Db, func: FuncId, start: Name) -> BlockOverrides {
+    // The group is read even when there are no overrides: salsa does not backdate a value
+    // that comes out equal but more durable inputs fed it before, so what this reads must
+    // not depend on whether overrides exist (the first override would re-run every reader).
+    let ops = ir::func_group_at(db, func, start);
+    overrides_of_ops(db, func, &ops)
+}
+
+/// [`overrides_block`] of a group's ops, without a memo.
+fn overrides_of_ops(db: &dyn Db, func: FuncId, ops: &[Arc<ir::OpData>]) -> BlockOverrides {
     let by_name = OverrideSlots::get(db).by_name(db);
-    let range = ir::func_groups(db, func).range(g);
-    frame
-        .keys
-        .get(range)
-        .unwrap_or_default()
-        .iter()
-        .map(|&key| overrides_of_key(db, &names, by_name, key))
-        .collect()
+    if by_name.is_empty() {
+        return Arc::default();
+    }
+    let names = ir::func_loc_names(db, func);
+    let out: BlockOverrides =
+        ops.iter().map(|o| overrides_of_key(db, &names, by_name, Name::new(&o.key))).collect();
+    if out.iter().all(Option::is_none) { Arc::default() } else { out }
 }
 
 /// The overrides of the op with `key`: those naming its `loc("name")`, else those naming the
@@ -143,7 +161,14 @@ impl<'db> OverrideProbe<'db> {
         };
         let Some((g, at)) = self.groups.locate(idx) else { return false };
         let Some(cell) = self.blocks.get(g as usize) else { return false };
-        let block = cell.get_or_init(|| overrides_block(self.db, self.func, g));
+        let block = cell.get_or_init(|| {
+            match self.frame.as_deref().and_then(|f| ir::group_start(f, &self.groups, g)) {
+                Some(start) => overrides_block(self.db, self.func, start),
+                None => {
+                    overrides_of_ops(self.db, self.func, &ir::func_group(self.db, self.func, g))
+                }
+            }
+        });
         block.get(at).is_some_and(Option::is_some)
     }
 

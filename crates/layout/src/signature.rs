@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use ir::{AttrValue, Decoded, FuncId, OpData, OpId, Ty, ValueRef};
+use ir::{AttrValue, Decoded, FuncId, Name, OpData, OpId, Ty, ValueRef};
 use opmodel::{AttrLookup, OpConfig, OpKind};
 
-use crate::Db;
+use crate::{Db, groups::GroupRef};
 
 /// Where an operand comes from, by name rather than by arena index.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -62,25 +62,47 @@ impl OpSignature {
 #[must_use]
 pub fn op_signature(db: &dyn Db, op: OpId) -> Option<Arc<OpSignature>> {
     let func = op.func(db);
-    let idx = ir::func_frame(db, func)?.op_index(op.key(db))?;
-    let (g, at) = ir::func_groups(db, func).locate(idx)?;
-    let sigs = group_signatures(db, func, g);
+    let frame = ir::func_frame(db, func)?;
+    let idx = frame.op_index(op.key(db))?;
+    let groups = ir::func_groups(db, func);
+    let (g, at) = groups.locate(idx)?;
+    let sigs = signatures_of_group(db, func, GroupRef::of(Some(&frame), &groups, g));
     sigs.get(at)?.clone()
 }
 
-/// The signatures of the ops of one group of a function (`ir::func_group`).
+/// One group's signatures, per op.
+pub type GroupSignatures = Arc<[Option<Arc<OpSignature>>]>;
+
+/// The signatures of the ops of one group of a function: [`group_signatures`] where the
+/// group has a name, else computed from its ops (see [`crate::groups`]).
+#[must_use]
+pub fn signatures_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> GroupSignatures {
+    match group {
+        GroupRef::Named(start) => group_signatures(db, func, start),
+        GroupRef::Unnamed(_) => signatures_of(&group.ops(db, func)),
+    }
+}
+
+/// The signatures of the ops of the group of a function that starts with the op keyed
+/// `start` (`ir::func_group_at`).
 ///
 /// One memo per group rather than per op: salsa walks the dependencies of every memo whose
 /// inputs changed, and per-op memos were 10k to walk on a 10k-op function. The price: a
 /// changed signature re-runs the readers of its whole group, which mostly come out equal
 /// and stop there.
 #[salsa::tracked(returns(clone))]
-pub fn group_signatures(db: &dyn Db, func: FuncId, g: u32) -> Arc<[Option<Arc<OpSignature>>]> {
+pub fn group_signatures(db: &dyn Db, func: FuncId, start: Name) -> GroupSignatures {
     // The group alone, not the whole body nor the frame: an edit to another group of the
     // function, or one that inserts or removes an op elsewhere, leaves it as it was (values
-    // name their ops by key), so this is not re-run.
-    let ops = ir::func_group(db, func, g);
-    let _p = tracing::trace_span!("group_signatures", group = g).entered();
+    // name their ops by key, groups by their first op's), so this is not re-run.
+    let ops = ir::func_group_at(db, func, start);
+    let _p = tracing::trace_span!("group_signatures").entered();
+    signatures_of(&ops)
+}
+
+/// The signatures of `ops`.
+#[must_use]
+pub fn signatures_of(ops: &[Arc<OpData>]) -> GroupSignatures {
     ops.iter().map(|data| Some(Arc::new(signature_of(data)))).collect()
 }
 

@@ -8,11 +8,11 @@
 use std::sync::Arc;
 
 use ir::{FuncId, OpId};
+use layout::GroupRef;
 use ttnn_types::TensorMemoryLayout;
 
 use crate::{
     Db,
-    problem::Reads,
     scheduling::{func_topology, schedule},
 };
 
@@ -82,13 +82,18 @@ impl ChainGraph {
 /// instructions, and `chainable_block` asks it for a group of 32 ops at a time. As a query
 /// it was 10k more memos for salsa to re-validate after every edit of a 10k-op function.
 pub fn op_chainable(db: &dyn Db, op: OpId) -> bool {
-    let reads = if layout::op_overrides(db, op).is_some() { Reads::Overrides } else { Reads::Base };
-    op_chainable_in(db, op, reads)
+    let sig = layout::op_signature(db, op);
+    chainable_with(db, sig.as_deref(), || layout::op_legality(db, op))
 }
 
-/// [`op_chainable`] from the legality `reads` asks for.
-fn op_chainable_in(db: &dyn Db, op: OpId, reads: Reads) -> bool {
-    let Some(sig) = layout::op_signature(db, op) else { return false };
+/// Whether an op with signature `sig` can be part of an L1 chain, given its legality (asked
+/// only of the kinds chains take).
+fn chainable_with(
+    db: &dyn Db,
+    sig: Option<&layout::OpSignature>,
+    legality: impl FnOnce() -> Arc<layout::OpLegality>,
+) -> bool {
+    let Some(sig) = sig else { return false };
     if !sig.kind.is_chain_shardable() {
         return false;
     }
@@ -97,45 +102,122 @@ fn op_chainable_in(db: &dyn Db, op: OpId, reads: Reads) -> bool {
     if !layout::effective_options(db).memory_layout_analysis {
         return false;
     }
-    let _p = tracing::trace_span!("op_chainable", op = %op.key(db)).entered();
+    let legal = legality();
     // An op whose layout is fixed keeps it: a chain could only fail on it or move it.
-    if crate::problem::legal_layouts(db, op, reads).fixed {
+    if legal.layouts.fixed {
         return false;
     }
-    !crate::problem::legal_configs(db, op, reads).sharded.is_empty()
+    !legal.configs.sharded.is_empty()
+}
+
+/// What a per-group memo reads of each op of its group: the op's id and signature, and its
+/// legality (with its overrides where `overrides` has some for it), from the group's own
+/// memos rather than per-op lookups, which read where the op sits in its function.
+pub(crate) fn group_ops_with<'a>(
+    db: &'a dyn Db,
+    func: FuncId,
+    group: GroupRef,
+    overrides: Option<&'a [Option<Arc<layout::OpOverrides>>]>,
+) -> impl Iterator<Item = GroupOp<'a>> + 'a {
+    let ops = group.ops(db, func);
+    let sigs = layout::signatures_of_group(db, func, group);
+    (0..ops.len()).map(move |at| {
+        let data = Arc::clone(&ops[at]);
+        let op = OpId::new(db, func, data.key.clone());
+        let sig = sigs.get(at).cloned().flatten();
+        let overrides = overrides.and_then(|o| o.get(at)).cloned().flatten();
+        GroupOp { db, op, data, sig, overrides }
+    })
+}
+
+/// One op of a group, as [`group_ops_with`] gives it.
+pub(crate) struct GroupOp<'a> {
+    db: &'a dyn Db,
+    pub op: OpId,
+    pub data: Arc<ir::OpData>,
+    pub sig: Option<Arc<layout::OpSignature>>,
+    pub overrides: Option<Arc<layout::OpOverrides>>,
+}
+
+impl GroupOp<'_> {
+    /// The op's legality: under its overrides if it has some, else without.
+    pub(crate) fn legality(&self) -> Arc<layout::OpLegality> {
+        match (&self.overrides, &self.sig) {
+            (Some(_), _) => layout::overridden_legality(self.db, self.op),
+            (None, Some(sig)) => layout::base_legality_of(self.db, self.op, sig),
+            (None, None) => Arc::default(),
+        }
+    }
+
+    /// Whether the op can be part of an L1 chain ([`op_chainable`]).
+    pub(crate) fn chainable(&self) -> bool {
+        chainable_with(self.db, self.sig.as_deref(), || self.legality())
+    }
 }
 
 /// Schedule positions per block of [`chain_block`]: several groups' worth, since a block
 /// walks the chains that start in it.
 const BLOCK: usize = 8 * ir::GROUP_OPS;
 
-/// [`op_chainable`] for the ops of group `g` of a function (`ir::func_groups`).
+/// [`op_chainable`] for the ops of the group of a function that starts with the op keyed
+/// `start` (`ir::func_group_at`).
 ///
 /// A firewall: `chains` reads these groups instead of every op's answer, so after an
 /// override only one group is re-checked (and backdated when its answers stay the same).
-/// Reads the group's ops, not the function's op list, so an op inserted elsewhere does not
-/// re-run it. A group without overrides is [`base_chainable_block`]'s answer: this memo then
-/// depends on its group's overrides and that memo alone, so on a tuning host salsa walks two
-/// edges per group after an override, not the legality of each of its ops.
+/// Reads the group's ops and signatures, not where they sit in the function, and is keyed by
+/// the group's first op's name, so an op inserted or pasted elsewhere does not re-run it. A
+/// group without overrides is [`base_chainable_block`]'s answer: this memo then depends on
+/// its group's overrides and that memo alone, so on a tuning host salsa walks two edges per
+/// group after an override, not the legality of each of its ops.
 #[salsa::tracked(returns(clone))]
-pub fn chainable_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<Vec<bool>> {
-    if !layout::group_has_overrides(db, func, g) {
-        return base_chainable_block(db, func, g);
+pub fn chainable_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<Vec<bool>> {
+    chainable_computed(db, func, GroupRef::Named(start))
+}
+
+/// [`chainable_block`] of a group: the memo where the group has a name, else computed.
+pub(crate) fn chainable_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<Vec<bool>> {
+    match group {
+        GroupRef::Named(start) => chainable_block(db, func, start),
+        GroupRef::Unnamed(_) => chainable_computed(db, func, group),
     }
-    let ops = ir::func_group(db, func, g);
-    Arc::new(ops.iter().map(|o| op_chainable(db, OpId::new(db, func, o.key.clone()))).collect())
+}
+
+fn chainable_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<Vec<bool>> {
+    let overrides = group_overrides(db, func, group);
+    if !overrides.iter().any(Option::is_some) {
+        return match group {
+            GroupRef::Named(start) => base_chainable_block(db, func, start),
+            GroupRef::Unnamed(_) => base_chainable_computed(db, func, group),
+        };
+    }
+    Arc::new(group_ops_with(db, func, group, Some(&overrides)).map(|o| o.chainable()).collect())
+}
+
+/// The overrides of a group's ops: `layout::overrides_block` where the group has a name.
+pub(crate) fn group_overrides(
+    db: &dyn Db,
+    func: FuncId,
+    group: GroupRef,
+) -> Arc<[Option<Arc<layout::OpOverrides>>]> {
+    match group {
+        GroupRef::Named(start) => layout::overrides_block(db, func, start),
+        GroupRef::Unnamed(_) => group
+            .ops(db, func)
+            .iter()
+            .map(|o| layout::op_overrides(db, OpId::new(db, func, o.key.clone())))
+            .collect(),
+    }
 }
 
 /// [`chainable_block`] as if no op of the group had overrides: it reads the graph alone
 /// (the legality without overrides), so a tuning host keeps it valid in O(1).
 #[salsa::tracked(returns(clone))]
-pub fn base_chainable_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<Vec<bool>> {
-    let ops = ir::func_group(db, func, g);
-    Arc::new(
-        ops.iter()
-            .map(|o| op_chainable_in(db, OpId::new(db, func, o.key.clone()), Reads::Base))
-            .collect(),
-    )
+pub fn base_chainable_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<Vec<bool>> {
+    base_chainable_computed(db, func, GroupRef::Named(start))
+}
+
+fn base_chainable_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<Vec<bool>> {
+    Arc::new(group_ops_with(db, func, group, None).map(|o| o.chainable()).collect())
 }
 
 /// What chain building reads of one op besides its chainability and the data flow (the
@@ -148,14 +230,26 @@ pub struct ChainFacts {
     pub concat: Option<Option<TensorMemoryLayout>>,
 }
 
-/// [`ChainFacts`] of the ops of group `g` of a function.
+/// [`ChainFacts`] of the ops of the group of a function that starts with the op keyed
+/// `start` (`ir::func_group_at`).
 ///
 /// A firewall between the body and `chains`: an edit to an op's attributes or types changes
 /// its body block but not these facts, so the chains are not rebuilt.
 #[salsa::tracked(returns(clone))]
-pub fn chain_facts_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[ChainFacts]> {
-    ir::func_group(db, func, g)
-        .iter()
+pub fn chain_facts_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[ChainFacts]> {
+    chain_facts_of(&ir::func_group_at(db, func, start))
+}
+
+/// [`chain_facts_block`] of a group: the memo where the group has a name, else computed.
+pub fn chain_facts_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[ChainFacts]> {
+    match group {
+        GroupRef::Named(start) => chain_facts_block(db, func, start),
+        GroupRef::Unnamed(_) => chain_facts_of(&group.ops(db, func)),
+    }
+}
+
+fn chain_facts_of(ops: &[Arc<ir::OpData>]) -> Arc<[ChainFacts]> {
+    ops.iter()
         .map(|op| {
             let d2m = op.name == "ttnn.d2m_subgraph";
             let concat = (op.name == "ttnn.concat").then(|| concat_input_layout(op));
@@ -170,7 +264,7 @@ struct Scan<'a> {
     func: FuncId,
     topo: &'a crate::scheduling::Topology,
     sched: &'a crate::scheduling::Schedule,
-    groups: Arc<ir::GroupLayout>,
+    groups: layout::Groups,
     chainable: Vec<std::cell::OnceCell<Arc<Vec<bool>>>>,
     facts: Vec<std::cell::OnceCell<Arc<[ChainFacts]>>>,
 }
@@ -184,7 +278,7 @@ impl<'a> Scan<'a> {
         topo: &'a crate::scheduling::Topology,
         sched: &'a crate::scheduling::Schedule,
     ) -> Scan<'a> {
-        let groups = ir::func_groups(db, func);
+        let groups = layout::Groups::new(db, func);
         let blocks = groups.len();
         Scan {
             db,
@@ -198,16 +292,16 @@ impl<'a> Scan<'a> {
     }
 
     fn chainable(&self, i: u32) -> bool {
-        let Some((g, at)) = self.groups.locate(i as usize) else { return false };
+        let Some((g, group, at)) = self.groups.locate(i as usize) else { return false };
         let Some(cell) = self.chainable.get(g as usize) else { return false };
-        let block = cell.get_or_init(|| chainable_block(self.db, self.func, g));
+        let block = cell.get_or_init(|| chainable_of_group(self.db, self.func, group));
         block.get(at).copied().unwrap_or(false)
     }
 
     fn facts(&self, i: u32) -> &ChainFacts {
-        let Some((g, at)) = self.groups.locate(i as usize) else { return &NO_FACTS };
+        let Some((g, group, at)) = self.groups.locate(i as usize) else { return &NO_FACTS };
         let Some(cell) = self.facts.get(g as usize) else { return &NO_FACTS };
-        let block = cell.get_or_init(|| chain_facts_block(self.db, self.func, g));
+        let block = cell.get_or_init(|| chain_facts_of_group(self.db, self.func, group));
         block.get(at).unwrap_or(&NO_FACTS)
     }
 

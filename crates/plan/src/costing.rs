@@ -10,6 +10,7 @@ use std::sync::Arc;
 use base_db::{Policy, TargetInput};
 use cost::{CostModel, OpUnit, UnitTensor};
 use ir::{FuncId, Ty, ValueRef};
+use layout::GroupRef;
 use opmodel::{OpKind, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
@@ -17,7 +18,6 @@ use crate::{
     Db,
     chunks::{ChunkValues, chunk_count, chunk_ops},
     planning::Signatures,
-    problem::Reads,
 };
 
 /// A plan's estimated time, in nanoseconds, with its parts.
@@ -177,13 +177,6 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
     Arc::new(out)
 }
 
-/// Whether the op's output layout is fixed, as the legality `reads` asks for says. Read a
-/// block at a time by [`fixed_block`], not memoized per op (a memo per op was 10k more to
-/// re-validate after every edit of a 10k-op function, for one field read).
-fn output_fixed(db: &dyn Db, op: ir::OpId, reads: Reads) -> bool {
-    crate::problem::legal_layouts(db, op, reads).fixed
-}
-
 /// A lower bound on any plan's cost: every intermediate in L1 in its best layout, no
 /// reshards, unlimited L1. Function arguments and fixed-layout results keep their layouts.
 ///
@@ -192,11 +185,10 @@ fn output_fixed(db: &dyn Db, op: ir::OpId, reads: Reads) -> bool {
 /// rejecting every layout it allows) re-runs one block of flags, not a block of bounds.
 #[salsa::tracked(returns(copy))]
 pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
-    let n = ir::func_groups(db, func).len();
     let mut total = 0u64;
-    for j in 0..n as u32 {
-        let bounds = lower_bound_block(db, func, j);
-        let fixed = fixed_block(db, func, j);
+    for group in layout::Groups::new(db, func).iter() {
+        let bounds = lower_bounds_of_group(db, func, group);
+        let fixed = fixed_of_group(db, func, group);
         for (&(free, pinned), &f) in bounds.iter().zip(fixed.iter()) {
             total = total.saturating_add(if f { pinned } else { free });
         }
@@ -204,40 +196,67 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
     total
 }
 
-/// Per op of group `g` of a function (`ir::func_groups`): whether its output layout is fixed.
-/// A group without overrides is [`base_fixed_block`]'s answer (see `chainable_block`).
+/// Per op of the group of a function that starts with the op keyed `start`
+/// (`ir::func_group_at`): whether its output layout is fixed. A group without overrides is
+/// [`base_fixed_block`]'s answer (see `chainable_block`).
 #[salsa::tracked(returns(clone))]
-pub fn fixed_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[bool]> {
-    if !layout::group_has_overrides(db, func, g) {
-        return base_fixed_block(db, func, g);
+pub fn fixed_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[bool]> {
+    fixed_computed(db, func, GroupRef::Named(start))
+}
+
+/// [`fixed_block`] of a group: the memo where the group has a name, else computed.
+fn fixed_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[bool]> {
+    match group {
+        GroupRef::Named(start) => fixed_block(db, func, start),
+        GroupRef::Unnamed(_) => fixed_computed(db, func, group),
     }
-    ir::func_group(db, func, g)
-        .iter()
-        .map(|o| {
-            let op = ir::OpId::new(db, func, o.key.clone());
-            let reads =
-                if layout::op_overrides(db, op).is_some() { Reads::Overrides } else { Reads::Base };
-            output_fixed(db, op, reads)
-        })
+}
+
+fn fixed_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[bool]> {
+    let overrides = crate::chain_graph::group_overrides(db, func, group);
+    if !overrides.iter().any(Option::is_some) {
+        return match group {
+            GroupRef::Named(start) => base_fixed_block(db, func, start),
+            GroupRef::Unnamed(_) => base_fixed_computed(db, func, group),
+        };
+    }
+    crate::chain_graph::group_ops_with(db, func, group, Some(&overrides))
+        .map(|o| o.legality().layouts.fixed)
         .collect()
 }
 
 /// [`fixed_block`] as if no op of the group had overrides: it reads the graph alone.
 #[salsa::tracked(returns(clone))]
-pub fn base_fixed_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[bool]> {
-    ir::func_group(db, func, g)
-        .iter()
-        .map(|o| output_fixed(db, ir::OpId::new(db, func, o.key.clone()), Reads::Base))
+pub fn base_fixed_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[bool]> {
+    base_fixed_computed(db, func, GroupRef::Named(start))
+}
+
+fn base_fixed_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[bool]> {
+    crate::chain_graph::group_ops_with(db, func, group, None)
+        .map(|o| o.legality().layouts.fixed)
         .collect()
 }
 
-/// Per op of group `g` of a function: its lower bound with its output free to
-/// take any placement, and kept in the layout it is written with. Reads the ops' signatures
-/// and types only, so overrides never re-run it. (A fixed output allows one placement, so
-/// the second bound costs little.)
+/// Per op of the group of a function that starts with the op keyed `start`: its lower bound
+/// with its output free to take any placement, and kept in the layout it is written with.
+/// Reads the ops' signatures and types only, so overrides never re-run it. (A fixed output
+/// allows one placement, so the second bound costs little.)
 #[salsa::tracked(returns(clone))]
-pub fn lower_bound_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[(u64, u64)]> {
-    let block = ir::func_group(db, func, g);
+pub fn lower_bound_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[(u64, u64)]> {
+    lower_bounds_computed(db, func, GroupRef::Named(start))
+}
+
+/// [`lower_bound_block`] of a group: the memo where the group has a name, else computed.
+fn lower_bounds_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[(u64, u64)]> {
+    match group {
+        GroupRef::Named(start) => lower_bound_block(db, func, start),
+        GroupRef::Unnamed(_) => lower_bounds_computed(db, func, group),
+    }
+}
+
+fn lower_bounds_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[(u64, u64)]> {
+    let block = group.ops(db, func);
+    let sigs = layout::signatures_of_group(db, func, group);
     let model = CostModel::for_target(TargetInput::get(db).target(db));
     let unit = |ty: &Ty, fixed: bool| -> Option<UnitTensor> {
         let t = ty.as_tensor()?;
@@ -250,10 +269,10 @@ pub fn lower_bound_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[(u64, u64)]>
         })
     };
     let mut out = Vec::with_capacity(block.len());
-    for data in block.iter() {
-        let op = ir::OpId::new(db, func, data.key.clone());
+    for (at, data) in block.iter().enumerate() {
+        let sig = sigs.get(at).cloned().flatten();
         let bound = |fixed_out: bool| -> u64 {
-            let Some(sig) = layout::op_signature(db, op) else { return 0 };
+            let Some(sig) = &sig else { return 0 };
             if matches!(sig.kind, OpKind::Unknown(_)) {
                 return 0;
             }

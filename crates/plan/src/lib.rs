@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! func_body(f) ─► func_topology(f) ─► schedule(f)           topology only
-//! op_signature (group_signatures), base legality ─► base_chainable_block(f, g)   (op_chainable per op, inline)
-//! base_chainable_block, overrides_block ─► chainable_block(f, g)   (with overrides where the group has some)
+//! group_signatures, base legality ─► base_chainable_block(f, start)   (op_chainable per op, inline)
+//! base_chainable_block, overrides_block ─► chainable_block(f, start)   (with overrides where the group has some)
 //! schedule + chainable_block + chain_facts_block ─► chain_block(f, j) ─► chains(f)
 //! chain ─► solve_chain(chain)             ONE chain's problem, built and solved, and what
 //!                                         the plan reads of the chain (its part: picked
@@ -23,7 +23,9 @@
 //! per group of 32 ops (`solve_single_chains`): fewer memos for salsa to walk after an
 //! edit, and an edit re-solves the single-op chains of its group together.
 //! Everything after the chains works one chunk of the schedule at a time (see `chunks` and
-//! `merge`).
+//! `merge`). Per-group memos are keyed by their group's first op's name (`layout::GroupRef`),
+//! and read their ops' signatures and legality from the group, so an op inserted, deleted or
+//! pasted elsewhere re-runs none of them.
 //!
 //! Cheap per-op and per-chain steps (`op_chainable`, `fallback_layout`, `chain_cost`,
 //! `chain_fallback`) are plain functions, not queries: after an edit salsa re-validates
@@ -42,7 +44,8 @@ mod solve_cache;
 
 pub use crate::{
     chain_graph::{
-        ChainFacts, ChainGraph, ChainId, D2mRelation, chain_facts_block, chains, op_chainable,
+        ChainFacts, ChainGraph, ChainId, D2mRelation, chain_facts_block, chain_facts_of_group,
+        chains, op_chainable,
     },
     chunks::{
         ChainFallback, ChunkChains, ChunkLayout, ChunkValues, ForeignChain, Incoming, PlanChunk,
@@ -56,7 +59,9 @@ pub use crate::{
         OpPlan, PartsChunk, Plan, SpillLocation, plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, Reads, SingleChains, overridden_solve_chain, solve_single_chains},
-    scheduling::{OpFlow, Schedule, TopoOp, Topology, Use, flow_block, func_topology, schedule},
+    scheduling::{
+        OpFlow, Schedule, TopoOp, Topology, Use, flow_block, flow_of_group, func_topology, schedule,
+    },
     solve_cache::SolveCache,
 };
 

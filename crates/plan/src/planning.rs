@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use base_db::Policy;
 use ir::{FuncId, OpId};
+use layout::GroupRef;
 use opmodel::OpConfig;
 use ttnn_types::{PageLayout, TtnnLayout};
 
@@ -226,21 +227,34 @@ impl std::ops::IndexMut<usize> for ChunkPlans {
     }
 }
 
-/// The plans the ops of group `g` of a function (`ir::func_groups`) take outside any chain.
+/// The plans the ops of the group of a function that starts with the op keyed `start`
+/// (`ir::func_group_at`) take outside any chain.
 ///
 /// A firewall between the per-op layout queries and the per-chunk plan: a chunk's plan reads
 /// one memo per block its ops fall in instead of three per op, so after an override salsa
 /// re-validates a few blocks per chunk rather than every op's layout queries (on a tuning
-/// host, a block with no overridden op is validated by durability alone).
+/// host, a block with no overridden op is validated by durability alone). Reads the group's
+/// ops and signatures, not where they sit in the function, so an op inserted or pasted
+/// elsewhere does not re-run it.
 #[salsa::tracked(returns(clone))]
-pub fn base_plans_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[OpPlan]> {
-    let block = ir::func_group(db, func, g);
+pub fn base_plans_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[OpPlan]> {
+    base_plans_computed(db, func, GroupRef::Named(start))
+}
+
+/// [`base_plans_block`] of a group: the memo where the group has a name, else computed.
+pub(crate) fn base_plans_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[OpPlan]> {
+    match group {
+        GroupRef::Named(start) => base_plans_block(db, func, start),
+        GroupRef::Unnamed(_) => base_plans_computed(db, func, group),
+    }
+}
+
+fn base_plans_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[OpPlan]> {
     let pinned = layout::pinned_outputs(db, func);
-    block
-        .iter()
+    crate::chain_graph::group_ops_with(db, func, group, None)
         .map(|o| {
-            let op = OpId::new(db, func, o.key.clone());
-            base_plan(db, op, o, &pinned, Reads::Base)
+            let legal = o.legality();
+            base_plan_with(db, o.op, &o.data, o.sig.as_deref(), &legal, &pinned, None)
         })
         .collect()
 }
@@ -254,10 +268,28 @@ fn base_plan(
     pinned: &std::collections::BTreeSet<String>,
     reads: Reads,
 ) -> OpPlan {
-    let mut layout = crate::problem::fallback_layout(db, op, reads);
-    let config = config_for_in(db, op, layout.as_ref(), reads);
-    let legal = crate::problem::legal_layouts(db, op, reads);
-    let spill = produced_instead(db, op, data, layout.as_ref(), &legal);
+    let sig = layout::op_signature(db, op);
+    let (legal, overrides) = match reads {
+        Reads::Overrides => (layout::op_legality(db, op), layout::op_overrides(db, op)),
+        Reads::Base => (layout::base_legality(db, op), None),
+    };
+    base_plan_with(db, op, data, sig.as_deref(), &legal, pinned, overrides.as_deref())
+}
+
+/// [`base_plan`] of an op with signature `sig`, legality `legal` and `overrides`.
+fn base_plan_with(
+    db: &dyn Db,
+    op: OpId,
+    data: &ir::OpData,
+    sig: Option<&layout::OpSignature>,
+    legality: &layout::OpLegality,
+    pinned: &std::collections::BTreeSet<String>,
+    overrides: Option<&layout::OpOverrides>,
+) -> OpPlan {
+    let legal = &legality.layouts;
+    let mut layout = sig.and_then(|sig| crate::problem::fallback_of(sig, legal));
+    let config = config_of(sig, &legality.configs, layout.as_ref());
+    let spill = sig.and_then(|sig| produced_instead(db, sig, data, layout.as_ref(), legal));
     if let Some((produced, _)) = &spill {
         layout = Some(produced.clone());
     }
@@ -301,7 +333,7 @@ fn base_plan(
         },
         None => String::new(),
     };
-    let expected_operands = user_reconfigs(db, op, data, layout.as_ref(), reads);
+    let expected_operands = reconfigs_of(overrides, data, layout.as_ref());
     let spill = spill.map(|(_, chosen)| Conversion {
         layout: chosen,
         reason: "the layout chosen for the op, which the op model does not produce".into(),
@@ -323,7 +355,7 @@ fn base_plan(
 /// override chose the layout.
 fn produced_instead(
     db: &dyn Db,
-    op: OpId,
+    sig: &layout::OpSignature,
     data: &ir::OpData,
     layout: Option<&TtnnLayout>,
     legal: &layout::LegalOpLayouts,
@@ -336,7 +368,7 @@ fn produced_instead(
     if legal.override_use.is_none() && written_page.is_none_or(|p| p == chosen.page_layout()) {
         return None;
     }
-    let produced = layout::produced_layout(db, op, chosen)?;
+    let produced = layout::produced_layout_of(db, sig, chosen)?;
     Some((produced, chosen.clone()))
 }
 
@@ -349,9 +381,18 @@ pub(crate) fn user_reconfigs(
     layout: Option<&TtnnLayout>,
     reads: Reads,
 ) -> Vec<Option<Conversion>> {
+    let overrides = (reads == Reads::Overrides).then(|| layout::op_overrides(db, op)).flatten();
+    reconfigs_of(overrides.as_deref(), data, layout)
+}
+
+/// [`user_reconfigs`] of an op with `overrides`.
+fn reconfigs_of(
+    overrides: Option<&layout::OpOverrides>,
+    data: &ir::OpData,
+    layout: Option<&TtnnLayout>,
+) -> Vec<Option<Conversion>> {
     let mut out = vec![None; data.operands.len()];
-    if reads == Reads::Overrides
-        && let Some(o) = layout::op_overrides(db, op)
+    if let Some(o) = overrides
         && let Some(layout) = layout
     {
         for &k in &o.reshard_operands {
@@ -394,21 +435,21 @@ pub(crate) fn reconfig_target(operand: &ir::Ty, result: &TtnnLayout) -> Option<T
 
 /// Per-group memos (`ir::func_groups`) fetched on first use.
 pub(crate) struct Blocks<T> {
-    groups: Arc<ir::GroupLayout>,
+    groups: layout::Groups,
     blocks: Vec<std::cell::OnceCell<Arc<[T]>>>,
 }
 
 impl<T> Blocks<T> {
     pub(crate) fn new(db: &dyn Db, func: FuncId) -> Self {
-        let groups = ir::func_groups(db, func);
+        let groups = layout::Groups::new(db, func);
         let blocks = (0..groups.len()).map(|_| std::cell::OnceCell::new()).collect();
         Blocks { groups, blocks }
     }
 
-    /// Op `i`'s entry, fetching its group with `fetch(g)` the first time.
-    pub(crate) fn get(&self, i: usize, fetch: impl FnOnce(u32) -> Arc<[T]>) -> Option<&T> {
-        let (g, at) = self.groups.locate(i)?;
-        let block = self.blocks.get(g as usize)?.get_or_init(|| fetch(g));
+    /// Op `i`'s entry, fetching its group with `fetch(group)` the first time.
+    pub(crate) fn get(&self, i: usize, fetch: impl FnOnce(GroupRef) -> Arc<[T]>) -> Option<&T> {
+        let (g, group, at) = self.groups.locate(i)?;
+        let block = self.blocks.get(g as usize)?.get_or_init(|| fetch(group));
         block.get(at)
     }
 }
@@ -425,7 +466,7 @@ impl Signatures {
         func: FuncId,
         i: usize,
     ) -> Option<Arc<layout::OpSignature>> {
-        self.get(i, |g| layout::group_signatures(db, func, g)).cloned().flatten()
+        self.get(i, |g| layout::signatures_of_group(db, func, g)).cloned().flatten()
     }
 }
 
@@ -674,7 +715,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                     }
                 }
                 _ => blocks
-                    .get(i, |j| base_plans_block(db, func, j))
+                    .get(i, |g| base_plans_of_group(db, func, g))
                     .cloned()
                     .unwrap_or_else(OpPlan::empty),
             }
@@ -793,4 +834,18 @@ pub(crate) fn config_for_in(
         return c.config.clone();
     }
     layout::op_signature(db, op).map(|s| s.config.clone()).unwrap_or_default()
+}
+
+/// [`config_for_in`] of an op with signature `sig` and legal configs `configs`.
+fn config_of(
+    sig: Option<&layout::OpSignature>,
+    configs: &layout::LegalOpConfigs,
+    layout: Option<&TtnnLayout>,
+) -> OpConfig {
+    if let Some(l) = layout
+        && let Some(c) = configs.iter().find(|c| &c.layout == l)
+    {
+        return c.config.clone();
+    }
+    sig.map(|s| s.config.clone()).unwrap_or_default()
 }

@@ -87,8 +87,15 @@ pub(crate) fn legal_configs(db: &dyn Db, op: OpId, reads: Reads) -> Arc<LegalOpC
 /// a memo per op was 10k more for salsa to re-validate after every edit of a 10k-op function.
 pub(crate) fn fallback_layout(db: &dyn Db, op: OpId, reads: Reads) -> Option<TtnnLayout> {
     let sig = layout::op_signature(db, op)?;
+    fallback_of(&sig, &legal_layouts(db, op, reads))
+}
+
+/// [`fallback_layout`] of an op with signature `sig` and legal layouts `legal`.
+pub(crate) fn fallback_of(
+    sig: &layout::OpSignature,
+    legal: &layout::LegalOpLayouts,
+) -> Option<TtnnLayout> {
     let existing = sig.tensor_result()?.layout.clone()?;
-    let legal = legal_layouts(db, op, reads);
     if legal.fixed {
         return Some(existing);
     }

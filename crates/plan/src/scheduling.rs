@@ -51,9 +51,8 @@ pub struct Topology {
 pub fn func_topology(db: &dyn Db, func: FuncId) -> Arc<Topology> {
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
     let _p = tracing::debug_span!("func_topology", func = %func.name(db)).entered();
-    let groups = ir::func_groups(db, func);
     let blocks: Vec<Arc<[OpFlow]>> =
-        (0..groups.len()).map(|g| flow_block(db, func, g as u32)).collect();
+        layout::Groups::new(db, func).iter().map(|g| flow_of_group(db, func, g)).collect();
     let flows = || blocks.iter().flat_map(|b| b.iter());
     let mut ops: Vec<TopoOp> = flows()
         .map(|f| TopoOp {
@@ -99,11 +98,23 @@ pub struct OpFlow {
     pub to_layout: bool,
 }
 
-/// [`OpFlow`] of each op of group `g` of a function's body (`ir::func_groups`).
+/// [`OpFlow`] of each op of the group of a function's body that starts with the op keyed
+/// `start` (`ir::func_group_at`).
 #[salsa::tracked(returns(clone))]
-pub fn flow_block(db: &dyn Db, func: FuncId, g: u32) -> Arc<[OpFlow]> {
-    ir::func_group(db, func, g)
-        .iter()
+pub fn flow_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[OpFlow]> {
+    flows_of(&ir::func_group_at(db, func, start))
+}
+
+/// [`flow_block`] of a group: the memo where the group has a name, else computed.
+pub fn flow_of_group(db: &dyn Db, func: FuncId, group: layout::GroupRef) -> Arc<[OpFlow]> {
+    match group {
+        layout::GroupRef::Named(start) => flow_block(db, func, start),
+        layout::GroupRef::Unnamed(_) => flows_of(&group.ops(db, func)),
+    }
+}
+
+fn flows_of(ops: &[Arc<ir::OpData>]) -> Arc<[OpFlow]> {
+    ops.iter()
         .map(|o| OpFlow {
             operands: o
                 .operands
