@@ -170,7 +170,6 @@ impl FuncFrame {
     }
 }
 
-
 /// A function's [`FuncFrame`]; `None` if the function no longer exists. Equal after any
 /// edit that adds, removes or renames no op and leaves the signature alone.
 #[salsa::tracked(returns(clone))]
