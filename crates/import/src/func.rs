@@ -581,42 +581,11 @@ impl FuncOut {
         {
             *uses.entry(*o).or_insert(0) += 1;
         }
-        let mut producer: FxHashMap<ValueId, usize> = FxHashMap::default();
-        let mut replace: FxHashMap<ValueId, ValueId> = FxHashMap::default();
-        for i in 0..self.ops.len() {
-            for o in &mut self.ops[i].operands {
-                if let Some(r) = replace.get(o) {
-                    *o = *r;
-                }
-            }
-            let op = &self.ops[i];
-            if op.name != "ttnn.typecast" {
-                continue;
-            }
-            let ([input], [result]) = (op.operands.as_slice(), op.results.as_slice()) else {
-                continue;
-            };
-            let (input, result) = (*input, *result);
-            producer.insert(result, i);
-            if uses.get(&input) != Some(&1) {
-                continue;
-            }
-            let Some(inner) = producer.get(&input).and_then(|p| self.ops.get(*p)) else {
-                continue;
-            };
-            let [source] = inner.operands.as_slice() else { continue };
-            let source = *source;
-            if self.values[source as usize].0 == self.values[result as usize].0 {
-                replace.insert(result, source);
-            } else {
-                self.ops[i].operands[0] = source;
-            }
-        }
-        for r in &mut self.returns {
-            if let Some(s) = replace.get(&r.id) {
-                r.id = *s;
-            }
-        }
+        // Only where the first cast's result is read by the second alone.
+        self.fold_chains("ttnn.typecast", |inner, _| {
+            let [result] = inner.results.as_slice() else { return None };
+            (uses.get(result) == Some(&1)).then_some((true, None))
+        });
     }
 }
 
