@@ -12,7 +12,7 @@
 //! second are outcomes of the optimizer, shown for a range on request, and gathering the
 //! first never computes the plan.
 //!
-//! Verdicts come from memoized queries (`layout::written_checks_block` per group of ops, the
+//! Verdicts come from memoized queries (`layout::written_checks_segment` per segment of ops, the
 //! walk of the IR as written with its live L1 per function, `written_findings`, and the
 //! plan's findings per chunk, `chunk_findings`), all position-free, so after an edit only
 //! what it changed is evaluated again; this pass only maps them to ranges.
@@ -215,13 +215,13 @@ pub(crate) fn findings(
 /// and the points where the live L1 exceeds the budget (`l1-out-of-memory`): each op with
 /// the output L1 of the values still to be used.
 ///
-/// Reads the verdicts per group of ops (`layout::written_checks_block`) and, only for the
-/// values that hold L1 as written, their uses from the per-group data flow
-/// (`plan::flow_block`): not the body, and not the function's topology, which an insertion
+/// Reads the verdicts per segment of ops (`layout::written_checks_segment`) and, only for
+/// the values that hold L1 as written, their uses from the segments' data flow
+/// (`ir::segment_uses`): not the body, and not the function's topology, which an insertion
 /// or deletion anywhere changes (its lists are by body index) and which costs a walk that
 /// allocates per op. A value in DRAM never adds to the live L1, so a function written all
 /// in DRAM (what tt-mlir's optimizer takes as input) needs no use lists at all. An edit to one
-/// op's attributes re-checks its group, and unless a verdict or the data flow of an L1 value
+/// op's attributes re-checks its segment, and unless a verdict or the data flow of an L1 value
 /// changed this is not re-run.
 #[salsa::tracked(returns(clone))]
 pub(crate) fn written_findings(
@@ -233,53 +233,65 @@ pub(crate) fn written_findings(
     let budget = TargetInput::get(db).target(db).usable_l1_per_core();
     let groups = ir::func_groups(db, func);
     let n = frame.n_ops;
-    let checks: Vec<std::sync::Arc<[Option<layout::WrittenCheck>]>> = (0..groups.len() as u32)
-        .map(|g| match ir::group_start(&frame, &groups, g) {
-            Some(start) => layout::written_checks_block(db, func, start),
-            None => layout::written_checks(db, &ir::func_group(db, func, g)),
+    // Per segment: its first op's body index and its key, when that names it (else its ops
+    // are read by group, unmemoized: only a file whose keys repeat has such a segment, and
+    // problems are not reported on one).
+    let segments: Vec<(usize, Option<ir::Name>)> = (0..groups.segments() as u32)
+        .map(|s| {
+            let first = groups.segment_groups(s).start;
+            (groups.range(first).start, ir::group_start(&frame, &groups, first))
         })
         .collect();
-    let check_of = |i: usize| {
-        let (g, at) = groups.locate(i)?;
-        checks.get(g as usize)?.get(at)?.as_ref()
+    let unnamed_ops = |s: usize| -> Vec<std::sync::Arc<ir::OpData>> {
+        groups.segment_groups(s as u32).flat_map(|g| ir::func_group(db, func, g).to_vec()).collect()
     };
-    // The ops whose result holds L1 as written, and the last op that uses each (`None`:
-    // returned, or used by no op, and so never released; `verify` frees an unused result
-    // after its own op, this walk keeps it, as it always has).
+    let checks: Vec<std::sync::Arc<[Option<layout::WrittenCheck>]>> = segments
+        .iter()
+        .enumerate()
+        .map(|(s, &(_, start))| match start {
+            Some(start) => layout::written_checks_segment(db, func, start),
+            None => layout::written_checks(db, &unnamed_ops(s)),
+        })
+        .collect();
     let ops = || {
-        (0..groups.len() as u32).flat_map(|g| {
-            let base = groups.range(g).start;
-            checks[g as usize].iter().enumerate().map(move |(at, c)| (base + at, c.as_ref()))
+        segments.iter().zip(&checks).flat_map(|(&(base, _), checks)| {
+            checks.iter().enumerate().map(move |(at, c)| (base + at, c.as_ref()))
         })
     };
-    let mut last_use: rustc_hash::FxHashMap<u32, Option<u32>> = ops()
+    let check_of = |i: usize| {
+        let s = segments.partition_point(|&(base, _)| base <= i).checked_sub(1)?;
+        checks.get(s)?.get(i - segments[s].0)?.as_ref()
+    };
+    // The ops whose result holds L1 as written, by key, and the last op that uses each
+    // (`None`: returned, or used by no op, and so never released; `verify` frees an unused
+    // result after its own op, this walk keeps it, as it always has).
+    let mut last_use: rustc_hash::FxHashMap<ir::Name, (u32, Option<u32>)> = ops()
         .take_while(|&(i, _)| i < n)
         .filter(|(_, c)| c.is_some_and(|c| c.output_l1 > 0))
-        .map(|(i, _)| (i as u32, None))
+        .filter_map(|(i, _)| Some((*frame.keys.get(i)?, (i as u32, None))))
         .collect();
     if !last_use.is_empty() {
-        for g in 0..groups.len() as u32 {
-            let base = groups.range(g).start as u32;
-            let group = layout::GroupRef::of(Some(&frame), &groups, g);
-            for (at, flow) in plan::flow_of_group(db, func, group).iter().enumerate() {
-                for &(name, _) in &flow.operands {
-                    if let Some(def) = frame.index_of(name)
-                        && let Some(last) = last_use.get_mut(&def)
-                    {
-                        let user = base + at as u32;
-                        *last = Some(last.map_or(user, |l| l.max(user)));
-                    }
+        for (s, &(base, start)) in segments.iter().enumerate() {
+            let uses = match start {
+                Some(start) => ir::segment_uses(db, func, start),
+                None => ir::uses_of(&unnamed_ops(s)),
+            };
+            for &(at, name) in uses.iter() {
+                if let Some((_, last)) = last_use.get_mut(&name) {
+                    let user = (base + at as usize) as u32;
+                    *last = Some(last.map_or(user, |l| l.max(user)));
                 }
             }
         }
         for v in &frame.returns {
-            if let Some((op, _)) = frame.result_of(*v)
-                && let Some(last) = last_use.get_mut(&op)
+            if let ir::ValueRef::Result { op, .. } = *v
+                && let Some((_, last)) = last_use.get_mut(&op)
             {
                 *last = None;
             }
         }
     }
+    let last_use: rustc_hash::FxHashMap<u32, Option<u32>> = last_use.into_values().collect();
     // The values that die after each op, sorted by op: a value used by no later op than its
     // own is released after it.
     let mut dying: Vec<(u32, u32)> = last_use

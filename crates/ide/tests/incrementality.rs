@@ -634,9 +634,10 @@ fn executed_counts(host: &AnalysisHost, prefixes: &[&str]) -> String {
 }
 
 #[test]
-fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
-    // The findings read the op model's verdict on every op as written, a group of 32 ops at
-    // a time: an edit inside the 1100th of 1200 relus checks that group again and no other.
+fn an_edit_in_a_long_function_rechecks_only_its_segment_as_written() {
+    // The findings read the op model's verdict on every op as written, a segment of about
+    // 8 groups at a time: an edit inside the 1100th of 1200 relus checks that segment again
+    // and no other.
     let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
@@ -646,18 +647,18 @@ fn an_edit_in_a_long_function_rechecks_only_its_block_as_written() {
     let checks: Vec<String> = host
         .take_executed_queries()
         .into_iter()
-        .filter(|q| q.starts_with("written_checks_block") || q.starts_with("lower_file"))
+        .filter(|q| q.starts_with("written_check") || q.starts_with("lower_file"))
         .collect();
     expect![[r#"
         lower_file
-        written_checks_block"#]]
+        written_checks_segment"#]]
     .assert_eq(&checks.join("\n"));
 }
 
 #[test]
 fn the_ir_as_written_is_walked_again_only_when_its_verdicts_or_l1_data_flow_change() {
     // `written_findings` walks every op with the live L1 before it. An attribute edit in
-    // relu 1100 re-checks its group's verdicts, which come out the same, so nothing reading
+    // relu 1100 re-checks its segment's verdicts, which come out the same, so nothing reading
     // them runs, nor after a second attribute edit there. Making relu 1100 read relu 1099
     // instead of `%a` changes the data flow, but of values in DRAM, which add nothing to the
     // live L1: the walk does not run either (its L1 counterpart is
@@ -686,11 +687,11 @@ fn the_ir_as_written_is_walked_again_only_when_its_verdicts_or_l1_data_flow_chan
     let after_data_flow = executed_counts(&host, &["written_"]);
     expect![[r#"
         first edit in the group:
-        written_checks_block 1
+        written_checks_segment 1
         second attribute edit:
-        written_checks_block 1
+        written_checks_segment 1
         data-flow edit:
-        written_checks_block 1"#]]
+        written_checks_segment 1"#]]
     .assert_eq(&format!(
         "first edit in the group:\n{after_first}\nsecond attribute edit:\n{after_second}\ndata-flow edit:\n{after_data_flow}"
     ));
@@ -803,14 +804,14 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group_at 16
-        func_segment_at 3
+        func_segment_at 4
         func_source_map 1
         group_signatures 1
         lower_file 1
         overrides_block 1
         pinned_outputs 1
         plan_chunk 1
-        written_checks_block 1
+        written_checks_segment 1
         second edit:
         base_chainable_block 1
         base_plans_block 1
@@ -820,14 +821,14 @@ fn an_edit_inside_one_op_reruns_only_what_reads_its_group() {
         func_body 1
         func_frame 1
         func_group_at 16
-        func_segment_at 3
+        func_segment_at 4
         func_source_map 1
         group_signatures 1
         lower_file 1
         overrides_block 1
         pinned_outputs 1
         plan_chunk 1
-        written_checks_block 1"#]]
+        written_checks_segment 1"#]]
     .assert_eq(&format!("first edit:\n{first}\nsecond edit:\n{second}"));
 }
 
@@ -872,7 +873,7 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         func_group_at 16
         func_groups 1
         func_ops 1
-        func_segment_at 3
+        func_segment_at 4
         func_segments 1
         func_source_map 1
         func_topology 1
@@ -887,17 +888,17 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         plan_slice 3
         schedule 1
         solve_single_chains 34
-        written_checks_block 1
+        written_checks_segment 1
         written_findings 1"#]]
     .assert_eq(&executed_counts(&host, &[""]));
 }
 
 #[test]
 fn inserting_an_op_reprojects_only_the_groups_of_its_segment() {
-    // The 34 groups of the 1200 relus fall into 3 segments, both cut by content. An op whose
+    // The 34 groups of the 1200 relus fall into 4 segments, both cut by content. An op whose
     // name starts no group (as 31 names in 32 do) inserted after relu 450 joins a group:
-    // every segment is read from the body again (3), but only the groups of the segment
-    // holding the new op are projected again (7 of 34), and only its own group is checked
+    // every segment is read from the body again (4), but only the groups of the segment
+    // holding the new op are projected again (6 of 34), and only that segment is checked
     // as written again.
     let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
@@ -911,19 +912,22 @@ fn inserting_an_op_reprojects_only_the_groups_of_its_segment() {
     ));
     diagnose(&host);
     expect![[r#"
-        func_group_at 7
-        func_segment_at 3
+        func_group_at 6
+        func_segment_at 4
         func_segments 1
-        written_checks_block 1"#]]
-    .assert_eq(&executed_counts(&host, &["func_group_at", "func_segment", "written_checks_block"]));
+        written_checks_segment 1"#]]
+    .assert_eq(&executed_counts(
+        &host,
+        &["func_group_at", "func_segment", "written_check", "segment_uses"],
+    ));
 }
 
 #[test]
 fn pasting_ops_that_start_groups_rechecks_only_the_pasted_ops_as_written() {
     // 100 relus with fresh names pasted after relu 300: some of their names start groups of
     // their own, so every group after them moves to a later index. The verdicts as written
-    // are kept per group by the group's first op's name, not its index: only the groups
-    // holding pasted ops are checked again, not the twenty-odd groups after them.
+    // are kept per segment by the segment's first op's name, not its index: only the
+    // segments holding pasted ops are checked again, not the segments after them.
     let (mut host, file, text) = relu_editor();
     let diagnose = |host: &AnalysisHost| diagnose(host, file);
     diagnose(&host);
@@ -946,15 +950,16 @@ fn pasting_ops_that_start_groups_rechecks_only_the_pasted_ops_as_written() {
             .edit_file(FILE, vec![TextEdit { range: TextRange::new(at, at), text: pasted }]),
     );
     diagnose(&host);
-    let checks = executed_counts(&host, &["written_checks_block"]);
+    let checks = executed_counts(&host, &["written_check"]);
     expect![[r#"
         groups 34 -> 37
-        written_checks_block 5"#]]
+        written_checks_segment 2"#]]
     .assert_eq(&format!("groups {before} -> {}\n{checks}", groups(&host)));
 }
 
-/// The per-group memos of the layouts and the plan: keyed by their group's first op's name,
-/// each re-runs after an edit only for the groups whose ops changed.
+/// The per-group memos of the layouts and the plan, and the per-segment memos of the
+/// problems as written: keyed by their group's (segment's) first op's name, each re-runs
+/// after an edit only for the groups (segments) whose ops changed.
 const GROUP_MEMOS: &[&str] = &[
     "base_chainable_block",
     "base_fixed_block",
@@ -966,7 +971,8 @@ const GROUP_MEMOS: &[&str] = &[
     "group_signatures",
     "lower_bound_block",
     "overrides_block",
-    "written_checks_block",
+    "written_checks_segment",
+    "segment_uses",
 ];
 
 /// The edit inserting `lines` before the line of relu `%at` of the `relus` fixture `text`.
@@ -1040,7 +1046,7 @@ fn inserting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
         group_signatures 1
         lower_bound_block 1
         overrides_block 1
-        written_checks_block 1
+        written_checks_segment 1
         tuning:
         groups 34 -> 34
         base_chainable_block 1
@@ -1053,7 +1059,7 @@ fn inserting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
         group_signatures 1
         lower_bound_block 1
         overrides_block 34
-        written_checks_block 1"#]]
+        written_checks_segment 1"#]]
     .assert_eq(&group_memos_on_both_hosts(|text| {
         insert_before_relu(text, 600, &relu_line("fresh"))
     }));
@@ -1077,7 +1083,7 @@ fn deleting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
         group_signatures 1
         lower_bound_block 1
         overrides_block 1
-        written_checks_block 1
+        written_checks_segment 1
         tuning:
         groups 34 -> 34
         base_chainable_block 1
@@ -1090,7 +1096,7 @@ fn deleting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
         group_signatures 1
         lower_bound_block 1
         overrides_block 34
-        written_checks_block 1"#]]
+        written_checks_segment 1"#]]
     .assert_eq(&group_memos_on_both_hosts(|text| {
         let start = text.find("  %600 = ").expect("fixture has %600");
         let end = start + text[start..].find('\n').expect("the op ends its line") + 1;
@@ -1119,7 +1125,7 @@ fn pasting_ops_that_start_groups_reruns_the_group_memos_of_the_pasted_ops_alone_
         group_signatures 4
         lower_bound_block 4
         overrides_block 4
-        written_checks_block 4
+        written_checks_segment 1
         tuning:
         groups 34 -> 36
         base_chainable_block 4
@@ -1132,7 +1138,7 @@ fn pasting_ops_that_start_groups_reruns_the_group_memos_of_the_pasted_ops_alone_
         group_signatures 4
         lower_bound_block 4
         overrides_block 36
-        written_checks_block 4"#]]
+        written_checks_segment 1"#]]
     .assert_eq(&group_memos_on_both_hosts(|text| {
         let lines: String = (0..100).map(|k| relu_line(&format!("p{k}"))).collect();
         insert_before_relu(text, 301, &lines)

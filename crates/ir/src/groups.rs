@@ -8,7 +8,7 @@
 //! - the frame (`func_frame`: the signature, the returns, the op keys);
 //! - the group layout (`func_groups`): where the body is cut into groups of about
 //!   [`GROUP_OPS`] ops, the one granularity every per-group memo downstream shares, and
-//!   the groups into segments of about [`GROUP_OPS`] groups;
+//!   the groups into segments of about [`SEGMENT_GROUPS`] groups;
 //! - the ops of each segment (`func_segment_at`), read from the body;
 //! - the ops of each group (`func_group_at`, by its first op's name, what per-group memos
 //!   and [`BodyView`] read), read from its segment, not the body; `func_group`, by index,
@@ -27,7 +27,8 @@
 //! from the body, every group's projection ran again to find its ops unchanged (3,100 of
 //! them on a 100k-op function, a third of an insertion's work). Read from its segment, a
 //! group's projection runs again only where its segment's ops changed; the segments, about
-//! a hundred there, are what runs again for the whole function.
+//! 400 there, are what runs again for the whole function. What reads every group of a
+//! function (the problems as written) reads per segment instead, for the same reason.
 //!
 //! [`BodyView`] gives a query the body's shape with the ops fetched by group on first use,
 //! so code written against `FuncBody` (`body.ops[i]`, `body.args`) reads the same.
@@ -42,6 +43,13 @@ pub const GROUP_OPS: usize = 32;
 
 /// A group is cut after this many ops even when no op's key starts a new one.
 pub const MAX_GROUP_OPS: usize = 4 * GROUP_OPS;
+
+/// About how many groups a segment holds. After an edit every memo read across a function
+/// is verified before it is reused: per group that is thousands on a 100k-op function,
+/// while a per-segment memo whose segment changed runs again over all of its ops. Segments
+/// of 8 groups (about 256 ops) keep both small from 10k to 100k ops: at 32 groups, an edit
+/// re-checked some 1,000 ops as written, more than all the verifying it saved on 10k ops.
+pub const SEGMENT_GROUPS: usize = 8;
 
 /// Everything of a function body but its ops.
 #[derive(Debug, Clone, Default)]
@@ -198,12 +206,14 @@ impl GroupLayout {
         let mut segments = Vec::with_capacity(keys.len() / (GROUP_OPS * GROUP_OPS) + 1);
         let mut last = 0usize;
         for (i, hash) in Name::content_hashes(keys).into_iter().enumerate() {
-            if !(i == 0 || cuts(hash, i - last, 1)) {
+            if !(i == 0 || cuts(hash, i - last, GROUP_OPS, GROUP_OPS as u64)) {
                 continue;
             }
             let g = starts.len();
             let last_segment = segments.last().map_or(0, |&s| s as usize);
-            if g == 0 || cuts(hash, g - last_segment, GROUP_OPS as u64) {
+            if g == 0
+                || cuts(hash, g - last_segment, SEGMENT_GROUPS, (GROUP_OPS * SEGMENT_GROUPS) as u64)
+            {
                 segments.push(g as u32);
             }
             starts.push(i as u32);
@@ -221,6 +231,14 @@ impl GroupLayout {
         let s = self.segments.partition_point(|&first| first <= g).checked_sub(1)?;
         let hi = self.segments.get(s + 1).copied().unwrap_or(self.starts.len() as u32);
         Some((s as u32, self.segments[s]..hi))
+    }
+
+    /// The groups of segment `s` (empty past the end).
+    #[must_use]
+    pub fn segment_groups(&self, s: u32) -> std::ops::Range<u32> {
+        let Some(&lo) = self.segments.get(s as usize) else { return 0..0 };
+        let hi = self.segments.get(s as usize + 1).copied().unwrap_or(self.starts.len() as u32);
+        lo..hi
     }
 
     /// The number of segments.
@@ -266,24 +284,23 @@ impl GroupLayout {
 }
 
 /// Whether a run that has gone `since` items (ops for a group, groups for a segment) is cut
-/// before an item whose key has this content hash, `scale` being 1 for groups and
-/// [`GROUP_OPS`] for segments. About one key in [`GROUP_OPS`] cuts a group, and about one
-/// group's first key in [`GROUP_OPS`] cuts a segment: the hash a multiple of [`GROUP_OPS`]
-/// times `scale` (so an op that starts a segment by its key also starts a group by it). A
-/// run of twice [`GROUP_OPS`] items is cut at any key whose hash is a multiple of a quarter
-/// of that, and one of [`MAX_GROUP_OPS`] items where it is.
+/// before an item whose key has this content hash, runs being about `run` items long
+/// ([`GROUP_OPS`] ops, [`SEGMENT_GROUPS`] groups) and cut where the hash is a multiple of
+/// `modulus` ([`GROUP_OPS`] for groups, [`GROUP_OPS`] times [`SEGMENT_GROUPS`] for segments,
+/// so an op that starts a segment by its key also starts a group by it). A run of twice
+/// `run` items is cut at any key whose hash is a multiple of a quarter of the modulus, and
+/// one of four times `run` items where it is.
 ///
 /// The looser second rule keeps boundaries where the content puts them: a cut made only by
 /// counting moves with every op inserted or deleted before it, and so changes a group (and
 /// each memo of it) that the edit did not touch. Without it, runs of 128 ops with no
 /// cutting key, about one group in sixty, ended in such cuts; with it, almost none do.
-fn cuts(hash: u64, since: usize, scale: u64) -> bool {
+fn cuts(hash: u64, since: usize, run: usize, modulus: u64) -> bool {
     // The high bits: FxHash mixes its last word into them best.
     let h = hash >> 40;
-    let every = GROUP_OPS as u64 * scale;
-    h.is_multiple_of(every)
-        || (since >= 2 * GROUP_OPS && h.is_multiple_of(every / 4))
-        || since >= MAX_GROUP_OPS
+    h.is_multiple_of(modulus)
+        || (since >= 2 * run && h.is_multiple_of(modulus / 4))
+        || since >= 4 * run
 }
 
 /// How a function's body is cut into groups. Read from the frame's keys, so an edit that
@@ -398,7 +415,7 @@ pub struct SegmentOps {
     groups: Vec<u32>,
 }
 
-/// The segment whose first op has the key `start`: a run of about [`GROUP_OPS`] groups
+/// The segment whose first op has the key `start`: a run of about [`SEGMENT_GROUPS`] groups
 /// (see [`GroupLayout`]), cut by content as groups are. Read from the body, so it runs again
 /// after every edit of the function, once per segment, and is backdated unless the
 /// segment's ops changed; the groups read it, not the body. Empty when no segment starts
@@ -421,6 +438,29 @@ pub fn func_segment_at(db: &dyn Db, func: FuncId, start: Name) -> SegmentOps {
     }
     let offsets = in_segment.map(|h| (groups.range(h).start - lo) as u32).collect();
     SegmentOps { ops: GroupOps { body: Some(body), range: lo..hi }, groups: offsets }
+}
+
+/// Every use of an op's result by the ops of the segment whose first op has the key
+/// `start` ([`func_segment_at`]): the user's place in the segment and the used op's key, in
+/// order. By key, not body index, so an insertion elsewhere leaves it equal; what reads it
+/// resolves the keys through the frame.
+#[salsa::tracked(returns(clone))]
+pub fn segment_uses(db: &dyn Db, func: FuncId, start: Name) -> Arc<[(u32, Name)]> {
+    uses_of(&func_segment_at(db, func, start).ops)
+}
+
+/// [`segment_uses`] of any run of ops.
+#[must_use]
+pub fn uses_of(ops: &[Arc<OpData>]) -> Arc<[(u32, Name)]> {
+    ops.iter()
+        .enumerate()
+        .flat_map(|(at, o)| {
+            o.operands.iter().filter_map(move |v| match *v {
+                ValueRef::Result { op, .. } => Some((at as u32, op)),
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 /// The key of group `g`'s first op, when it names that group alone: what

@@ -32,7 +32,7 @@ pub use crate::{
         ConfigCandidate, LegalOpConfigs, LegalOpLayouts, LegalityKey, LegalitySig, OpLegality,
         OverrideUse, WrittenCheck, base_legality, base_legality_of, full_override_layout,
         legal_op_configs, legal_op_layouts, op_legality, overridden_legality, produced_layout,
-        produced_layout_of, query_for, written_checks, written_checks_block,
+        produced_layout_of, query_for, written_checks, written_checks_segment,
     },
     overrides::{
         OpOverrides, OverrideProbe, effective_options, group_has_overrides, op_overrides,

@@ -794,33 +794,37 @@ pub struct WrittenCheck {
     pub output_l1: u64,
 }
 
-/// The op model's verdict on each op of the group of a function's body (`ir::func_groups`)
-/// that starts with the op keyed `start`, as written (no resident L1 counted; the caller
-/// adds the live L1 of the function). `None` for ops it does not evaluate: unknown kinds,
-/// ops without a single tensor result, tensors without layouts.
+/// The op model's verdict on each op of one segment of a function's body
+/// (`ir::func_segment_at`: about [`ir::SEGMENT_GROUPS`] groups), as written (no resident L1
+/// counted; the caller adds the live L1 of the function), in body order. `None` for ops it
+/// does not evaluate: unknown kinds, ops without a single tensor result, tensors without
+/// layouts.
 ///
-/// Computed from the group itself rather than from per-op queries: per-op memos were 10k to
-/// re-validate on a 10k-op function (a fifth of an edit's work); blocks of 256 ops re-checked
-/// 224 ops that no edit had touched.
+/// Per segment: after an edit salsa verifies a memo's dependencies before reusing it, and
+/// one memo per group of 32 ops was 3,100 memos to verify (each through its group's
+/// projection) after every keystroke on a 100k-op function, most of the problems' time. Per
+/// segment it is about 400, each reading its segment and the target alone. The edited
+/// segment runs again over its ops (about 256), whose verdicts the op model's cache
+/// answers. (Each op's verdict from a memo keyed by its signature, tried, made every
+/// segment's memo depend on some twenty of them, and verifying those cost more than the
+/// segment's re-run saved.)
 ///
-/// Keyed by the group's first op's name (`ir::func_group_at`), not its index: ops pasted
-/// before a group leave its memo as it was. [`written_checks`] reads a group by index
-/// where no name stands for it.
+/// Keyed by the segment's first op's name: ops pasted before it leave its memo as it was.
+/// [`written_checks`] reads ops where no name stands for their segment.
 #[salsa::tracked(returns(clone))]
-pub fn written_checks_block(
+pub fn written_checks_segment(
     db: &dyn Db,
     func: ir::FuncId,
     start: ir::Name,
 ) -> Arc<[Option<WrittenCheck>]> {
-    let block = ir::func_group_at(db, func, start);
-    let _p = tracing::trace_span!("written_checks_block").entered();
-    written_checks(db, &block)
+    let segment = ir::func_segment_at(db, func, start);
+    let _p = tracing::trace_span!("written_checks_segment").entered();
+    written_checks(db, &segment.ops)
 }
 
-/// [`written_checks_block`] of a group's ops, without a memo.
-pub fn written_checks(db: &dyn Db, block: &ir::GroupOps) -> Arc<[Option<WrittenCheck>]> {
-    block
-        .iter()
+/// [`written_checks_segment`] of any run of ops, without a memo of the run.
+pub fn written_checks(db: &dyn Db, ops: &[Arc<ir::OpData>]) -> Arc<[Option<WrittenCheck>]> {
+    ops.iter()
         .map(|data| {
             let mut check = check_as_written(db, &crate::signature::signature_of(data))?;
             if let Some(e) = &mut check.error {
