@@ -125,6 +125,9 @@ pub enum Policy {
     DfSharding,
     /// The seeds' section 4.1: chain merging, fork/concat L1 reservations, L1 timeline.
     DfShardingMerge,
+    /// tt-mlir HEAD's optimizer: greedy layout propagation with a beam, backward
+    /// consolidation, L1 spill management.
+    Greedy,
 }
 
 impl Policy {
@@ -135,6 +138,7 @@ impl Policy {
         match s {
             "df-sharding" => Some(Policy::DfSharding),
             "df-sharding-merge" => Some(Policy::DfShardingMerge),
+            "greedy" => Some(Policy::Greedy),
             _ => None,
         }
     }
@@ -144,6 +148,7 @@ impl Policy {
         match self {
             Policy::DfSharding => "df-sharding",
             Policy::DfShardingMerge => "df-sharding-merge",
+            Policy::Greedy => "greedy",
         }
     }
 }
