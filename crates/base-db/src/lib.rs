@@ -131,7 +131,7 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub const ALL: [Policy; 2] = [Policy::DfSharding, Policy::DfShardingMerge];
+    pub const ALL: [Policy; 3] = [Policy::DfSharding, Policy::DfShardingMerge, Policy::Greedy];
 
     #[must_use]
     pub fn from_name(s: &str) -> Option<Policy> {

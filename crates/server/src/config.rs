@@ -57,7 +57,7 @@ impl Config {
             match p.as_str().and_then(Policy::from_name) {
                 Some(policy) => self.options.policy = policy,
                 None => errors.push(format!(
-                    "`policy` must be `df-sharding` or `df-sharding-merge`, found {p}"
+                    "`policy` must be `df-sharding`, `df-sharding-merge` or `greedy`, found {p}"
                 )),
             }
         }

@@ -45,6 +45,9 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
     let pinned = layout::pinned_outputs(db, func);
+    // Without the memory-layout analysis (tt-mlir's level 1, `enable-l1-sharding-layouts`
+    // off) only DRAM is left: every op keeps its first legal layout, as under the others.
+    let analysis = layout::effective_options(db).memory_layout_analysis;
     let n = body.ops.len();
     let base: Vec<OpPlan> = (0..n)
         .map(|i| {
@@ -108,7 +111,11 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             });
             operands.push(Some(core::Operand { shape, producer: placed, layout }));
         }
-        let optimize = !legality.layouts.fixed
+        // A `to_layout` was put there by an earlier pass that knew what its user needs
+        // (tt-mlir skips them too).
+        let optimize = analysis
+            && data.name != "ttnn.to_layout"
+            && !legality.layouts.fixed
             && result.is_some()
             && plan.spill.is_none()
             && !data.operands.is_empty()
