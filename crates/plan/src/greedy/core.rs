@@ -56,6 +56,9 @@ pub struct Op {
     pub fallback: Option<Candidate>,
     /// False for ops whose layout is not the optimizer's to choose: they keep their plan.
     pub optimize: bool,
+    /// A kept op's output and config as planned, to validate it with its inputs as they
+    /// arrive (tt-mlir's validation and fallback); `None` for ops that are not validated.
+    pub current: Option<Candidate>,
     /// True when a result is returned by the function.
     pub returned: bool,
 }
@@ -661,7 +664,7 @@ impl Ctx<'_> {
     /// another layout) and `l1_in_use` live.
     fn op_query(&self, d: &[Decision], j: usize, l1_in_use: u64) -> Option<OpQuery> {
         let op = &self.p.ops[j];
-        let out = d[j].output.as_ref()?;
+        let out = d[j].output.as_ref().or(op.current.as_ref())?;
         let mut inputs = Vec::new();
         for (k, o) in op.operands.iter().enumerate() {
             let Some(o) = o else { continue };
@@ -707,8 +710,12 @@ impl Ctx<'_> {
         let mut live: Vec<Live> = Vec::new();
         for j in 0..n {
             live.retain(|v| v.last_use >= j);
-            if d[j].output.is_none() {
-                // A kept op: only its L1 result is tracked.
+            // A kept op is validated only when it reads a value in L1, which the policy may
+            // have put there; it is never demoted, only its inputs read from DRAM.
+            let kept = d[j].output.is_none();
+            let reads_l1 = (0..p.ops[j].operands.len())
+                .any(|k| self.incoming(d, j, k).is_some_and(|l| l.is_l1()));
+            if kept && (p.ops[j].current.is_none() || !reads_l1) {
                 self.track(p, d, j, &last_use, &mut live);
                 continue;
             }
@@ -732,8 +739,9 @@ impl Ctx<'_> {
                     d[j].inputs[k] = before;
                 }
             }
-            let mut demoted = false;
+            let mut demoted = kept;
             let mut inputs_to_dram = false;
+            let as_planned = d[j].inputs.clone();
             loop {
                 let copies: u64 = (0..p.ops[j].operands.len())
                     .filter(|&k| {
@@ -751,7 +759,8 @@ impl Ctx<'_> {
                         let victim = live
                             .iter()
                             .enumerate()
-                            .filter(|(_, v)| !reads.contains(&v.op))
+                            // Only values the policy placed can move.
+                            .filter(|(_, v)| !reads.contains(&v.op) && d[v.op].output.is_some())
                             .max_by_key(|(_, v)| (v.last_use, v.op))
                             .map(|(i, _)| i);
                         if let Some(i) = victim {
@@ -779,6 +788,11 @@ impl Ctx<'_> {
                         if !inputs_to_dram && self.inputs_to_dram(d, j) {
                             inputs_to_dram = true;
                             continue;
+                        }
+                        if kept {
+                            // The op fails whatever it reads: leave it as planned.
+                            d[j].inputs = as_planned;
+                            d[j].spill_note.clear();
                         }
                         break;
                     }
@@ -859,7 +873,10 @@ impl Ctx<'_> {
             }
         }
         if changed {
-            d[j].spill_note.push_str("; its L1 inputs are read from DRAM");
+            if !d[j].spill_note.is_empty() {
+                d[j].spill_note.push_str("; ");
+            }
+            d[j].spill_note.push_str("its L1 inputs are read from DRAM");
         }
         changed
     }

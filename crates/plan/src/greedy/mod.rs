@@ -130,6 +130,10 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             output_dtype,
             candidates: legality.configs.iter().cloned().collect(),
             reshard_targets: targets,
+            current: (!optimize && result.is_some())
+                .then(|| plan.layout.clone())
+                .flatten()
+                .map(|layout| Candidate { layout, config: plan.config.clone() }),
             fallback,
             optimize,
             returned: topo.ops.get(i).is_some_and(|o| o.returned),
@@ -141,8 +145,15 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
     for (j, d) in outcome.decisions.iter().enumerate() {
         let Some(&i) = sched.order.get(j) else { continue };
         let Some(plan) = ops.get_mut(i as usize) else { continue };
-        let Some(out) = &d.output else { continue };
-        apply(plan, &problem, j, d, out, &outcome.decisions);
+        match &d.output {
+            Some(out) => apply(plan, &problem, j, d, out, &outcome.decisions),
+            None if d.inputs.iter().any(Option::is_some) => {
+                // A kept op the validation gave DRAM inputs.
+                plan.expected_operands = expected(&problem.ops[j], d, &outcome.decisions);
+                plan.reason = format!("{}; greedy: {}", plan.reason, d.spill_note).into();
+            }
+            None => {}
+        }
     }
     Arc::new(GreedyPlan { ops, queries: outcome.queries })
 }
@@ -168,26 +179,7 @@ fn apply(
             Arc::from(d.spill_note.as_str())
         },
     });
-    plan.expected_operands = op
-        .operands
-        .iter()
-        .zip(&d.inputs)
-        .map(|(o, want)| {
-            let o = o.as_ref()?;
-            let want = want.as_ref()?;
-            let incoming = match o.producer {
-                Some(q) => all.get(q).and_then(|dq| {
-                    dq.spill.clone().or_else(|| dq.output.as_ref().map(|c| c.layout.clone()))
-                }),
-                None => None,
-            }
-            .unwrap_or_else(|| o.layout.clone());
-            (incoming != *want).then(|| Conversion {
-                layout: want.clone(),
-                reason: "greedy: converted to the layout the op was validated with".into(),
-            })
-        })
-        .collect();
+    plan.expected_operands = expected(op, d, all);
     let mut reason = match &d.how {
         core::How::Beam { rank, fork: Some((agreed, users)) } => format!(
             "greedy: beam candidate {rank} of the op, the one {agreed} of its {users} users assumed"
@@ -206,6 +198,30 @@ fn apply(
         reason.push_str(&d.spill_note);
     }
     plan.reason = reason.into();
+}
+
+/// Per operand of op `op`: the conversion to the layout decision `d` reads it in, where that
+/// differs from the layout it arrives in.
+fn expected(op: &core::Op, d: &core::Decision, all: &[core::Decision]) -> Vec<Option<Conversion>> {
+    op.operands
+        .iter()
+        .zip(&d.inputs)
+        .map(|(o, want)| {
+            let o = o.as_ref()?;
+            let want = want.as_ref()?;
+            let incoming = match o.producer {
+                Some(q) => all.get(q).and_then(|dq| {
+                    dq.spill.clone().or_else(|| dq.output.as_ref().map(|c| c.layout.clone()))
+                }),
+                None => None,
+            }
+            .unwrap_or_else(|| o.layout.clone());
+            (incoming != *want).then(|| Conversion {
+                layout: want.clone(),
+                reason: "greedy: converted to the layout the op was validated with".into(),
+            })
+        })
+        .collect()
 }
 
 /// Chunk `k` of the greedy plan, with the carry the chunk readers expect (the outputs later

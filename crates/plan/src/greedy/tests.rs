@@ -65,6 +65,7 @@ impl Graph {
             reshard_targets,
             fallback: Some(Candidate { layout: self.dram(), config: OpConfig::None }),
             optimize: true,
+            current: None,
             returned: false,
         });
         self.ops.len() - 1
