@@ -121,4 +121,12 @@ mod tests {
         assert_eq!(config.target, target::Target::n150());
         assert_eq!(config.target_name, "n150");
     }
+
+    #[test]
+    fn the_greedy_policy_is_a_policy_setting() {
+        let mut config = Config::new();
+        let errors = config.update(&serde_json::json!({ "policy": "greedy" }));
+        assert_eq!(errors, Vec::<String>::new());
+        assert_eq!(config.options.policy, base_db::Policy::Greedy);
+    }
 }
