@@ -522,8 +522,10 @@ fn settings_change_the_analysis_and_bad_values_are_reported() {
             _ => None,
         })
         .collect();
-    expect![[r#"`policy` must be `df-sharding`, `df-sharding-merge` or `greedy`, found "annealing""#]]
-        .assert_eq(&shown.join("\n"));
+    expect![[
+        r#"`policy` must be `df-sharding`, `df-sharding-merge` or `greedy`, found "annealing""#
+    ]]
+    .assert_eq(&shown.join("\n"));
 }
 
 #[test]

@@ -866,6 +866,11 @@ impl Ctx<'_> {
         let mut changed = false;
         for k in 0..self.p.ops[j].operands.len() {
             let Some(o) = &self.p.ops[j].operands[k] else { continue };
+            // Function arguments (and values the policy does not place) are read as they
+            // come: copying one out of L1 needs it resident, which is what failed.
+            if o.producer.is_none() {
+                continue;
+            }
             let now = d[j].inputs[k].clone().or_else(|| self.incoming(d, j, k));
             if let Some(l) = now.filter(TtnnLayout::is_l1) {
                 d[j].inputs[k] = Some(dram_of(&o.shape, &l));

@@ -130,7 +130,9 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             output_dtype,
             candidates: legality.configs.iter().cloned().collect(),
             reshard_targets: targets,
-            current: (!optimize && result.is_some())
+            // Ops whose layout is fixed (pinned by a d2m subgraph or call, or rejected by
+            // the op model everywhere) are left exactly as written.
+            current: (!optimize && result.is_some() && !legality.layouts.fixed)
                 .then(|| plan.layout.clone())
                 .flatten()
                 .map(|layout| Candidate { layout, config: plan.config.clone() }),
