@@ -130,9 +130,12 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             output_dtype,
             candidates: legality.configs.iter().cloned().collect(),
             reshard_targets: targets,
-            // Ops whose layout is fixed (pinned by a d2m subgraph or call, or rejected by
-            // the op model everywhere) are left exactly as written.
-            current: (!optimize && result.is_some() && !legality.layouts.fixed)
+            // Ops pinned by a d2m subgraph or call, or that the op model rejects for every
+            // layout, are left exactly as written: no input of theirs makes them valid.
+            current: (!optimize
+                && result.is_some()
+                && !pinned.contains(data.key.as_str())
+                && !(legality.layouts.fixed && legality.layouts.rejected > 0))
                 .then(|| plan.layout.clone())
                 .flatten()
                 .map(|layout| Candidate { layout, config: plan.config.clone() }),
