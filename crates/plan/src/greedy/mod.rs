@@ -120,6 +120,9 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             && plan.spill.is_none()
             && !data.operands.is_empty()
             && fallback.is_some();
+        let as_written = pinned.contains(data.key.as_str())
+            || (legality.layouts.fixed && legality.layouts.rejected > 0);
+        let validated = !optimize && result.is_some() && !as_written;
         problem.ops.push(core::Op {
             name: data.key.clone(),
             kind: sig
@@ -132,10 +135,7 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             reshard_targets: targets,
             // Ops pinned by a d2m subgraph or call, or that the op model rejects for every
             // layout, are left exactly as written: no input of theirs makes them valid.
-            current: (!optimize
-                && result.is_some()
-                && !pinned.contains(data.key.as_str())
-                && !(legality.layouts.fixed && legality.layouts.rejected > 0))
+            current: validated
                 .then(|| plan.layout.clone())
                 .flatten()
                 .map(|layout| Candidate { layout, config: plan.config.clone() }),
