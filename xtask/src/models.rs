@@ -54,7 +54,7 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
 ];
 
 /// The configurations of a comparison table, in row order.
-const CONFIGS: [&str; 3] = ["as-written", "df-sharding", "df-sharding-merge"];
+const CONFIGS: [&str; 4] = ["as-written", "df-sharding", "df-sharding-merge", "greedy"];
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let flags =

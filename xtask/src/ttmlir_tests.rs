@@ -224,6 +224,9 @@ fn setup_of(text: &str) -> Result<Setup, String> {
             first.split_whitespace().find(|w| w.starts_with("--ttnn-")).unwrap_or("another pass");
         return Err(format!("tests `{pass}`, not the optimizer"));
     };
+    if first.contains("--mlir-print-ir-after=ttnn-fusing") {
+        return Err("tests the IR after `ttnn-fusing`, a pass other than the optimizer".to_owned());
+    }
     if first.contains("--ttnn-create-d2m-subgraphs") {
         return Err(
             "needs d2m subgraph creation (`--ttnn-create-d2m-subgraphs`), which we do not do"
@@ -242,13 +245,18 @@ fn setup_of(text: &str) -> Result<Setup, String> {
                 .to_owned(),
         );
     }
-    let level: u32 = get("optimization-level").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let optimizer = ttnn_input || level >= 1 || get("enable-optimizer") == Some("true");
-    if get("enable-greedy-optimizer") == Some("true")
-        || (optimizer && !ttnn_input && get("enable-greedy-optimizer") != Some("false"))
-    {
-        return Err("runs the greedy optimizer, a policy we do not have".to_owned());
+    let mut level: u32 = get("optimization-level").and_then(|v| v.parse().ok()).unwrap_or(0);
+    // `enable-greedy-optimizer=true` runs the greedy passes, spill management included (its
+    // tests say so), as level 2 does.
+    let greedy_flag = get("enable-greedy-optimizer") == Some("true");
+    if greedy_flag {
+        level = level.max(2);
     }
+    let optimizer = ttnn_input || level >= 1 || get("enable-optimizer") == Some("true");
+    // tt-mlir HEAD runs the greedy optimizer wherever the optimizer runs on a TTIR input,
+    // unless the RUN line turns it off.
+    let greedy = greedy_flag
+        || (optimizer && !ttnn_input && get("enable-greedy-optimizer") != Some("false"));
     if !optimizer {
         return Err("runs without the optimizer".to_owned());
     }
@@ -289,8 +297,10 @@ fn setup_of(text: &str) -> Result<Setup, String> {
     {
         return Err(format!("uses the `{p}` policy, which we do not have"));
     }
+    let policy = if greedy { Policy::Greedy } else { Policy::DfSharding };
     let mut d = format!(
-        "df-sharding{}",
+        "{}{}",
+        policy.name(),
         if description.is_empty() {
             String::new()
         } else {
@@ -300,17 +310,19 @@ fn setup_of(text: &str) -> Result<Setup, String> {
     if !unsupported.is_empty() {
         let _ = write!(d, "; not honoured: {}", unsupported.join(", "));
     }
-    Ok(Setup {
-        policy: Policy::DfSharding,
-        overrides: overrides.join(" "),
-        unsupported,
-        ttnn_input,
-        description: d,
-    })
+    Ok(Setup { policy, overrides: overrides.join(" "), unsupported, ttnn_input, description: d })
 }
 
 fn run_test(name: &str, text: &str) -> Outcome {
-    let setup = match setup_of(text) {
+    // tt-mlir keeps its fusion tests under `optimizer/ttnn_fusing/`; they assert which ops
+    // `ttnn-fusing` forms, which the importer does only in part (docs/import.md).
+    let fusing = Path::new(name).components().any(|c| c.as_os_str() == "ttnn_fusing");
+    let setup = if fusing {
+        Err("tests tt-mlir's `ttnn-fusing` pass (which ops it fuses), not the optimizer".to_owned())
+    } else {
+        setup_of(text)
+    };
+    let setup = match setup {
         Ok(s) => s,
         Err(why) => {
             return Outcome {
@@ -353,8 +365,67 @@ fn run_test(name: &str, text: &str) -> Outcome {
     let (Ok(report), Ok(final_ir)) = (analysis.plan_report(file), analysis.final_ir(file)) else {
         return skip("the analysis was cancelled".to_owned());
     };
-    let decisions = compare(text, &report, &final_ir.text);
+    // A RUN line with `--mlir-print-local-scope` prints attributes inline, no aliases: the
+    // CHECK lines spell layouts in place, so they are matched against the text so printed.
+    let printed = if run_lines(text).first().is_some_and(|l| l.contains("mlir-print-local-scope")) {
+        inline_aliases(&final_ir.text)
+    } else {
+        final_ir.text.clone()
+    };
+    let decisions = compare(text, &report, &printed);
     Outcome { name: name.to_owned(), skipped: None, setup: setup.description, decisions }
+}
+
+/// `ir` with every attribute alias (`#name = ...` at the top) replaced by its definition,
+/// as `--mlir-print-local-scope` prints it, and the alias definitions dropped.
+fn inline_aliases(ir: &str) -> String {
+    let mut defs: Vec<(String, String)> = Vec::new();
+    let mut body = String::new();
+    for line in ir.lines() {
+        let alias = line
+            .strip_prefix('#')
+            .and_then(|rest| rest.split_once(" = "))
+            .filter(|(name, _)| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        match alias {
+            Some((name, def)) => defs.push((format!("#{name}"), def.to_owned())),
+            None => {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    // Definitions may name earlier aliases (`#dram` in a layout): resolve them first.
+    for i in 0..defs.len() {
+        let (head, tail) = defs.split_at_mut(i);
+        for (name, def) in head.iter() {
+            tail[0].1 = replace_alias(&tail[0].1, name, def);
+        }
+    }
+    // Longest names first, so `#ttnn_layout` does not eat the front of `#ttnn_layout1`.
+    defs.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+    for (name, def) in &defs {
+        body = replace_alias(&body, name, def);
+    }
+    body
+}
+
+/// `text` with the alias `name` replaced by `def` where it stands alone (not followed by
+/// another identifier character).
+fn replace_alias(text: &str, name: &str, def: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(name) {
+        let after = &rest[at + name.len()..];
+        out.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            out.push_str(name);
+        } else {
+            out.push_str(def);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A CHECK directive: its kind (`CHECK`, `CHECK-NOT`, ...), pattern, and the source line it
@@ -813,7 +884,7 @@ fn glob_match(pattern: &str, line: &str) -> bool {
 mod tests {
     use expect_test::expect;
 
-    use super::{asserted_layout, decode_layout, literal_fields, setup_of};
+    use super::{asserted_layout, decode_layout, inline_aliases, literal_fields, setup_of};
 
     /// The options a test's RUN line leads to, or why it is skipped.
     fn describe(text: &str) -> String {
@@ -851,6 +922,17 @@ mod tests {
                     decode_layout(dram, &Default::default()).memory_layout
                 ),
             ));
+    }
+
+    #[test]
+    fn aliases_are_printed_in_place_as_mlir_print_local_scope_prints_them() {
+        let ir = "#dram = #ttnn.buffer_type<dram>\n#ttnn_layout = #ttnn.ttnn_layout<memref<2x2xbf16, #dram>>\n\
+                  #ttnn_layout1 = #ttnn.ttnn_layout<memref<1x1xbf16, #dram>>\n\
+                  %0 = \"ttnn.add\"(%a) : (tensor<2x2xbf16, #ttnn_layout>) -> tensor<1x1xbf16, #ttnn_layout1>\n";
+        expect![[r#"
+            %0 = "ttnn.add"(%a) : (tensor<2x2xbf16, #ttnn.ttnn_layout<memref<2x2xbf16, #ttnn.buffer_type<dram>>>>) -> tensor<1x1xbf16, #ttnn.ttnn_layout<memref<1x1xbf16, #ttnn.buffer_type<dram>>>>
+        "#]]
+        .assert_eq(&inline_aliases(ir));
     }
 
     #[test]

@@ -125,16 +125,20 @@ pub enum Policy {
     DfSharding,
     /// The seeds' section 4.1: chain merging, fork/concat L1 reservations, L1 timeline.
     DfShardingMerge,
+    /// tt-mlir HEAD's optimizer: greedy layout propagation with a beam, backward
+    /// consolidation, L1 spill management.
+    Greedy,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 2] = [Policy::DfSharding, Policy::DfShardingMerge];
+    pub const ALL: [Policy; 3] = [Policy::DfSharding, Policy::DfShardingMerge, Policy::Greedy];
 
     #[must_use]
     pub fn from_name(s: &str) -> Option<Policy> {
         match s {
             "df-sharding" => Some(Policy::DfSharding),
             "df-sharding-merge" => Some(Policy::DfShardingMerge),
+            "greedy" => Some(Policy::Greedy),
             _ => None,
         }
     }
@@ -144,6 +148,7 @@ impl Policy {
         match self {
             Policy::DfSharding => "df-sharding",
             Policy::DfShardingMerge => "df-sharding-merge",
+            Policy::Greedy => "greedy",
         }
     }
 }

@@ -20,7 +20,8 @@ pub(crate) enum ReportFormat {
 pub(crate) struct OptimizeArgs {
     /// The TTNN file to optimize; it is never modified.
     file: Utf8PathBuf,
-    /// `df-sharding` (chains, no merging) or `df-sharding-merge` (with chain merging).
+    /// `df-sharding` (chains, no merging), `df-sharding-merge` (with chain merging) or
+    /// `greedy` (tt-mlir HEAD's beam search and spill management).
     #[arg(long, default_value = "df-sharding-merge")]
     policy: String,
     /// A builtin target (n150, n300, p150) or a target description file (TOML or JSON).
@@ -41,7 +42,7 @@ pub(crate) struct OptimizeArgs {
 pub(crate) fn optimize(args: &OptimizeArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::from_name(&args.policy).ok_or_else(|| {
         anyhow::format_err!(
-            "unknown policy `{}`: expected `df-sharding` or `df-sharding-merge`",
+            "unknown policy `{}`: expected `df-sharding`, `df-sharding-merge` or `greedy`",
             args.policy
         )
     })?;

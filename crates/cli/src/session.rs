@@ -14,7 +14,7 @@ pub(crate) struct SessionArgs {
     /// A builtin target (n150, n300, p150) or a target description file.
     #[arg(long)]
     target: Option<String>,
-    /// The initial policy (`df-sharding` or `df-sharding-merge`).
+    /// The initial policy (`df-sharding`, `df-sharding-merge` or `greedy`).
     #[arg(long, default_value = "df-sharding-merge")]
     policy: String,
 }

@@ -51,7 +51,7 @@ pub(crate) struct TuneArgs {
     /// Seeds the search; the same seed and budget give the same overrides.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// `df-sharding` or `df-sharding-merge`.
+    /// `df-sharding`, `df-sharding-merge` or `greedy`.
     #[arg(long, default_value = "df-sharding-merge")]
     policy: String,
     /// A builtin target (n150, n300, p150) or a target description file (TOML or JSON).
@@ -132,7 +132,7 @@ pub(crate) fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     }
     let policy = Policy::from_name(&args.policy).ok_or_else(|| {
         anyhow::format_err!(
-            "unknown policy `{}`: expected `df-sharding` or `df-sharding-merge`",
+            "unknown policy `{}`: expected `df-sharding`, `df-sharding-merge` or `greedy`",
             args.policy
         )
     })?;

@@ -224,6 +224,9 @@ pub struct PlanChunk {
 /// chunk's base plan, and the base plans of later ops its decisions validate.
 #[salsa::tracked(returns(clone))]
 pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanChunk> {
+    if policy == Policy::Greedy {
+        return Arc::new(crate::greedy::greedy_chunk(db, func, k));
+    }
     let layout = chunk_layout(db, func);
     let topo = func_topology(db, func);
     let sched = schedule(db, func);

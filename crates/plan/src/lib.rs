@@ -36,6 +36,7 @@
 mod chain_graph;
 mod chunks;
 mod costing;
+pub mod greedy;
 mod merge;
 mod planning;
 mod problem;

@@ -261,7 +261,7 @@ fn base_plans_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[OpPla
 
 /// The plan of op `op` (with data `data`) outside any chain, from the legality `reads` asks
 /// for.
-fn base_plan(
+pub(crate) fn base_plan(
     db: &dyn Db,
     op: OpId,
     data: &ir::OpData,

@@ -105,7 +105,7 @@ fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
 fn parse_policy(name: &str) -> PyResult<Policy> {
     Policy::from_name(name).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "unknown policy `{name}`: expected `df-sharding` or `df-sharding-merge`"
+            "unknown policy `{name}`: expected `df-sharding`, `df-sharding-merge` or `greedy`"
         ))
     })
 }
@@ -275,7 +275,7 @@ fn cancelled(_: ide::Cancelled) -> PyErr {
 ///
 /// Open one with `Analysis.open(path)` or `Analysis.from_text(text)`; a TTIR model is imported
 /// to TTNN first. `target` is a builtin device (`n150`, `n300`, `p150`) or a target file;
-/// `policy` is `df-sharding-merge` (the default) or `df-sharding`.
+/// `policy` is `df-sharding-merge` (the default), `df-sharding` or `greedy`.
 #[pyclass(module = "ttnn_analyzer._native", frozen)]
 struct Analysis {
     inner: Mutex<Inner>,

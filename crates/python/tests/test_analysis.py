@@ -145,8 +145,10 @@ def test_the_policy_can_be_switched(ffn: Analysis):
     ffn.policy = "df-sharding"
     assert ffn.policy == "df-sharding"
     assert ffn.cost()["policy"] == "df-sharding"
+    ffn.policy = "greedy"
+    assert ffn.cost()["policy"] == "greedy"
     with pytest.raises(ValueError):
-        ffn.policy = "greedy"
+        ffn.policy = "annealing"
 
 
 def test_a_file_with_errors_has_diagnostics_and_refuses_to_plan():
@@ -192,7 +194,7 @@ def test_a_missing_file_raises_os_error_and_a_bad_target_value_error_or_os_error
     with pytest.raises(OSError):
         Analysis.open(str(FFN), target=str(tmp_path / "no-target.toml"))
     with pytest.raises(ValueError):
-        Analysis.open(str(FFN), policy="greedy")
+        Analysis.open(str(FFN), policy="annealing")
     assert Analysis.open(str(FFN), target="p150").cost()["total_ns"] > 0
 
 

@@ -57,7 +57,7 @@ impl Config {
             match p.as_str().and_then(Policy::from_name) {
                 Some(policy) => self.options.policy = policy,
                 None => errors.push(format!(
-                    "`policy` must be `df-sharding` or `df-sharding-merge`, found {p}"
+                    "`policy` must be `df-sharding`, `df-sharding-merge` or `greedy`, found {p}"
                 )),
             }
         }
@@ -120,5 +120,13 @@ mod tests {
         expect!["`target` setting: <file>:2:15: `worker_grid`: rows and cols must each be at most 16 (no Tenstorrent chip has a larger Tensix grid), got 100000 rows x 100000 cols"].assert_eq(&shown);
         assert_eq!(config.target, target::Target::n150());
         assert_eq!(config.target_name, "n150");
+    }
+
+    #[test]
+    fn the_greedy_policy_is_a_policy_setting() {
+        let mut config = Config::new();
+        let errors = config.update(&serde_json::json!({ "policy": "greedy" }));
+        assert_eq!(errors, Vec::<String>::new());
+        assert_eq!(config.options.policy, base_db::Policy::Greedy);
     }
 }

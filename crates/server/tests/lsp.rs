@@ -508,7 +508,7 @@ fn settings_change_the_analysis_and_bad_values_are_reported() {
     expect!["legal layouts: 2 interleaved, 4 sharded"].assert_eq(&line(&h));
     c.notify(
         "workspace/didChangeConfiguration",
-        json!({ "settings": { "ttnn-analyzer": { "maxLegalLayouts": 64, "policy": "greedy" } } }),
+        json!({ "settings": { "ttnn-analyzer": { "maxLegalLayouts": 64, "policy": "annealing" } } }),
     );
     let h = c.ok("textDocument/hover", at("\"ttnn.relu\"", 0));
     expect!["legal layouts: 2 interleaved, 17 sharded"].assert_eq(&line(&h));
@@ -522,8 +522,10 @@ fn settings_change_the_analysis_and_bad_values_are_reported() {
             _ => None,
         })
         .collect();
-    expect![[r#"`policy` must be `df-sharding` or `df-sharding-merge`, found "greedy""#]]
-        .assert_eq(&shown.join("\n"));
+    expect![[
+        r#"`policy` must be `df-sharding`, `df-sharding-merge` or `greedy`, found "annealing""#
+    ]]
+    .assert_eq(&shown.join("\n"));
 }
 
 #[test]
