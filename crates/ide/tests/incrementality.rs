@@ -436,13 +436,13 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
 fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // A full DRAM layout takes the op out of its chain: the one group of 32 ops holding it
     // re-checks chainability, the chains starting in that block of 256 schedule positions
-    // are rebuilt, and the function's chains are gathered again from the blocks. The op's
+    // are rebuilt, and the chunks read them from that block (the function's chains are not
+    // gathered again: `chains` serves reports, not the plan). The op's
     // block of fixed-output flags is read again and comes out the same (the op could still
     // go elsewhere), so no block of the cost bound re-runs.
     expect![[r#"
         chain_block
         chainable_block
-        chains(@main)
         chunk_cost
         final_ir_for
         fixed_block
@@ -457,12 +457,13 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
 
 #[test]
 fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_override() {
-    // On a tuning host the slots are `LOW`. The function's chains read every op's slot, so
-    // when they are rebuilt (here: pinning op 1100 to DRAM, after op 10 was overridden and
-    // cleared) they come out `LOW`. The chunk
-    // layout started at `LOW` (it reads `LowDurabilityAnchor`), so it and every chunk's ops
-    // are backdated as equal: only the chunk holding op 1100 is planned and printed again,
-    // not all five.
+    // On a tuning host the slots are `LOW`. Pinning op 1100 to DRAM (after op 10 was
+    // overridden and cleared) changes its chainability and so the chain block holding it.
+    // The chunks read the chains through the blocks they lie in, not through the function's
+    // gathered chains (`chains` does not run): the chunk layout is checked again and
+    // backdated, and only the chunks overlapping that block look at their chains again (two;
+    // one comes out equal). Only the chunk holding op 1100 is planned and printed again, not
+    // all five.
     let config = HostConfig { mode: HostMode::Tuning, query_log: true };
     let mut host = with_file(
         AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
@@ -483,8 +484,7 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     ));
     optimize_file(&host);
     expect![[r#"
-        chains 1
-        chunk_chains 5
+        chunk_chains 2
         chunk_cost 1
         chunk_layout 1
         plan_chunk 1
@@ -859,7 +859,6 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         chain_block 5
         chain_facts_block 1
         chainable_block 1
-        chains 1
         chunk_chains 5
         chunk_count 1
         chunk_findings 3
