@@ -3,7 +3,8 @@
 //! to a legal layout other than the planned one, ask for the cost, clear it and ask again,
 //! `ROUNDS` times over.
 //!
-//! Prints the median time from `set_override` to the cost, and (with `QUERIES=1`, which
+//! Prints the median (and least, which a shared machine's load disturbs least) time from
+//! `set_override` to the cost, and (with `QUERIES=1`, which
 //! slows every step) the queries executed per set-and-cost step, averaged over the steps;
 //! with `VALIDATED=1` as well, the memos salsa re-validated without running them.
 //! `CHUNK_OPS=N` sets the option `plan_chunk_ops`.
@@ -101,11 +102,12 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
     let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
     let _ = writeln!(
         out,
-        "cost from scratch {:.1} ms; {} steps, set + cost median {:.2} ms ({:.0}x), max {:.2} ms",
+        "cost from scratch {:.1} ms; {} steps, set + cost median {:.2} ms ({:.0}x), min {:.2} ms, max {:.2} ms",
         scratch * 1e3,
         times.len(),
         median * 1e3,
         scratch / median.max(1e-9),
+        times.first().copied().unwrap_or(0.0) * 1e3,
         times.last().copied().unwrap_or(0.0) * 1e3
     );
     if queries {

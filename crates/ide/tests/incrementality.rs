@@ -529,6 +529,57 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
     ));
 }
 
+/// 1200 ops `%0` to `%1199` (locations `r0` to `r1199`) after a device handle `%dev`
+/// (location `dev`): a chain of relus on a 1x1x3136x64 tensor with every 50th op a 3x3
+/// convolution that keeps the shape and reads the device handle, as tt-mlir's convolutions
+/// do.
+fn convs_reading_the_device() -> String {
+    let t = "tensor<1x1x3136x64xbf16, #l>";
+    let w = "tensor<64x64x3x3xbf16, #l>";
+    let b = "tensor<1x1x1x64xbf16, #l>";
+    let mut text = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 3136 + d1 * 3136 + d2, d3), <1x1>, memref<98x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    text.push_str(&format!("func.func @main(%a: {t}, %w: {w}, %b: {b}) -> {t} {{\n"));
+    text.push_str("  %dev = \"ttnn.get_device\"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc(\"dev\")\n");
+    for i in 0..1200 {
+        let x = if i == 0 { "%a".to_owned() } else { format!("%{}", i - 1) };
+        if i % 50 == 25 {
+            text.push_str(&format!(
+                "  %{i} = \"ttnn.conv2d\"({x}, %w, %b, %dev) <{{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 56 : i32, input_width = 56 : i32, kernel_size = array<i32: 3, 3>, out_channels = 64 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}}> : ({t}, {w}, {b}, !ttnn.device) -> {t} loc(\"r{i}\")\n"
+            ));
+        } else {
+            text.push_str(&format!("  %{i} = \"ttnn.relu\"({x}) : ({t}) -> {t} loc(\"r{i}\")\n"));
+        }
+    }
+    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    text
+}
+
+#[test]
+fn an_override_sharing_the_device_handles_slot_re_plans_only_its_chunk_and_the_last() {
+    // On a tuning host the ops of one group share an override slot: r3 shares the device
+    // handle's, which the convolutions of every chunk read. An override on r3 re-plans r3's
+    // chunk and the last one (which holds the unscheduled device handle, whose group's
+    // overrides changed), and no other chunk.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        convs_reading_the_device(),
+    );
+    optimize_file(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(
+        Change::new().set_overrides("m.overrides", "override-output-layout=r3=dram\n"),
+    );
+    optimize_file(&host);
+    expect![[r#"
+        overrides_block 1
+        plan_chunk 1
+        plan_parts_chunk 2"#]]
+    .assert_eq(&executed_counts(&host, &["overrides_block", "plan_parts_chunk", "plan_chunk"]));
+}
+
 #[test]
 fn splitting_a_chain_across_a_chunk_cut_moves_that_cut_alone() {
     // 120 chains of 10 relus each: the cut near op 256 falls inside the chain of ops 250 to

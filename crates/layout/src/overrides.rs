@@ -120,7 +120,10 @@ fn overrides_of_key(
     key: ir::Name,
 ) -> Option<Arc<OpOverrides>> {
     let loc = names.loc_of(key)?;
-    let of = |n: ir::Name| by_name.get(n.as_str()).and_then(|slot| slot.value(db).clone());
+    let of = |n: ir::Name| {
+        let slot = by_name.get(n.as_str())?;
+        slot.values(db).get(n.as_str()).cloned()
+    };
     of(loc.name).or_else(|| of(loc.written_as?))
 }
 
