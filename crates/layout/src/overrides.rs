@@ -177,8 +177,9 @@ impl<'db> OverrideProbe<'db> {
 
     /// Whether the op with `key` has overrides, read from its own slot rather than its
     /// group's block: for ops outside the groups the reader works on (the producers of its
-    /// ops), so that an override on another op of their group does not re-run the reader.
-    /// Every op of a graph reads the device handle, for one.
+    /// ops), so that in an editor, where each name has a slot of its own, an override on
+    /// another op of their group does not re-run the reader (on a tuning host a group's ops
+    /// share a slot). Every op of a graph reads the device handle, for one.
     #[must_use]
     pub fn has_overrides_by_slot(&self, key: &str) -> bool {
         let (names, by_name) = self.slots.get_or_init(|| {
