@@ -12,8 +12,9 @@
 //! op's override slot are re-validated deeply. See `HostMode` in the `ide` crate.
 //!
 //! The overrides text is read only for its diagnostics: the host parses it and writes what
-//! it says into one `OpOverrideSlot` per op name and into `OverrideSlots::settings`, so
-//! per-op queries depend on their own op's slot and not on the text.
+//! it says into the `OpOverrideSlot` of each op name (one per name in an editor, one per
+//! group of ops on a tuning host) and into `OverrideSlots::settings`, so per-op queries
+//! depend on their own op's slot and not on the text.
 //!
 //! Inputs are written only through `Change::apply` in the `ide` crate, which diffs before
 //! setting: a salsa setter always starts a new revision, even for an equal value.
@@ -92,18 +93,25 @@ pub struct OverridesInput {
     pub text: Arc<str>,
 }
 
-/// One op name's overrides, position-free (`None`: the name has none). The host creates a
-/// slot per name the overrides mention (a tuning host also one per op of its graph, ahead of
-/// time) and sets it only when that name's overrides change.
+/// The overrides of the op names one slot serves, position-free: a name with none is absent.
+/// The host sets a slot only when one of its names' overrides changes.
+///
+/// An editor host gives each name the overrides mention a slot of its own. A tuning host
+/// also creates slots for every op of its graph ahead of time, one per group of ops
+/// (`ir::func_groups`): what reads a group's overrides then depends on one slot, not one
+/// per op, and salsa walks one edge per group rather than per op after every override.
 #[salsa::input(debug)]
 pub struct OpOverrideSlot {
     #[returns(ref)]
-    pub value: Option<Arc<OpOverrides>>,
+    pub values: SlotValues,
 }
+
+/// What one [`OpOverrideSlot`] holds: the overrides of each of its names that has some.
+pub type SlotValues = Arc<std::collections::BTreeMap<String, Arc<OpOverrides>>>;
 
 /// The override slots by op name, and the options the overrides text sets. One per
 /// database. `by_name` changes only when a name gets its first slot, which re-validates
-/// every op's lookup; changing a slot's value re-validates only that op's queries.
+/// every op's lookup; changing a slot's value re-validates only the queries of its ops.
 #[salsa::input(singleton, debug)]
 pub struct OverrideSlots {
     #[returns(ref)]

@@ -3,8 +3,11 @@
 //! to a legal layout other than the planned one, ask for the cost, clear it and ask again,
 //! `ROUNDS` times over.
 //!
-//! Prints the median time from `set_override` to the cost, and (with `QUERIES=1`, which
-//! slows every step) the queries executed per set-and-cost step, summed over the steps.
+//! Prints the median (and least, which a shared machine's load disturbs least) time from
+//! `set_override` to the cost, and (with `QUERIES=1`, which
+//! slows every step) the queries executed per set-and-cost step, averaged over the steps;
+//! with `VALIDATED=1` as well, the memos salsa re-validated without running them.
+//! `CHUNK_OPS=N` sets the option `plan_chunk_ops`.
 //!
 //! ```text
 //! cargo run --release -p ide --example override_rounds -- FILE [ROUNDS]
@@ -38,9 +41,13 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
     let out = &mut std::io::stdout().lock();
     let policy = Policy::DfShardingMerge;
     let queries = std::env::var_os("QUERIES").is_some();
+    let validated = queries && std::env::var_os("VALIDATED").is_some();
     let config = HostConfig { mode: HostMode::Tuning, query_log: queries };
-    let mut host =
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config);
+    let mut options = Options::tt_mlir_defaults();
+    if let Some(n) = std::env::var("CHUNK_OPS").ok().and_then(|n| n.parse().ok()) {
+        options.plan_chunk_ops = n;
+    }
+    let mut host = AnalysisHost::with_config(target::Target::n150(), options, config);
     host.apply_change(Change::new().set_file(path, text));
     let file = host.file(path).ok_or("the file was not loaded")?;
     let started = Instant::now();
@@ -68,8 +75,11 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
         .map(|i| &movable[i * movable.len() / movable.len().min(20)])
         .collect();
     let _ = host.take_executed_queries();
+    host.set_validation_log(validated);
+    let _ = host.take_validated_counts();
     let mut times = Vec::new();
     let mut executed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut checked: BTreeMap<String, u64> = BTreeMap::new();
     for _ in 0..rounds {
         for (op, params) in &pick {
             let started = Instant::now();
@@ -79,20 +89,25 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
             for q in host.take_executed_queries() {
                 *executed.entry(q.split('(').next().unwrap_or(&q).to_owned()).or_default() += 1;
             }
+            for (name, n) in host.take_validated_counts() {
+                *checked.entry(name).or_default() += n;
+            }
             host.clear_override(op, None);
             let _ = host.analysis().cost(file, policy).map_err(|_| "cancelled")?;
             let _ = host.take_executed_queries();
+            let _ = host.take_validated_counts();
         }
     }
     times.sort_by(f64::total_cmp);
     let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
     let _ = writeln!(
         out,
-        "cost from scratch {:.1} ms; {} steps, set + cost median {:.2} ms ({:.0}x), max {:.2} ms",
+        "cost from scratch {:.1} ms; {} steps, set + cost median {:.2} ms ({:.0}x), min {:.2} ms, max {:.2} ms",
         scratch * 1e3,
         times.len(),
         median * 1e3,
         scratch / median.max(1e-9),
+        times.first().copied().unwrap_or(0.0) * 1e3,
         times.last().copied().unwrap_or(0.0) * 1e3
     );
     if queries {
@@ -100,6 +115,14 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
         let _ = writeln!(out, "executed per step: {:.1}", total as f64 / times.len().max(1) as f64);
         for (name, n) in &executed {
             let _ = writeln!(out, "  {name} {:.2}", *n as f64 / times.len().max(1) as f64);
+        }
+    }
+    if validated {
+        let total: u64 = checked.values().sum();
+        let steps = times.len().max(1) as f64;
+        let _ = writeln!(out, "re-validated per step: {:.1}", total as f64 / steps);
+        for (name, n) in &checked {
+            let _ = writeln!(out, "  {name} {:.2}", *n as f64 / steps);
         }
     }
     Ok(())

@@ -41,6 +41,9 @@ use base_db::{
 use rustc_hash::FxHashMap;
 use syntax::{LineCol, LineIndex, TextRange};
 
+/// What one override slot holds, being built (see [`base_db::SlotValues`]).
+type SlotMap = std::collections::BTreeMap<String, Arc<base_db::OpOverrides>>;
+
 pub use crate::{
     cancel::CancelHandle,
     code_actions::{
@@ -606,7 +609,7 @@ impl AnalysisHost {
     }
 
     /// Writes what an overrides text says about each op name into the names' slots, setting
-    /// only the slots whose value changes.
+    /// only the slots whose values change (once each, where one slot serves several names).
     fn sync_override_slots(&mut self, text: &str) {
         let parsed = base_db::parse_overrides(text);
         let slots = OverrideSlots::get(&self.db);
@@ -620,58 +623,102 @@ impl AnalysisHost {
         let durability = self.mode.slot_durability();
         let previous = std::mem::take(&mut self.overridden);
         self.overridden = table.keys().cloned().collect();
+        // The new values of the slots that change, by slot.
+        let mut changed: FxHashMap<OpOverrideSlot, SlotMap> = FxHashMap::default();
         for name in previous.iter().chain(table.keys()) {
-            let Some(slot) = by_name.get(name) else { continue };
+            let Some(&slot) = by_name.get(name) else { continue };
             let value = table.get(name).cloned().map(Arc::new);
-            if *slot.value(&self.db) != value {
-                slot.set_value(&mut self.db).with_durability(durability).to(value);
+            let values = match changed.get_mut(&slot) {
+                Some(values) => values,
+                None if slot.values(&self.db).get(name) == value.as_ref() => continue,
+                None => changed.entry(slot).or_insert_with(|| (**slot.values(&self.db)).clone()),
+            };
+            match value {
+                Some(value) => values.insert(name.clone(), value),
+                None => values.remove(name),
+            };
+        }
+        for (slot, values) in changed {
+            if **slot.values(&self.db) != values {
+                slot.set_values(&mut self.db).with_durability(durability).to(Arc::new(values));
             }
         }
         table.retain(|name, _| !by_name.contains_key(name));
-        // Names seen for the first time get a slot.
+        // Names seen for the first time get a slot each.
         self.add_slots(
-            table.into_iter().map(|(name, value)| (name, Some(Arc::new(value)))),
+            table.into_iter().map(|(name, value)| vec![(name, Some(Arc::new(value)))]),
             durability,
         );
     }
 
     /// Gives every named op of the `changed` files an (empty) override slot, so that
     /// overriding an op for the first time changes its slot and not the map every op reads.
+    /// The ops of one group (`ir::func_groups`) share a slot: what reads a group's overrides
+    /// depends on one slot, so salsa walks one edge per group after an override, not one per
+    /// op.
     fn create_slots_for_ops(&mut self, changed: &[String]) {
-        let mut names: Vec<(String, Option<Arc<base_db::OpOverrides>>)> = Vec::new();
+        let mut buckets: Vec<Vec<(String, Option<Arc<base_db::OpOverrides>>)>> = Vec::new();
         for file in changed.iter().filter_map(|p| self.files.get(p)) {
             for &func in ir::file_funcs(&self.db, *file).iter() {
                 let loc = ir::func_loc_names(&self.db, func);
-                // The names ops were written with too: an override may name those
-                // (`layout::op_overrides`).
-                names.extend(
-                    loc.locs()
-                        .flat_map(|(_, l)| std::iter::once(l.name).chain(l.written_as))
-                        .map(|n| (n.as_str().to_owned(), None)),
-                );
+                let frame = ir::func_frame(&self.db, func);
+                let groups = ir::func_groups(&self.db, func);
+                let first = buckets.len();
+                buckets.resize_with(first + groups.len(), Vec::new);
+                for (key, l) in loc.locs() {
+                    // The names ops were written with too: an override may name those
+                    // (`layout::op_overrides`).
+                    let names = std::iter::once(l.name)
+                        .chain(l.written_as)
+                        .map(|n| (n.as_str().to_owned(), None));
+                    let group =
+                        frame.as_ref().and_then(|f| groups.locate(f.op_index(key.as_str())?));
+                    match group {
+                        Some((g, _)) => buckets[first + g as usize].extend(names),
+                        None => buckets.extend(names.map(|n| vec![n])),
+                    }
+                }
             }
         }
         let durability = self.mode.slot_durability();
-        self.add_slots(names, durability);
+        self.add_slots(buckets, durability);
     }
 
-    /// Creates a slot for each name that has none, with its value, and sets the map (a new
-    /// revision for every op's lookup) only if one was added.
+    /// Creates a slot for each bucket of names, shared by the bucket's names that have none
+    /// yet, with their values, and sets the map (a new revision for every op's lookup) only
+    /// if a name was added.
     fn add_slots(
         &mut self,
-        entries: impl IntoIterator<Item = (String, Option<Arc<base_db::OpOverrides>>)>,
+        buckets: impl IntoIterator<Item = Vec<(String, Option<Arc<base_db::OpOverrides>>)>>,
         durability: Durability,
     ) {
         let slots = OverrideSlots::get(&self.db);
         let by_name = Arc::clone(slots.by_name(&self.db));
         let mut grown: Option<FxHashMap<String, OpOverrideSlot>> = None;
-        for (name, value) in entries {
-            if by_name.contains_key(&name) || grown.as_ref().is_some_and(|g| g.contains_key(&name))
-            {
+        for bucket in buckets {
+            let mut names = Vec::new();
+            let mut values = SlotMap::new();
+            for (name, value) in bucket {
+                if by_name.contains_key(&name)
+                    || grown.as_ref().is_some_and(|g| g.contains_key(&name))
+                    || names.contains(&name)
+                {
+                    continue;
+                }
+                if let Some(value) = value {
+                    values.insert(name.clone(), value);
+                }
+                names.push(name);
+            }
+            if names.is_empty() {
                 continue;
             }
-            let slot = OpOverrideSlot::builder(value).durability(durability).new(&self.db);
-            grown.get_or_insert_with(|| (*by_name).clone()).insert(name, slot);
+            let slot =
+                OpOverrideSlot::builder(Arc::new(values)).durability(durability).new(&self.db);
+            let grown = grown.get_or_insert_with(|| (*by_name).clone());
+            for name in names {
+                grown.insert(name, slot);
+            }
         }
         if let Some(grown) = grown {
             let durability = self.mode.config_durability();

@@ -436,13 +436,13 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
 fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // A full DRAM layout takes the op out of its chain: the one group of 32 ops holding it
     // re-checks chainability, the chains starting in that block of 256 schedule positions
-    // are rebuilt, and the function's chains are gathered again from the blocks. The op's
+    // are rebuilt, and the chunks read them from that block (the function's chains are not
+    // gathered again: `chains` serves reports, not the plan). The op's
     // block of fixed-output flags is read again and comes out the same (the op could still
     // go elsewhere), so no block of the cost bound re-runs.
     expect![[r#"
         chain_block
         chainable_block
-        chains(@main)
         chunk_cost
         final_ir_for
         fixed_block
@@ -457,12 +457,13 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
 
 #[test]
 fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_override() {
-    // On a tuning host the slots are `LOW`. The function's chains read every op's slot, so
-    // when they are rebuilt (here: pinning op 1100 to DRAM, after op 10 was overridden and
-    // cleared) they come out `LOW`. The chunk
-    // layout started at `LOW` (it reads `LowDurabilityAnchor`), so it and every chunk's ops
-    // are backdated as equal: only the chunk holding op 1100 is planned and printed again,
-    // not all five.
+    // On a tuning host the slots are `LOW`. Pinning op 1100 to DRAM (after op 10 was
+    // overridden and cleared) changes its chainability and so the chain block holding it.
+    // The chunks read the chains through the blocks they lie in, not through the function's
+    // gathered chains (`chains` does not run): the chunk layout is checked again and
+    // backdated, and only the chunks overlapping that block look at their chains again (two;
+    // one comes out equal). Only the chunk holding op 1100 is planned and printed again, not
+    // all five.
     let config = HostConfig { mode: HostMode::Tuning, query_log: true };
     let mut host = with_file(
         AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
@@ -483,8 +484,7 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     ));
     optimize_file(&host);
     expect![[r#"
-        chains 1
-        chunk_chains 5
+        chunk_chains 2
         chunk_cost 1
         chunk_layout 1
         plan_chunk 1
@@ -527,6 +527,57 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
         &host,
         &["chunk_cost", "chunk_incoming", "plan_", "rewrite_chunk"],
     ));
+}
+
+/// 1200 ops `%0` to `%1199` (locations `r0` to `r1199`) after a device handle `%dev`
+/// (location `dev`): a chain of relus on a 1x1x3136x64 tensor with every 50th op a 3x3
+/// convolution that keeps the shape and reads the device handle, as tt-mlir's convolutions
+/// do.
+fn convs_reading_the_device() -> String {
+    let t = "tensor<1x1x3136x64xbf16, #l>";
+    let w = "tensor<64x64x3x3xbf16, #l>";
+    let b = "tensor<1x1x1x64xbf16, #l>";
+    let mut text = String::from(
+        "#dram = #ttnn.buffer_type<dram>\n#l = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 3136 + d1 * 3136 + d2, d3), <1x1>, memref<98x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>\n",
+    );
+    text.push_str(&format!("func.func @main(%a: {t}, %w: {w}, %b: {b}) -> {t} {{\n"));
+    text.push_str("  %dev = \"ttnn.get_device\"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc(\"dev\")\n");
+    for i in 0..1200 {
+        let x = if i == 0 { "%a".to_owned() } else { format!("%{}", i - 1) };
+        if i % 50 == 25 {
+            text.push_str(&format!(
+                "  %{i} = \"ttnn.conv2d\"({x}, %w, %b, %dev) <{{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 56 : i32, input_width = 56 : i32, kernel_size = array<i32: 3, 3>, out_channels = 64 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}}> : ({t}, {w}, {b}, !ttnn.device) -> {t} loc(\"r{i}\")\n"
+            ));
+        } else {
+            text.push_str(&format!("  %{i} = \"ttnn.relu\"({x}) : ({t}) -> {t} loc(\"r{i}\")\n"));
+        }
+    }
+    text.push_str(&format!("  return %1199 : {t}\n}}\n"));
+    text
+}
+
+#[test]
+fn an_override_sharing_the_device_handles_slot_re_plans_only_its_chunk_and_the_last() {
+    // On a tuning host the ops of one group share an override slot: r3 shares the device
+    // handle's, which the convolutions of every chunk read. An override on r3 re-plans r3's
+    // chunk and the last one (which holds the unscheduled device handle, whose group's
+    // overrides changed), and no other chunk.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        convs_reading_the_device(),
+    );
+    optimize_file(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(
+        Change::new().set_overrides("m.overrides", "override-output-layout=r3=dram\n"),
+    );
+    optimize_file(&host);
+    expect![[r#"
+        overrides_block 1
+        plan_chunk 1
+        plan_parts_chunk 2"#]]
+    .assert_eq(&executed_counts(&host, &["overrides_block", "plan_parts_chunk", "plan_chunk"]));
 }
 
 #[test]
@@ -860,7 +911,6 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         chain_block 5
         chain_facts_block 1
         chainable_block 1
-        chains 1
         chunk_chains 5
         chunk_count 1
         chunk_findings 3

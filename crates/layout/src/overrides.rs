@@ -120,7 +120,10 @@ fn overrides_of_key(
     key: ir::Name,
 ) -> Option<Arc<OpOverrides>> {
     let loc = names.loc_of(key)?;
-    let of = |n: ir::Name| by_name.get(n.as_str()).and_then(|slot| slot.value(db).clone());
+    let of = |n: ir::Name| {
+        let slot = by_name.get(n.as_str())?;
+        slot.values(db).get(n.as_str()).cloned()
+    };
     of(loc.name).or_else(|| of(loc.written_as?))
 }
 
@@ -174,8 +177,9 @@ impl<'db> OverrideProbe<'db> {
 
     /// Whether the op with `key` has overrides, read from its own slot rather than its
     /// group's block: for ops outside the groups the reader works on (the producers of its
-    /// ops), so that an override on another op of their group does not re-run the reader.
-    /// Every op of a graph reads the device handle, for one.
+    /// ops), so that in an editor, where each name has a slot of its own, an override on
+    /// another op of their group does not re-run the reader (on a tuning host a group's ops
+    /// share a slot). Every op of a graph reads the device handle, for one.
     #[must_use]
     pub fn has_overrides_by_slot(&self, key: &str) -> bool {
         let (names, by_name) = self.slots.get_or_init(|| {

@@ -395,7 +395,7 @@ impl<'a> Scan<'a> {
 /// of those ops only: an override that changes one op's chainability rebuilds the chains
 /// around it, not all of them.
 #[salsa::tracked(returns(clone))]
-pub fn chain_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(Vec<u32>, ChainId)]> {
+pub fn chain_block(db: &dyn Db, func: FuncId, j: u32) -> BlockChains {
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
     let ops = ir::func_ops(db, func);
@@ -434,6 +434,75 @@ pub fn chain_block(db: &dyn Db, func: FuncId, j: u32) -> Arc<[(Vec<u32>, ChainId
         out.push((members, id));
     }
     out.into()
+}
+
+/// The chains around given schedule positions, read from the [`chain_block`]s that hold
+/// them (fetched on first use) rather than from [`chains`].
+///
+/// What the chunks read of the chains: a chunk's chains and where a cut may fall depend on
+/// the chains near them only, so after an override that changes one op's chainability the
+/// chunks re-read the block that changed and not a function-wide gather of every block.
+pub(crate) struct ChainBlocks<'a> {
+    db: &'a dyn Db,
+    func: FuncId,
+    sched: &'a crate::scheduling::Schedule,
+    blocks: Vec<std::cell::OnceCell<BlockChains>>,
+}
+
+/// One [`chain_block`]: the chains starting in it, with their ops and ids.
+type BlockChains = Arc<[(Vec<u32>, ChainId)]>;
+
+/// A chain as [`ChainBlocks::at`] finds it: its ops (body indices, in schedule order, at
+/// consecutive positions) and its id.
+pub(crate) type BlockChain<'b> = (&'b [u32], ChainId);
+
+impl<'a> ChainBlocks<'a> {
+    pub(crate) fn new(
+        db: &'a dyn Db,
+        func: FuncId,
+        sched: &'a crate::scheduling::Schedule,
+    ) -> ChainBlocks<'a> {
+        let blocks = (0..sched.order.len().div_ceil(BLOCK)).map(|_| Default::default()).collect();
+        ChainBlocks { db, func, sched, blocks }
+    }
+
+    fn block(&self, j: usize) -> &[(Vec<u32>, ChainId)] {
+        match self.blocks.get(j) {
+            Some(cell) => cell.get_or_init(|| chain_block(self.db, self.func, j as u32)),
+            None => &[],
+        }
+    }
+
+    /// The schedule position of a chain's first op.
+    fn start(&self, members: &[u32]) -> usize {
+        members
+            .first()
+            .and_then(|&i| self.sched.position.get(i as usize))
+            .map_or(usize::MAX, |&p| p as usize)
+    }
+
+    /// The chain holding schedule position `pos`, and `pos`'s index in it.
+    ///
+    /// Chains do not overlap and take consecutive positions, so it is the chain starting
+    /// last at or before `pos`: in `pos`'s block, or the last chain of the nearest block
+    /// before it that has one.
+    pub(crate) fn at(&self, pos: usize) -> Option<(BlockChain<'_>, usize)> {
+        let mut j = pos / BLOCK;
+        loop {
+            let found = self.block(j).iter().rev().find(|(members, _)| self.start(members) <= pos);
+            if let Some((members, id)) = found {
+                let at = pos - self.start(members);
+                return (at < members.len()).then_some(((members.as_slice(), *id), at));
+            }
+            j = j.checked_sub(1)?;
+        }
+    }
+
+    /// Whether the op at schedule position `pos` is in a chain and not its first op: a
+    /// place no chunk cut may fall.
+    pub(crate) fn inside_chain(&self, pos: usize) -> bool {
+        self.at(pos).is_some_and(|(_, at)| at > 0)
+    }
 }
 
 /// The chains of a function, built along the schedule as DFShardingPolicy builds them:

@@ -19,7 +19,7 @@ use ttnn_types::TtnnLayout;
 
 use crate::{
     Db,
-    chain_graph::{ChainId, chains},
+    chain_graph::{ChainBlocks, ChainId},
     merge::{Carry, ChunkInputs, decline, decline_op, decline_reason, walk_chunk},
     planning::{
         ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, plan_parts_chunk,
@@ -89,13 +89,14 @@ impl ChunkLayout {
 #[salsa::tracked(returns(clone))]
 pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     let sched = schedule(db, func);
-    let graph = chains(db, func);
+    // The chains near each cut, not the function's gathered chains: a chain that changes
+    // far from any cut leaves this value as it was.
+    let chains = ChainBlocks::new(db, func, &sched);
     let n = sched.position.len();
     let mut order: Vec<u32> = sched.order.clone();
     let scheduled = order.len();
     order.extend((0..n as u32).filter(|&i| sched.position[i as usize] == u32::MAX));
-    let inside_chain =
-        |i: u32| graph.op_chain.get(i as usize).copied().flatten().is_some_and(|(_, p)| p > 0);
+    let inside_chain = |p: usize| chains.inside_chain(p);
     let chunk_ops = layout::effective_options(db).plan_chunk_ops.max(1) as usize;
     let size = chunk_ops.max(scheduled.div_ceil(MAX_CHUNKS));
     // Cuts sit at the first position at or after each multiple of `size` that does not fall
@@ -123,11 +124,11 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     let mut anchor = size;
     while p < scheduled {
         let mut next = anchor.max(p + 1).min(scheduled);
-        while next < scheduled && inside_chain(order[next]) {
+        while next < scheduled && inside_chain(next) {
             next += 1;
         }
         if let Some(c) = (next..(next + look_ahead).min(scheduled + 1))
-            .find(|&c| clean(c) && (c >= scheduled || !inside_chain(order[c])))
+            .find(|&c| clean(c) && (c >= scheduled || !inside_chain(c)))
         {
             next = c;
         }
@@ -178,22 +179,25 @@ pub struct ChunkChains {
     pub ids: Vec<ChainId>,
 }
 
-/// Chunk `k`'s part of [`chains`](crate::chains).
+/// Chunk `k`'s part of [`chains`](crate::chains), read from the chain blocks its ops lie in
+/// (chunks never split a chain): a chain that changes in another chunk does not re-run it.
 #[salsa::tracked(returns(clone))]
 pub fn chunk_chains(db: &dyn Db, func: FuncId, k: u32) -> Arc<ChunkChains> {
-    let layout = chunk_layout(db, func);
-    let graph = chains(db, func);
+    let ops = chunk_ops(db, func, k);
+    let sched = schedule(db, func);
+    let chains = ChainBlocks::new(db, func, &sched);
     let mut out = ChunkChains::default();
-    let mut last_index = None;
-    for &i in layout.ops(k as usize) {
-        let entry = graph.op_chain.get(i as usize).copied().flatten();
-        out.of_op.push(entry.and_then(|(c, p)| Some((*graph.last_op.get(c as usize)?, p))));
-        if let Some((c, _)) = entry
-            && last_index != Some(c)
-            && let Some(&id) = graph.chains.get(c as usize)
+    for &i in ops.iter() {
+        let entry = sched
+            .position
+            .get(i as usize)
+            .filter(|&&p| p != u32::MAX)
+            .and_then(|&p| chains.at(p as usize));
+        out.of_op.push(entry.and_then(|((members, _), at)| Some((*members.last()?, at as u32))));
+        if let Some(((_, id), _)) = entry
+            && out.ids.last() != Some(&id)
         {
             out.ids.push(id);
-            last_index = Some(c);
         }
     }
     Arc::new(out)
@@ -525,7 +529,7 @@ impl<'db> PlanView<'db> {
         let slice = self.slice(k as usize)?;
         let (local, pos) = slice.plans.get(at)?.chain?;
         let chain = slice.chains.get(local as usize)?;
-        let graph = self.graph.get_or_init(|| chains(self.db, self.func));
+        let graph = self.graph.get_or_init(|| crate::chains(self.db, self.func));
         Some((graph.chain_of(i as u32)?, pos, chain))
     }
 
