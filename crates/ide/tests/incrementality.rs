@@ -361,6 +361,31 @@ fn optimize_file(host: &AnalysisHost) {
     let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
 }
 
+#[test]
+fn the_greedy_policy_re_plans_the_edited_function_once_and_a_repeated_question_runs_nothing() {
+    // `greedy_plan` is one memo per function (not incremental below it): an attribute edit
+    // in relu 1100 runs it once for the whole function; its plan comes out equal, so no
+    // chunk is planned again and only the edited op's chunk is costed again.
+    let (mut host, file, text) = relu_editor();
+    let cost = |host: &AnalysisHost| {
+        let _ = host.analysis().cost(file, ide::Policy::Greedy).expect("not cancelled");
+    };
+    cost(&host);
+    let _ = host.take_executed_queries();
+    cost(&host);
+    let again = executed_counts(&host, &["greedy_plan", "plan_chunk", "chunk_cost", "plan_cost"]);
+    host.apply_change(note_on_relu_1100(&text));
+    cost(&host);
+    let edited = executed_counts(&host, &["greedy_plan", "plan_chunk", "chunk_cost", "plan_cost"]);
+    expect![[r#"
+        asked again:
+
+        after an edit:
+        chunk_cost 1
+        greedy_plan 1"#]]
+    .assert_eq(&format!("asked again:\n{again}\nafter an edit:\n{edited}"));
+}
+
 /// 1200 independent single-op relu chains `r0` to `r1199`: optimized, `overrides` applied,
 /// optimized again; the plan, chain and per-block queries that executed.
 fn long_function_after(overrides: &str) -> String {
