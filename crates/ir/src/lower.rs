@@ -453,7 +453,7 @@ fn relower_window(
         .filter(|o| !seen.contains(o.key.as_str()))
         .map(|o| Name::new(&o.key))
         .collect();
-    if !gone.is_empty() {
+    if !gone.is_empty() && maybe_written_after(text, edit.new.end, &gone) {
         let uses_gone =
             |v: &ValueRef| matches!(v, ValueRef::Result { op, .. } if gone.contains(op));
         // Only the ops after the window can: the old lowering had no use before a definition
@@ -591,6 +591,27 @@ fn relower_window(
         diagnostics,
         device: old.device.clone(),
         system_desc: old.system_desc.clone(),
+    })
+}
+
+/// False when no op after `from` (new text) can use a value named by one of `keys`: none of
+/// them is written there as a whole value id (`%x`, or `%x#1` for one result of several). A
+/// use is written after its op's start, so the text after the window holds every use by the
+/// ops after it and by the `return`. Searching the bytes is a pass at memory speed, where
+/// looking at each later op's operands follows a pointer per op (4 ms on a 100k-op function
+/// for a renamed or deleted op). A key naming several result groups (`%a,%b`) is never
+/// written as such: true, so the caller looks at the operands.
+fn maybe_written_after(text: &str, from: u32, keys: &[Name]) -> bool {
+    let Some(after) = text.as_bytes().get(from as usize..) else { return true };
+    // The characters a value id's suffix may continue with (MLIR's `suffix-id`).
+    let continues = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'$' | b'.' | b'_' | b'-');
+    keys.iter().any(|k| {
+        let key = k.as_str();
+        if key.contains(',') {
+            return true;
+        }
+        memchr::memmem::find_iter(after, key.as_bytes())
+            .any(|at| after.get(at + key.len()).is_none_or(|&b| !continues(b)))
     })
 }
 
@@ -1890,7 +1911,8 @@ fn parse_tile(joined: &str) -> Option<ElementType> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LOWERING_CODES, OP_LOCAL_CODES};
+    use super::{LOWERING_CODES, OP_LOCAL_CODES, maybe_written_after};
+    use crate::Name;
 
     /// Every code this file reports, read from its source: `error(range, "code", ...)` and
     /// `code: "code"`.
@@ -1930,5 +1952,22 @@ mod tests {
         let missing: Vec<_> = reported.iter().filter(|c| !LOWERING_CODES.contains(c)).collect();
         assert!(missing.is_empty(), "codes reported but not in LOWERING_CODES: {missing:?}");
         assert!(OP_LOCAL_CODES.iter().all(|c| LOWERING_CODES.contains(c)));
+    }
+
+    #[test]
+    fn a_value_counts_as_written_after_only_as_a_whole_value_id() {
+        let text = "%a = x\n%ab = y(%a1, %a_b, %a.c, %a-d, %a$e)\n%c = z(%a#1)\n";
+        let after_defs = text.find("%c").expect("the last op") as u32;
+        let written = |name: &str, from: u32| maybe_written_after(text, from, &[Name::new(name)]);
+        // `%a1`, `%a_b`, `%a.c`, `%a-d` and `%a$e` are other values; `%a#1` is `%a`'s.
+        assert!(written("%a", after_defs));
+        assert!(!written("%a", text.len() as u32));
+        let before_c = text.find("%c").expect("the last op") as u32;
+        assert!(!written("%ab", before_c));
+        assert!(!written("%a", text.find("%a#1").expect("the use") as u32 + 1));
+        // A key of several result groups is never written whole: the operands decide.
+        assert!(written("%p,%q", text.len() as u32));
+        // Past the end of the text: nothing is known, so the operands decide.
+        assert!(written("%zzz", text.len() as u32 + 10));
     }
 }

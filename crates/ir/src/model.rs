@@ -678,7 +678,12 @@ impl LocNames {
         let mut new: Vec<(Name, OpLoc)> =
             added.iter().filter_map(|&(k, n)| Some((k, n?))).collect();
         new.sort_by_key(|(k, _)| k.id());
-        let kept = self.by_key.iter().copied().filter(|(k, _)| !removed.contains(k));
+        // Searched, not scanned per entry: a rename at every use removes as many ops as
+        // the span it touches, and the entries are one per named op of the function.
+        let mut gone: Vec<u32> = removed.iter().map(|k| k.id()).collect();
+        gone.sort_unstable();
+        let kept =
+            self.by_key.iter().copied().filter(|(k, _)| gone.binary_search(&k.id()).is_err());
         let mut out = Vec::with_capacity(self.by_key.len() + new.len());
         let (mut a, mut b) = (kept.peekable(), new.into_iter().peekable());
         loop {
