@@ -20,9 +20,9 @@
 //!   `{{regex}}` and `[[VAR]]` stand for any text, and the order of lines is not checked.
 //!   Alias definitions (`#[[L:.*]] = ...`) are not decisions; they name layouts for the rest.
 //!
-//! Tests that need what we lack (the greedy policy, d2m subgraph creation, a pass other than
-//! the optimizer, an input outside the file) are skipped with the reason, and so are tests
-//! tt-mlir itself marks `XFAIL`. The summary line gives the agreed decisions over all of them;
+//! Tests that need what we lack (d2m subgraph creation, a pass other than the optimizer, an
+//! input outside the file) are skipped with the reason, and so are tests tt-mlir itself marks
+//! `XFAIL` and tests whose pipeline runs no optimizer. The summary line gives the agreed decisions over all of them;
 //! `--table` prints the per-test table that `docs/optimizer.md` holds.
 
 use std::{
@@ -245,20 +245,27 @@ fn setup_of(text: &str) -> Result<Setup, String> {
                 .to_owned(),
         );
     }
-    let mut level: u32 = get("optimization-level").and_then(|v| v.parse().ok()).unwrap_or(0);
-    // `enable-greedy-optimizer=true` runs the greedy passes, spill management included (its
-    // tests say so), as level 2 does.
+    let level: u32 = get("optimization-level").and_then(|v| v.parse().ok()).unwrap_or(0);
+    // `enable-greedy-optimizer=true` picks which optimizer runs, not whether one does: in
+    // tt-mlir's pipeline (e9a7aead68fe, `resolveOptimizationLevelOptions` and
+    // `createTTNNPipelineAnalysisPasses`) the optimizer runs only at level 1 or above or with
+    // `enable-optimizer=true`, and greedy's spill management only with the memory-layout
+    // analysis (level 2). A RUN line with the flag alone runs no optimizer, whatever the
+    // test's comments expect of it.
     let greedy_flag = get("enable-greedy-optimizer") == Some("true");
-    if greedy_flag {
-        level = level.max(2);
-    }
     let optimizer = ttnn_input || level >= 1 || get("enable-optimizer") == Some("true");
     // tt-mlir HEAD runs the greedy optimizer wherever the optimizer runs on a TTIR input,
     // unless the RUN line turns it off.
     let greedy = greedy_flag
         || (optimizer && !ttnn_input && get("enable-greedy-optimizer") != Some("false"));
     if !optimizer {
-        return Err("runs without the optimizer".to_owned());
+        return Err(if greedy_flag {
+            "runs without the optimizer (`enable-greedy-optimizer=true` at optimization level \
+             0 selects greedy for when the optimizer runs, and it does not)"
+                .to_owned()
+        } else {
+            "runs without the optimizer".to_owned()
+        });
     }
     let sharding = match get("memory-layout-analysis-enabled") {
         Some(v) => v == "true",
@@ -950,5 +957,16 @@ mod tests {
                     -o %t %s\n";
         expect![[r#"df-sharding, no memory-layout analysis, `override-output-layout`: override-output-layout=add_1=block_sharded memory-layout-analysis-enabled=false"#]]
             .assert_eq(&describe(text));
+    }
+
+    #[test]
+    fn the_greedy_flag_alone_runs_no_optimizer_as_in_tt_mlirs_pipeline() {
+        let alone = "// RUN: ttmlir-opt --ttir-to-ttnn-backend-pipeline=\"enable-greedy-optimizer=true \
+                     tensor-l1-usage-cap=0.01\" -o %t %s\n";
+        expect!["skipped: runs without the optimizer (`enable-greedy-optimizer=true` at optimization level 0 selects greedy for when the optimizer runs, and it does not)"]
+            .assert_eq(&describe(alone));
+        let with_level = "// RUN: ttmlir-opt --ttir-to-ttnn-backend-pipeline=\"optimization-level=2 \
+                          enable-greedy-optimizer=true\" -o %t %s\n";
+        expect!["greedy: "].assert_eq(&describe(with_level));
     }
 }
