@@ -3,7 +3,10 @@
 //!
 //! Edits: overrides set and cleared, attribute edits, result type edits, op insertions and
 //! deletions, whitespace, comment lines, loc renames, op-kind changes, a value renamed at
-//! all its uses, an op broken and fixed again, blocks of ops pasted under fresh names. Compared: the optimized IR of both policies and the plan report.
+//! all its uses, an op broken and fixed again, blocks of ops pasted under fresh names, an
+//! attribute typed or deleted one character per change. Compared after each edit: the final
+//! IR of every policy, the plan report, the diagnostics, the findings and the cost; between
+//! keystrokes and while an op is broken, the diagnostics.
 //! `DIFF_EDITS=N` runs N edits (default 200, to keep `cargo test` quick); `DIFF_SEED` picks
 //! the seed.
 
@@ -157,7 +160,7 @@ fn random_edits(host: AnalysisHost) {
             let end = text[at..].find('\n').map_or(text.len(), |e| at + e + 1);
             (start, end)
         };
-        let kind = rng.below(13);
+        let kind = rng.below(14);
         let change = match kind {
             // Set one op's override.
             0 | 1 => {
@@ -352,6 +355,52 @@ fn random_edits(host: AnalysisHost) {
                     FILE,
                     vec![TextEdit { range: TextRange::empty(close as u32), text: ")".into() }],
                 )
+            }
+            // Type an attribute into an op one character per change, as an editor sends
+            // keystrokes, or delete it one character at a time; every state between is
+            // compared too (most are syntax errors).
+            13 => {
+                let (start, end) = line_of(ops[rng.below(ops.len())]);
+                let line = &text[start..end];
+                const TYPED: &str = " {k = 12 : i64}";
+                let states: Vec<TextEdit> = if let Some(p) = line.find(TYPED) {
+                    let at = (start + p) as u32;
+                    (0..TYPED.len() as u32)
+                        .rev()
+                        .map(|k| TextEdit {
+                            range: TextRange::new(at + k, at + k + 1),
+                            text: String::new(),
+                        })
+                        .collect()
+                } else if let Some(p) = line.find(") : (") {
+                    let at = (start + p + 1) as u32;
+                    TYPED
+                        .char_indices()
+                        .map(|(k, c)| TextEdit {
+                            range: TextRange::empty(at + k as u32),
+                            text: c.to_string(),
+                        })
+                        .collect()
+                } else {
+                    continue;
+                };
+                let Some((last, keystrokes)) = states.split_last() else { continue };
+                for (k, key) in keystrokes.iter().enumerate() {
+                    host.apply_change(Change::new().edit_file(FILE, vec![key.clone()]));
+                    let typed = host.text(FILE).expect("file is open").to_string();
+                    let file = host.file(FILE).expect("open");
+                    let ours = host.analysis().diagnostics(file).expect("not cancelled");
+                    let theirs = {
+                        let h = fresh(&typed, &overrides);
+                        let f = h.file(FILE).expect("open");
+                        h.analysis().diagnostics(f).expect("not cancelled")
+                    };
+                    assert!(ours == theirs, "step {step}, keystroke {k}: the diagnostics differ");
+                    if rng.below(4) == 0 {
+                        host.free_unused();
+                    }
+                }
+                Change::new().edit_file(FILE, vec![last.clone()])
             }
             // Paste a block of up to 12 op lines again, under fresh names.
             12 => {
