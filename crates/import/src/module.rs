@@ -338,6 +338,9 @@ impl<'a> ChunkCx<'a, '_> {
         fo.fuse_conv_epilogues();
         fo.fuse_linear();
         fo.remove_dead_ops();
+        // tt-mlir's TTNN fusing runs on the lowered graph, after every TTIR pass.
+        fo.fuse_nlp_concat_heads_decode();
+        fo.remove_dead_ops();
         let const_args = self.const_args(body, ast_func);
         fo.convert_weight_dtypes(
             &self.weight_dtypes(body, ast_func),

@@ -11,6 +11,7 @@
 //! TTNN ops, and decline whenever a piece of the pattern is missing or used elsewhere.
 
 mod commute;
+mod decode_heads;
 mod heads;
 mod rope;
 mod sdpa;
