@@ -337,6 +337,7 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         fo.fuse_conv_epilogues();
         fo.fuse_linear();
+        fo.fuse_shared_lhs_matmuls();
         fo.remove_dead_ops();
         // tt-mlir's TTNN fusing runs on the lowered graph, after every TTIR pass.
         fo.fuse_nlp_concat_heads_decode();

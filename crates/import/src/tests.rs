@@ -860,14 +860,14 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
     // transpose) and const-eval runs the cast once, at load. The unmarked weight and the
     // marked argument that is an activation, not a parameter, stay bf16.
     check(
-        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %v: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>) {
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %v: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<64x64xbf16>) {
   %0 = "ttir.permute"(%w) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("w_t")
   %1 = "ttir.matmul"(%x, %0) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
   %2 = "ttir.permute"(%v) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("v_t")
   %3 = "ttir.matmul"(%x, %2) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("plain")
   %4 = "ttir.permute"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16>) -> tensor<64x32xbf16> loc("x_t")
-  %5 = "ttir.matmul"(%x, %4) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("gram")
-  return %1, %3, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>
+  %5 = "ttir.matmul"(%4, %x) : (tensor<64x32xbf16>, tensor<32x64xbf16>) -> tensor<64x64xbf16> loc("gram")
+  return %1, %3, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<64x64xbf16>
 }
 "#,
         expect![[r#"
@@ -876,18 +876,18 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
             #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
-            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
             #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
-              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg2: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>) {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg2: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<64x64xbf16, #ttnn_layout3>) {
                 %0:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @f_const_eval_0}> : (tensor<96x64xbf16, #ttnn_layout1>, tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) loc("f_const_eval_0")
                 %1 = "ttnn.matmul"(%arg0, %0#1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout5>) -> tensor<32x96xbf16, #ttnn_layout2> loc("proj")
                 %2 = "ttnn.matmul"(%arg0, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout4>) -> tensor<32x96xbf16, #ttnn_layout2> loc("plain")
                 %3 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout6> loc("x_t")
-                %4 = "ttnn.matmul"(%arg0, %3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout6>) -> tensor<32x32xbf16, #ttnn_layout3> loc("gram")
-                return %1, %2, %4 : tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>
+                %4 = "ttnn.matmul"(%3, %arg0) <{transpose_a = false, transpose_b = false}> : (tensor<64x32xbf16, #ttnn_layout6>, tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x64xbf16, #ttnn_layout3> loc("gram")
+                return %1, %2, %4 : tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<64x64xbf16, #ttnn_layout3>
               }
               func.func private @f_const_eval_0(%arg0: tensor<96x64xbf16, #ttnn_layout1>, %arg1: tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("w_t")
@@ -1543,5 +1543,158 @@ fn a_nan_guard_that_does_not_zero_whole_heads_keeps_the_decode_heads_written_out
               }
             }
         "#]],
+    );
+}
+
+#[test]
+fn three_projections_of_one_activation_fuse_into_one_matmul_over_concatenated_weights() {
+    // tt-mlir's SharedLHSMatmulFusion: Q, K and V read the same hidden state; their weights
+    // are concatenated along the output features (V's, written transposed, permuted first)
+    // and each result is a slice of one matmul. The weights are parameters, so const-eval
+    // runs the concat at load. The MLP's gate and up (two users) stay two matmuls.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %q: tensor<64x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %k: tensor<64x32xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %v: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %h: tensor<32x96xbf16>, %g: tensor<96x64xbf16>, %u: tensor<96x64xbf16>) -> (tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) {
+  %0 = "ttir.matmul"(%x, %q) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc("q_proj")
+  %1 = "ttir.matmul"(%x, %k) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("k_proj")
+  %2 = "ttir.matmul"(%x, %v) <{transpose_b = true}> : (tensor<32x64xbf16>, tensor<32x64xbf16>) -> tensor<32x32xbf16> loc("v_proj")
+  %3 = "ttir.matmul"(%h, %g) : (tensor<32x96xbf16>, tensor<96x64xbf16>) -> tensor<32x64xbf16> loc("gate")
+  %4 = "ttir.matmul"(%h, %u) : (tensor<32x96xbf16>, tensor<96x64xbf16>) -> tensor<32x64xbf16> loc("up")
+  return %0, %1, %2, %3, %4 : tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<64x32xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg4: tensor<32x96xbf16, #ttnn_layout3>, %arg5: tensor<96x64xbf16, #ttnn_layout4>, %arg6: tensor<96x64xbf16, #ttnn_layout4>) -> (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x32xbf16, #ttnn_layout2>, tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x128xbf16, #ttnn_layout6> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x128xbf16, #ttnn_layout6>) -> tensor<32x128xbf16, #ttnn_layout7> loc("q_proj_fused")
+                %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x128xbf16, #ttnn_layout7>) -> tensor<32x64xbf16, #ttnn_layout> loc("q_proj")
+                %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 96 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x128xbf16, #ttnn_layout7>) -> tensor<32x32xbf16, #ttnn_layout5> loc("k_proj")
+                %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 96 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x128xbf16, #ttnn_layout7>) -> tensor<32x32xbf16, #ttnn_layout5> loc("v_proj")
+                %5 = "ttnn.matmul"(%arg4, %arg5) <{transpose_a = false, transpose_b = false}> : (tensor<32x96xbf16, #ttnn_layout3>, tensor<96x64xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("gate")
+                %6 = "ttnn.matmul"(%arg4, %arg6) <{transpose_a = false, transpose_b = false}> : (tensor<32x96xbf16, #ttnn_layout3>, tensor<96x64xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("up")
+                return %2, %3, %4, %5, %6 : tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<64x64xbf16, #ttnn_layout1>, %arg1: tensor<64x32xbf16, #ttnn_layout2>, %arg2: tensor<32x64xbf16, #ttnn_layout>) -> (tensor<64x128xbf16, #ttnn_layout6>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.permute"(%arg2) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout2> loc("v_proj_transpose_b")
+                %1 = "ttnn.concat"(%arg0, %arg1, %0) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x32xbf16, #ttnn_layout2>, tensor<64x32xbf16, #ttnn_layout2>) -> tensor<64x128xbf16, #ttnn_layout6> loc("q_proj_concat_weights")
+                return %1 : tensor<64x128xbf16, #ttnn_layout6>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn linears_sharing_an_activation_fuse_with_their_biases_unless_only_some_have_one() {
+    // Three linears with biases: one linear over the concatenated weights and biases. Three
+    // linears of another activation, one of them without a bias: tt-mlir declines (it would
+    // have to make up a zero bias), and so does the importer.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16>, %y: tensor<32x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> (tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) {
+  %0 = "ttir.linear"(%x, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("a")
+  %1 = "ttir.linear"(%x, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("b")
+  %2 = "ttir.linear"(%x, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("c")
+  %3 = "ttir.linear"(%y, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("d")
+  %4 = "ttir.linear"(%y, %w) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc("e")
+  %5 = "ttir.linear"(%y, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("f")
+  return %0, %1, %2, %3, %4, %5 : tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x64xbf16, #ttnn_layout>, %arg2: tensor<64x64xbf16, #ttnn_layout1>, %arg3: tensor<64xbf16, #ttnn_layout2>) -> (tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>) {
+                %0 = "ttnn.concat"(%arg2, %arg2, %arg2) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<64x192xbf16, #ttnn_layout3> loc("a_concat_weights")
+                %1 = "ttnn.concat"(%arg3, %arg3, %arg3) <{dim = 0 : si32}> : (tensor<64xbf16, #ttnn_layout2>, tensor<64xbf16, #ttnn_layout2>, tensor<64xbf16, #ttnn_layout2>) -> tensor<192xbf16, #ttnn_layout4> loc("a_concat_bias")
+                %2 = "ttnn.linear"(%arg0, %0, %1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x192xbf16, #ttnn_layout3>, tensor<192xbf16, #ttnn_layout4>) -> tensor<32x192xbf16, #ttnn_layout5> loc("a_fused")
+                %3 = "ttnn.slice_static"(%2) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout5>) -> tensor<32x64xbf16, #ttnn_layout> loc("a")
+                %4 = "ttnn.slice_static"(%2) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout5>) -> tensor<32x64xbf16, #ttnn_layout> loc("b")
+                %5 = "ttnn.slice_static"(%2) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 192 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout5>) -> tensor<32x64xbf16, #ttnn_layout> loc("c")
+                %6 = "ttnn.linear"(%arg1, %arg2, %arg3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64xbf16, #ttnn_layout2>) -> tensor<32x64xbf16, #ttnn_layout> loc("d")
+                %7 = "ttnn.linear"(%arg1, %arg2) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<32x64xbf16, #ttnn_layout> loc("e")
+                %8 = "ttnn.linear"(%arg1, %arg2, %arg3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64xbf16, #ttnn_layout2>) -> tensor<32x64xbf16, #ttnn_layout> loc("f")
+                return %3, %4, %5, %6, %7, %8 : tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_fused_weight_takes_the_most_precise_of_its_parts_block_float_marks() {
+    // tt-mlir resolves a concatenated weight's data type branch by branch and keeps the most
+    // precise: all three marked bfp8, the concat is cast to bfp8; one part opted out with a
+    // `bf16` mark, the fused weight stays bf16.
+    let w = |name: &str, mark: &str| {
+        format!(
+            "%{name}: tensor<64x64xbf16> {{ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = \"{mark}\"}}"
+        )
+    };
+    let args = [
+        w("a", "bfp_bf8"),
+        w("b", "bfp_bf8"),
+        w("c", "bfp_bf8"),
+        w("d", "bfp_bf8"),
+        w("e", "bf16"),
+        w("f", "bfp_bf8"),
+    ]
+    .join(", ");
+    let mut ttir = format!(
+        "func.func @f(%x: tensor<32x64xbf16>, %y: tensor<32x64xbf16>, {args}) -> (tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) {{\n"
+    );
+    for (i, (lhs, w)) in
+        [("x", "a"), ("x", "b"), ("x", "c"), ("y", "d"), ("y", "e"), ("y", "f")].iter().enumerate()
+    {
+        ttir.push_str(&format!("  %{i} = \"ttir.matmul\"(%{lhs}, %{w}) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc(\"{w}_proj\")\n"));
+    }
+    ttir.push_str("  return %0, %1, %2, %3, %4, %5 : tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>\n}\n");
+    check(
+        &ttir,
+        expect![[r#"
+        // TTNN imported by ttnn-analyzer from test.mlir
+        #dram = #ttnn.buffer_type<dram>
+        #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x6x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
+        #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        module {
+          func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x64xbf16, #ttnn_layout>, %arg2: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg3: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg4: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg5: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg6: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bf16"}, %arg7: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}) -> (tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>) {
+            %0:2 = "ttcore.load_cached"(%arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{callee = @f_const_eval_0}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> (tensor<64x192xbf16, #ttnn_layout2>, tensor<64x192xbf16, #ttnn_layout3>) loc("f_const_eval_0")
+            %1 = "ttnn.matmul"(%arg0, %0#1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x192xbf16, #ttnn_layout3>) -> tensor<32x192xbf16, #ttnn_layout4> loc("a_proj_fused")
+            %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("a_proj")
+            %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("b_proj")
+            %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 192 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("c_proj")
+            %5 = "ttnn.matmul"(%arg1, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x192xbf16, #ttnn_layout2>) -> tensor<32x192xbf16, #ttnn_layout4> loc("d_proj_fused")
+            %6 = "ttnn.slice_static"(%5) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("d_proj")
+            %7 = "ttnn.slice_static"(%5) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("e_proj")
+            %8 = "ttnn.slice_static"(%5) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 192 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("f_proj")
+            return %2, %3, %4, %6, %7, %8 : tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>
+          }
+          func.func private @f_const_eval_0(%arg0: tensor<64x64xbf16, #ttnn_layout1>, %arg1: tensor<64x64xbf16, #ttnn_layout1>, %arg2: tensor<64x64xbf16, #ttnn_layout1>, %arg3: tensor<64x64xbf16, #ttnn_layout1>, %arg4: tensor<64x64xbf16, #ttnn_layout1>, %arg5: tensor<64x64xbf16, #ttnn_layout1>) -> (tensor<64x192xbf16, #ttnn_layout2>, tensor<64x192xbf16, #ttnn_layout3>) attributes {tt.function_type = "const_eval"} {
+            %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<64x192xbf16, #ttnn_layout2> loc("a_proj_concat_weights")
+            %1 = "ttnn.typecast"(%0) : (tensor<64x192xbf16, #ttnn_layout2>) -> tensor<64x192xbf16, #ttnn_layout3> loc("a_proj_fused_weight_dtype")
+            %2 = "ttnn.concat"(%arg3, %arg4, %arg5) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<64x192xbf16, #ttnn_layout2> loc("d_proj_concat_weights")
+            return %2, %1 : tensor<64x192xbf16, #ttnn_layout2>, tensor<64x192xbf16, #ttnn_layout3>
+          }
+        }
+    "#]],
     );
 }
