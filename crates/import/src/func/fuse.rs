@@ -12,6 +12,7 @@
 
 mod commute;
 mod decode_heads;
+mod decode_qkv;
 mod heads;
 mod rope;
 mod sdpa;

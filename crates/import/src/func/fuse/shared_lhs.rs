@@ -120,6 +120,7 @@ impl FuncOut {
         if ops.len() < 3 || total > MAX_FUSED_OUTPUT {
             return None;
         }
+
         // Linears: all with a bias or none.
         let biases = ops.iter().filter(|k| self.ops[**k].operands.len() > 2).count();
         if biases != 0 && biases != ops.len() {
