@@ -362,9 +362,11 @@ fn the_explorer_never_overwrites_the_input_or_the_chart() {
 
 #[test]
 fn a_kv_cache_update_without_a_result_still_costs_its_tile_writes() {
-    // `update_cache` writes into its cache operand and returns nothing; the comparison costs
-    // it with the cache as its output: 512 tiles read and written back, 11.6 µs (see the
-    // cost crate), not nothing.
+    // `update_cache` is imported as tt-mlir's canonicalizer writes it, a `paged_update_cache`
+    // (its input permuted to `[1, 32, 8, 64]`, the position repeated per user), which writes
+    // into its cache operand and returns nothing; the comparison costs it with the cache as its
+    // output: 512 tiles read and written back and the input with each user's 8 heads padded to
+    // a tile, 12.0 µs (see the cost crate), not nothing.
     let input = TempPath::new("update_cache.mlir");
     std::fs::write(
         &input.0,
@@ -387,8 +389,9 @@ fn a_kv_cache_update_without_a_result_still_costs_its_tile_writes() {
     let (code, stdout, stderr) = run(&["report", "--format", "json", ttnn.path()]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let update = stdout.lines().find(|l| l.contains(r#""op":"update""#)).unwrap_or_default();
-    assert!(update.contains(r#""time_ns":11576"#), "{update}");
-    expect!["as-written            11.6        -        0/1         0       0               0       0.0%               0             0"].assert_eq(as_written);
+    assert!(update.contains(r#""kind":"ttnn.paged_update_cache""#), "{update}");
+    assert!(update.contains(r#""time_ns":11971"#), "{update}");
+    expect!["as-written            19.0    2.96x        0/3         0       0            8192       0.6%               0             0"].assert_eq(as_written);
 }
 
 #[test]

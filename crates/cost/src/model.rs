@@ -298,7 +298,10 @@ impl CostModel {
             Some(Read::Exactly(b)) => logical(s).min(*b),
             _ => logical(s),
         });
-        let written = a.writes.map_or(logical(&out_shaped), |w| w.min(logical(&out_shaped)));
+        let written = a
+            .writes
+            .map_or(logical(&out_shaped), |w| w.min(logical(&out_shaped)))
+            .saturating_add(a.other_results);
         let bytes = read.chain([written]).fold(0u64, u64::saturating_add);
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let peak = u128::from(fig.matmul_flops_per_cycle.max(1))
@@ -516,7 +519,8 @@ impl CostModel {
         let cycles = a.per_tile.cycles(tiles_per_core, passes, fig);
         let flops = a.tiles.saturating_mul(a.per_tile.flops(fig));
         let (out_bytes, out_place) = output;
-        let out_bytes = a.writes.map_or(out_bytes, |w| w.min(out_bytes));
+        let out_bytes =
+            a.writes.map_or(out_bytes, |w| w.min(out_bytes)).saturating_add(a.other_results);
         let mut t = Traffic::default();
         let reads: Vec<(u64, Place)> = inputs
             .iter()

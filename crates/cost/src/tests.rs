@@ -912,6 +912,70 @@ fn a_decode_cache_update_writes_back_only_the_tiles_its_new_rows_land_in() {
 }
 
 #[test]
+fn a_decode_head_concatenation_moves_the_heads_once_where_the_written_permute_pads_every_row() {
+    // Llama-3.2-1B's decode attention output, `[1, B = 32, H = 32, D = 64]` bf16: 64 tiles
+    // (131 072 B). tt-metal's nlp_concat_heads_decode gathers each user's head rows (16-element
+    // lines, one per face row and RISC-V) into `[1, 1, 32, 2048]`, 64 tiles: every byte is read
+    // once and written once. From DRAM to DRAM: 262 144 B / 264.96 B/ns = 990 ns, the same
+    // bytes staged through L1 on 64 cores (one output tile each; tt-metal uses one core per
+    // head, which DRAM's bandwidth makes no different) at 64 B/cycle = 64 ns, 3000 ns dispatch.
+    let heads = dram(&[1, 32, 32, 64]);
+    let kind = op_kind("ttnn.nlp_concat_heads_decode", &());
+    let fused = n150().op_cost(
+        &kind,
+        std::slice::from_ref(&heads),
+        &dram(&[1, 1, 32, 2048]),
+        &OpConfig::None,
+    );
+    check(
+        &fused,
+        expect![[r#"
+        4054 ns = dispatch 3000 + max(compute 0, memory 1054 ~ dram 990 + noc 0 + l1 64), overhead-bound
+        0 flops on 64 cores; bytes dram 262144, noc 0, l1 262144"#]],
+    );
+    // As written, the permute to `[32, 32, 1, 64]` puts each user's head in a tile row of its
+    // own (1024 rows padded to 32: 2048 tiles, 32x the bytes) and the collapse reads them back.
+    let padded = dram(&[32, 32, 1, 64]);
+    let permute = OpKind::Permute { permutation: vec![1, 2, 0, 3] };
+    let p = n150().op_cost(&permute, std::slice::from_ref(&heads), &padded, &OpConfig::None);
+    let r = n150().op_cost(
+        &OpKind::Reshape,
+        std::slice::from_ref(&padded),
+        &dram(&[32, 2048]),
+        &OpConfig::None,
+    );
+    check(
+        &p,
+        expect![[r#"
+        20381 ns = dispatch 3000 + max(compute 0, memory 17381 ~ dram 16325 + noc 0 + l1 1056), dram-bound
+        0 flops on 64 cores; bytes dram 4325376, noc 0, l1 4325376"#]],
+    );
+    assert!(p.total_ns + r.total_ns > 8 * fused.total_ns, "{p}\n{r}\n{fused}");
+}
+
+#[test]
+fn a_decode_head_split_writes_all_three_of_its_outputs_with_the_heads_padded_per_user() {
+    // Llama-3.2-1B's fused QKV result, `[1, 1, 32, 3072]` bf16 (96 tiles, 196 608 B), split
+    // into Q `[1, 32, 32, 64]` and K, V `[1, 32, 8, 64]`. tt-metal's nlp_create_qkv_heads_decode
+    // puts each user's heads on a core of their own, padded to whole tiles: per user 2 tiles of
+    // Q and 2 of K and V each (8 heads pad to 32 rows), 32 x 6 = 192 tiles (393 216 B) written.
+    // The op is costed with Q as its output, so the K and V bytes come from the shapes.
+    // DRAM to DRAM: 589 824 B / 264.96 B/ns = 2227 ns, the same bytes through L1 on 64 cores
+    // at 64 B/cycle = 144 ns, 3000 ns dispatch; tt-mlir's profile of the measured step has
+    // 16 µs for `NLPCreateQKVHeadsDecode`.
+    let qkv = dram(&[1, 1, 32, 3072]);
+    let q = dram(&[1, 32, 32, 64]);
+    let kind = op_kind("ttnn.nlp_create_qkv_heads_decode", &());
+    let c = n150().op_cost(&kind, std::slice::from_ref(&qkv), &q, &OpConfig::None);
+    check(
+        &c,
+        expect![[r#"
+            5371 ns = dispatch 3000 + max(compute 0, memory 2371 ~ dram 2227 + noc 0 + l1 144), overhead-bound
+            0 flops on 64 cores; bytes dram 589824, noc 0, l1 589824"#]],
+    );
+}
+
+#[test]
 fn the_validation_table_in_the_docs_is_current() {
     // `cargo xtask cost-validate --write` regenerates it.
     // Included at compile time: the analysis crates do no IO, tests included.

@@ -185,6 +185,9 @@ pub(crate) struct Analysis {
     /// Bytes written, when the op writes only part of its output buffer: a cache update
     /// writes the tiles its new rows land in, not the whole cache. `None`: the whole output.
     pub(crate) writes: Option<u64>,
+    /// Bytes written to results other than the one the op is costed with, in the same
+    /// placement: the K and V of a head split costed with its Q.
+    pub(crate) other_results: u64,
 }
 
 impl Analysis {
@@ -200,6 +203,7 @@ impl Analysis {
             reads: vec![Read::Whole; n_inputs],
             window_reads: (1, 1),
             writes: None,
+            other_results: 0,
         }
     }
 
@@ -349,6 +353,9 @@ pub(crate) fn analyze(
                 _ => Analysis::free(n),
             }
         }
+        OpKind::Heads(opmodel::HeadsOp::NlpCreateQkvHeadsDecode) => {
+            qkv_heads_decode(&in0, output, n)
+        }
         OpKind::Upsample { .. }
         | OpKind::Concat { .. }
         | OpKind::Reshape
@@ -457,6 +464,22 @@ fn cache_write(inputs: &[Shaped<'_>], cache: &Shaped<'_>, fill: bool, n: usize) 
         *r = Read::Exactly(if fill { 0 } else { bytes });
     }
     Analysis { writes: Some(bytes), ..a }
+}
+
+/// `nlp_create_qkv_heads_decode`, `[1, 1, B, (Hq + 2·Hkv)·D]` to Q `[1, B, Hq, D]`, K and V
+/// `[1, B, Hkv, D]`: the op is costed with Q as its output, but tt-metal's program writes all
+/// three, each user's heads in a shard of their own with the heads padded to whole tiles
+/// (`ceil(H / 32)` tile rows of `D / 32` tiles per user), so K and V add their bytes, in Q's
+/// placement. Each core gathers one user's rows from the input, which is read once.
+fn qkv_heads_decode(in0: &Shaped<'_>, q: &Shaped<'_>, n: usize) -> Analysis {
+    let (Some(&hidden), [.., users, hq, d]) = (in0.shape.last(), q.shape) else {
+        return Analysis::new(q.tiles(), ZERO, n);
+    };
+    let hkv = hidden.checked_div(*d).map_or(0, |h| h.saturating_sub(*hq) / 2);
+    let kv_tiles = users.saturating_mul(div_ceil(hkv, TILE)).saturating_mul(div_ceil(*d, TILE));
+    let kv_bytes = kv_tiles.saturating_mul(2).saturating_mul(q.dtype.tile_bytes());
+    let tiles = q.tiles().saturating_add(kv_tiles.saturating_mul(2));
+    Analysis { other_results: kv_bytes, ..Analysis::new(tiles, ZERO, n) }
 }
 
 fn rowwise(in0: &Shaped<'_>, ops: UnitOps, n: usize) -> Analysis {

@@ -310,6 +310,8 @@ impl<'a> ChunkCx<'a, '_> {
             }
         }
         fo.returns = returns;
+        // tt-mlir's canonicalizer writes cache updates in the paged form before anything else.
+        fo.canonicalize_update_caches();
         // tt-mlir canonicalizes, fuses, then erases inverse ops: the norm patterns match the
         // graph with its reshape chains folded and nothing dead left to count as a use.
         fo.fold_reshape_chains();
@@ -337,6 +339,21 @@ impl<'a> ChunkCx<'a, '_> {
         fo.remove_dead_ops();
         fo.fuse_conv_epilogues();
         fo.fuse_linear();
+        // The matmuls the linears absorbed must not count as users of the activation.
+        fo.remove_dead_ops();
+        fo.fuse_shared_lhs_matmuls();
+        fo.remove_dead_ops();
+        // tt-mlir canonicalizes after its TTIR fusing: the reshapes the linear fusion replayed
+        // fold with the ones after them.
+        fo.fold_reshape_chains();
+        fo.remove_dead_ops();
+        // tt-mlir's TTNN fusing runs on the lowered graph, after every TTIR pass: the decode
+        // rotary first, then the head split it exposes, then the heads' concatenation.
+        fo.commute_decode_permutes_into_rotary();
+        fo.remove_dead_ops();
+        fo.fuse_nlp_create_qkv_heads_decode();
+        fo.remove_dead_ops();
+        fo.fuse_nlp_concat_heads_decode();
         fo.remove_dead_ops();
         let const_args = self.const_args(body, ast_func);
         fo.convert_weight_dtypes(

@@ -423,6 +423,8 @@ fn reduce_or_pow_arange_and_batch_norm_follow_the_ttir_decompositions() {
 
 #[test]
 fn caches_are_written_in_place_and_boolean_casts_fold_after_normalization() {
+    // An update becomes the paged update tt-mlir's canonicalizer writes, its one position
+    // repeated for every user of the cache.
     check(
         r#"func.func @f(%cache: tensor<4x1x32x64xbf16>, %new: tensor<1x1x8x64xbf16>, %pos: tensor<1xi64>, %m: tensor<2x2xi1>) -> (tensor<4x1x32x64xbf16>, tensor<2x2xbf16>) {
   "ttir.fill_cache"(%cache, %new) <{batch_offset = 1 : i32}> : (tensor<4x1x32x64xbf16>, tensor<1x1x8x64xbf16>) -> () loc("fill")
@@ -441,7 +443,8 @@ fn caches_are_written_in_place_and_boolean_casts_fold_after_normalization() {
             module {
               func.func @f(%arg0: tensor<4x1x32x64xbf16, #ttnn_layout>, %arg1: tensor<1x1x8x64xbf16, #ttnn_layout1>, %arg2: tensor<1xsi32, #ttnn_layout2>, %arg3: tensor<2x2xbf16, #ttnn_layout3>) -> (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<2x2xbf16, #ttnn_layout3>) {
                 "ttnn.fill_cache"(%arg0, %arg1) <{batch_offset = 1 : i32}> : (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<1x1x8x64xbf16, #ttnn_layout1>) -> () loc("fill")
-                "ttnn.update_cache"(%arg0, %arg1, %arg2) <{batch_offset = 0 : i32}> : (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<1x1x8x64xbf16, #ttnn_layout1>, tensor<1xsi32, #ttnn_layout2>) -> () loc("update")
+                %0 = "ttnn.repeat"(%arg2) <{repeat_dims = #ttnn.shape<4>}> : (tensor<1xsi32, #ttnn_layout2>) -> tensor<4xsi32, #ttnn_layout2> loc("update_index_repeat")
+                "ttnn.paged_update_cache"(%arg0, %arg1, %0) <{share_cache = false}> : (tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<1x1x8x64xbf16, #ttnn_layout1>, tensor<4xsi32, #ttnn_layout2>) -> () loc("update")
                 return %arg0, %arg3 : tensor<4x1x32x64xbf16, #ttnn_layout>, tensor<2x2xbf16, #ttnn_layout3>
               }
             }
@@ -860,14 +863,14 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
     // transpose) and const-eval runs the cast once, at load. The unmarked weight and the
     // marked argument that is an activation, not a parameter, stay bf16.
     check(
-        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %v: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>) {
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %w: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %v: tensor<96x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<64x64xbf16>) {
   %0 = "ttir.permute"(%w) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("w_t")
   %1 = "ttir.matmul"(%x, %0) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("proj")
   %2 = "ttir.permute"(%v) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16>) -> tensor<64x96xbf16> loc("v_t")
   %3 = "ttir.matmul"(%x, %2) : (tensor<32x64xbf16>, tensor<64x96xbf16>) -> tensor<32x96xbf16> loc("plain")
   %4 = "ttir.permute"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16>) -> tensor<64x32xbf16> loc("x_t")
-  %5 = "ttir.matmul"(%x, %4) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("gram")
-  return %1, %3, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x32xbf16>
+  %5 = "ttir.matmul"(%4, %x) : (tensor<64x32xbf16>, tensor<32x64xbf16>) -> tensor<64x64xbf16> loc("gram")
+  return %1, %3, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<64x64xbf16>
 }
 "#,
         expect![[r#"
@@ -876,18 +879,18 @@ fn a_weight_marked_bfp8_is_cast_to_bfp8_for_its_matmul_at_load() {
             #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
-            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x3x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
             #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             module {
-              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg2: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>) {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>, ttcore.weight_dtype = "bfp_bf8"}, %arg1: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg2: tensor<96x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<64x64xbf16, #ttnn_layout3>) {
                 %0:2 = "ttcore.load_cached"(%arg1, %arg2) <{callee = @f_const_eval_0}> : (tensor<96x64xbf16, #ttnn_layout1>, tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) loc("f_const_eval_0")
                 %1 = "ttnn.matmul"(%arg0, %0#1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout5>) -> tensor<32x96xbf16, #ttnn_layout2> loc("proj")
                 %2 = "ttnn.matmul"(%arg0, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x96xbf16, #ttnn_layout4>) -> tensor<32x96xbf16, #ttnn_layout2> loc("plain")
                 %3 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout6> loc("x_t")
-                %4 = "ttnn.matmul"(%arg0, %3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x32xbf16, #ttnn_layout6>) -> tensor<32x32xbf16, #ttnn_layout3> loc("gram")
-                return %1, %2, %4 : tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<32x32xbf16, #ttnn_layout3>
+                %4 = "ttnn.matmul"(%3, %arg0) <{transpose_a = false, transpose_b = false}> : (tensor<64x32xbf16, #ttnn_layout6>, tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x64xbf16, #ttnn_layout3> loc("gram")
+                return %1, %2, %4 : tensor<32x96xbf16, #ttnn_layout2>, tensor<32x96xbf16, #ttnn_layout2>, tensor<64x64xbf16, #ttnn_layout3>
               }
               func.func private @f_const_eval_0(%arg0: tensor<96x64xbf16, #ttnn_layout1>, %arg1: tensor<96x64xbf16, #ttnn_layout1>) -> (tensor<64x96xbf16, #ttnn_layout4>, tensor<64x96xbf16, #ttnn_layout5>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<96x64xbf16, #ttnn_layout1>) -> tensor<64x96xbf16, #ttnn_layout4> loc("w_t")
@@ -1007,6 +1010,7 @@ fn a_written_out_decode_attention_becomes_one_sdpa_decode_op() {
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
             #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<2x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
             #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 32 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
             module {
               func.func @f(%arg0: tensor<2x4x1x32xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<2x2x32x32xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg2: tensor<2x2x32x32xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg3: tensor<2x1x1x32xf32, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<input>}) -> tensor<2x4x1x32xbf16, #ttnn_layout> {
                 %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<2x4x1x32xbf16, #ttnn_layout>) -> tensor<1x2x4x32xbf16, #ttnn_layout3> loc("attention_query_permute")
@@ -1017,17 +1021,17 @@ fn a_written_out_decode_attention_becomes_one_sdpa_decode_op() {
                 %5 = "ttnn.typecast"(%4) : (tensor<1x2x4x32xbf16, #ttnn_layout3>) -> tensor<1x2x4x32xf32, #ttnn_layout5> loc("attention_typecast")
                 %6 = "ttnn.permute"(%5) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x2x4x32xf32, #ttnn_layout5>) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_permute")
                 %7 = "ttnn.max"(%arg3) <{dim_arg = [3 : i32], keep_dim = true}> : (tensor<2x1x1x32xf32, #ttnn_layout2>) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_mask_max")
-                %8:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>) loc("f_const_eval_0")
-                %9 = "ttnn.eq"(%7, %8#0) : (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x1x1x1xf32, #ttnn_layout2>) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_fully_masked")
-                %10 = "ttnn.where"(%9, %8#1, %6) : (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>, tensor<2x4x1x32xf32, #ttnn_layout6>) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_nan_guard")
+                %8:2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> (tensor<1x1x1x1xf32, #ttnn_layout7>, tensor<1x1x1x1xf32, #ttnn_layout7>) loc("f_const_eval_0")
+                %9 = "ttnn.eq"(%7, %8#0) : (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<1x1x1x1xf32, #ttnn_layout7>) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_fully_masked")
+                %10 = "ttnn.where"(%9, %8#1, %6) : (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<1x1x1x1xf32, #ttnn_layout7>, tensor<2x4x1x32xf32, #ttnn_layout6>) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_nan_guard")
                 %11 = "ttnn.typecast"(%10) : (tensor<2x4x1x32xf32, #ttnn_layout6>) -> tensor<2x4x1x32xbf16, #ttnn_layout> loc("out_bf16")
                 return %11 : tensor<2x4x1x32xbf16, #ttnn_layout>
               }
-              func.func private @f_const_eval_0() -> (tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>) attributes {tt.function_type = "const_eval"} {
+              func.func private @f_const_eval_0() -> (tensor<1x1x1x1xf32, #ttnn_layout7>, tensor<1x1x1x1xf32, #ttnn_layout7>) attributes {tt.function_type = "const_eval"} {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
-                %1 = "ttnn.full"(%0) <{fill_value = 0xFF800000 : f32, shape = #ttnn.shape<2x1x1x1>}> : (!ttnn.device) -> tensor<2x1x1x1xf32, #ttnn_layout2> loc("attention_neg_inf")
-                %2 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<2x4x1x32>}> : (!ttnn.device) -> tensor<2x4x1x32xf32, #ttnn_layout6> loc("attention_zeros")
-                return %1, %2 : tensor<2x1x1x1xf32, #ttnn_layout2>, tensor<2x4x1x32xf32, #ttnn_layout6>
+                %1 = "ttnn.full"(%0) <{fill_value = 0xFF800000 : f32, shape = #ttnn.shape<1x1x1x1>}> : (!ttnn.device) -> tensor<1x1x1x1xf32, #ttnn_layout7> loc("attention_neg_inf")
+                %2 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<1x1x1x1>}> : (!ttnn.device) -> tensor<1x1x1x1xf32, #ttnn_layout7> loc("attention_zeros")
+                return %1, %2 : tensor<1x1x1x1xf32, #ttnn_layout7>, tensor<1x1x1x1xf32, #ttnn_layout7>
               }
             }
         "#]],
@@ -1125,15 +1129,14 @@ fn a_conv_stage_tt_xla_wrote_in_nchw_runs_flattened_and_its_permutes_cancel() {
               func.func @f(%arg0: tensor<2x7x7x64xbf16, #ttnn_layout>, %arg1: tensor<64x64x1x1xbf16, #ttnn_layout1>, %arg2: tensor<1x64x1x1xbf16, #ttnn_layout2>, %arg3: tensor<1x64x1x1xbf16, #ttnn_layout2>, %arg4: tensor<64x64x1x1xbf16, #ttnn_layout1>) -> tensor<2x7x7x64xbf16, #ttnn_layout> {
                 %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
                 %1 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 98 : i32, 64 : i32]}> : (tensor<2x7x7x64xbf16, #ttnn_layout>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1_flatten")
-                %2 = "ttnn.reshape"(%arg2) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_scale_channels")
-                %3 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_shift_channels")
-                %4 = "ttnn.reshape"(%2) <{shape = [64 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<1x1x1x64xbf16, #ttnn_layout4>) -> tensor<64x1x1x1xbf16, #ttnn_layout5> loc("conv1_scale_reshape")
-                %5 = "ttnn.multiply"(%arg1, %4) : (tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<64x1x1x1xbf16, #ttnn_layout5>) -> tensor<64x64x1x1xbf16, #ttnn_layout1> loc("conv1_scale_weights")
-                %6 = "ttnn.conv2d"(%1, %5, %3, %0) <{batch_size = 2 : i32, conv2d_config = #ttnn.conv2d_config<activation = <op_type = relu>>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<1x1x1x64xbf16, #ttnn_layout4>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1")
-                %7 = "ttnn.conv2d"(%6, %arg4, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv2")
-                %8 = "ttnn.add"(%7, %6) : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("residual")
-                %9 = "ttnn.reshape"(%8) <{shape = [2 : i32, 7 : i32, 7 : i32, 64 : i32]}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<2x7x7x64xbf16, #ttnn_layout> loc("conv2_unflatten")
-                return %9 : tensor<2x7x7x64xbf16, #ttnn_layout>
+                %2 = "ttnn.reshape"(%arg3) <{shape = [1 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<1x1x1x64xbf16, #ttnn_layout4> loc("bn_shift_channels")
+                %3 = "ttnn.reshape"(%arg2) <{shape = [64 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<1x64x1x1xbf16, #ttnn_layout2>) -> tensor<64x1x1x1xbf16, #ttnn_layout5> loc("conv1_scale_reshape")
+                %4 = "ttnn.multiply"(%arg1, %3) : (tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<64x1x1x1xbf16, #ttnn_layout5>) -> tensor<64x64x1x1xbf16, #ttnn_layout1> loc("conv1_scale_weights")
+                %5 = "ttnn.conv2d"(%1, %4, %2, %0) <{batch_size = 2 : i32, conv2d_config = #ttnn.conv2d_config<activation = <op_type = relu>>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, tensor<1x1x1x64xbf16, #ttnn_layout4>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv1")
+                %6 = "ttnn.conv2d"(%5, %arg4, %0) <{batch_size = 2 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<64x64x1x1xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("conv2")
+                %7 = "ttnn.add"(%6, %5) : (tensor<1x1x98x64xbf16, #ttnn_layout3>, tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<1x1x98x64xbf16, #ttnn_layout3> loc("residual")
+                %8 = "ttnn.reshape"(%7) <{shape = [2 : i32, 7 : i32, 7 : i32, 64 : i32]}> : (tensor<1x1x98x64xbf16, #ttnn_layout3>) -> tensor<2x7x7x64xbf16, #ttnn_layout> loc("conv2_unflatten")
+                return %8 : tensor<2x7x7x64xbf16, #ttnn_layout>
               }
             }
         "#]],
@@ -1401,5 +1404,518 @@ fn a_permute_reshape_permute_that_restores_the_axis_order_becomes_one_reshape() 
               }
             }
         "#]],
+    );
+}
+
+#[test]
+fn a_decode_attention_output_permuted_back_and_collapsed_becomes_nlp_concat_heads_decode() {
+    // tt-mlir's NLPConcatHeadsDecodeFusing: `[S = 1, B, H, D]` permuted `[1, 2, 0, 3]` and
+    // collapsed to `[B, H·D]` is one `nlp_concat_heads_decode` to `[1, 1, B, H·D]` and a view
+    // reshape; a NaN guard zeroing whole heads between the two is re-applied on the op's
+    // input, in the input's type, and the op runs in the collapse's type.
+    check(
+        r#"func.func @f(%x: tensor<1x32x8x128xbf16>, %g: tensor<1x32x8x64xf32>, %c: tensor<32x1x1x1xf32>) -> (tensor<32x1024xbf16>, tensor<32x512xbf16>) {
+  %0 = "ttir.permute"(%x) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x32x8x128xbf16>) -> tensor<32x8x1x128xbf16> loc("heads_back")
+  %1 = "ttir.reshape"(%0) <{shape = [32 : i32, 1024 : i32]}> : (tensor<32x8x1x128xbf16>) -> tensor<32x1024xbf16> loc("flat")
+  %2 = "ttir.permute"(%g) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x32x8x64xf32>) -> tensor<32x8x1x64xf32> loc("guarded_back")
+  %3 = "ttir.constant"() <{value = dense<0.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32> loc("zero")
+  %4 = "ttir.where"(%c, %3, %2) : (tensor<32x1x1x1xf32>, tensor<1x1x1x1xf32>, tensor<32x8x1x64xf32>) -> tensor<32x8x1x64xf32> loc("guard")
+  %5 = "ttir.typecast"(%4) : (tensor<32x8x1x64xf32>) -> tensor<32x8x1x64xbf16> loc("to_bf16")
+  %6 = "ttir.reshape"(%5) <{shape = [32 : i32, 512 : i32]}> : (tensor<32x8x1x64xbf16>) -> tensor<32x512xbf16> loc("guarded_flat")
+  return %1, %6 : tensor<32x1024xbf16>, tensor<32x512xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<32x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x32x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x32x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x1x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+            #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout9 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x32x8x128xbf16, #ttnn_layout>, %arg1: tensor<1x32x8x64xf32, #ttnn_layout1>, %arg2: tensor<32x1x1x1xf32, #ttnn_layout2>) -> (tensor<32x1024xbf16, #ttnn_layout3>, tensor<32x512xbf16, #ttnn_layout4>) {
+                %0 = "ttnn.nlp_concat_heads_decode"(%arg0) <{num_heads = 8 : ui32}> : (tensor<1x32x8x128xbf16, #ttnn_layout>) -> tensor<1x1x32x1024xbf16, #ttnn_layout5> loc("flat_heads")
+                %1 = "ttnn.reshape"(%0) <{shape = [32 : i32, 1024 : i32]}> : (tensor<1x1x32x1024xbf16, #ttnn_layout5>) -> tensor<32x1024xbf16, #ttnn_layout3> loc("flat")
+                %2 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> tensor<1x1x1x1xf32, #ttnn_layout6> loc("f_const_eval_0")
+                %3 = "ttnn.reshape"(%arg2) <{shape = [1 : i32, 32 : i32, 1 : i32, 1 : i32]}> : (tensor<32x1x1x1xf32, #ttnn_layout2>) -> tensor<1x32x1x1xf32, #ttnn_layout7> loc("guard_heads_condition")
+                %4 = "ttnn.where"(%3, %2, %arg1) : (tensor<1x32x1x1xf32, #ttnn_layout7>, tensor<1x1x1x1xf32, #ttnn_layout6>, tensor<1x32x8x64xf32, #ttnn_layout1>) -> tensor<1x32x8x64xf32, #ttnn_layout1> loc("guard_heads")
+                %5 = "ttnn.typecast"(%4) : (tensor<1x32x8x64xf32, #ttnn_layout1>) -> tensor<1x32x8x64xbf16, #ttnn_layout8> loc("guarded_flat_heads_typecast")
+                %6 = "ttnn.nlp_concat_heads_decode"(%5) <{num_heads = 8 : ui32}> : (tensor<1x32x8x64xbf16, #ttnn_layout8>) -> tensor<1x1x32x512xbf16, #ttnn_layout9> loc("guarded_flat_heads")
+                %7 = "ttnn.reshape"(%6) <{shape = [32 : i32, 512 : i32]}> : (tensor<1x1x32x512xbf16, #ttnn_layout9>) -> tensor<32x512xbf16, #ttnn_layout4> loc("guarded_flat")
+                return %1, %7 : tensor<32x1024xbf16, #ttnn_layout3>, tensor<32x512xbf16, #ttnn_layout4>
+              }
+              func.func private @f_const_eval_0() -> (tensor<1x1x1x1xf32, #ttnn_layout6>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<1x1x1x1>}> : (!ttnn.device) -> tensor<1x1x1x1xf32, #ttnn_layout6> loc("zero")
+                return %1 : tensor<1x1x1x1xf32, #ttnn_layout6>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn decode_heads_stay_written_out_for_longer_sequences_partial_tiles_and_batches_beyond_the_grid() {
+    // A sequence of two, a batch of 16 and a head size of 80 (not whole tiles), and a batch of
+    // 96 (more users than the 8x8 worker grid has cores, one user per core): no fusion.
+    check(
+        r#"func.func @f(%s: tensor<2x32x8x64xbf16>, %b: tensor<1x16x8x64xbf16>, %d: tensor<1x32x8x80xbf16>, %g: tensor<1x96x8x64xbf16>) -> (tensor<64x512xbf16>, tensor<16x512xbf16>, tensor<32x640xbf16>, tensor<96x512xbf16>) {
+  %0 = "ttir.permute"(%s) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<2x32x8x64xbf16>) -> tensor<32x8x2x64xbf16> loc("seq_back")
+  %1 = "ttir.reshape"(%0) <{shape = [64 : i32, 512 : i32]}> : (tensor<32x8x2x64xbf16>) -> tensor<64x512xbf16> loc("seq_flat")
+  %2 = "ttir.permute"(%b) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x16x8x64xbf16>) -> tensor<16x8x1x64xbf16> loc("batch_back")
+  %3 = "ttir.reshape"(%2) <{shape = [16 : i32, 512 : i32]}> : (tensor<16x8x1x64xbf16>) -> tensor<16x512xbf16> loc("batch_flat")
+  %4 = "ttir.permute"(%d) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x32x8x80xbf16>) -> tensor<32x8x1x80xbf16> loc("dim_back")
+  %5 = "ttir.reshape"(%4) <{shape = [32 : i32, 640 : i32]}> : (tensor<32x8x1x80xbf16>) -> tensor<32x640xbf16> loc("dim_flat")
+  %6 = "ttir.permute"(%g) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x96x8x64xbf16>) -> tensor<96x8x1x64xbf16> loc("grid_back")
+  %7 = "ttir.reshape"(%6) <{shape = [96 : i32, 512 : i32]}> : (tensor<96x8x1x64xbf16>) -> tensor<96x512xbf16> loc("grid_flat")
+  return %1, %3, %5, %7 : tensor<64x512xbf16>, tensor<16x512xbf16>, tensor<32x640xbf16>, tensor<96x512xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<64x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 512 + d1 * 32 + d2, d3), <1x1>, memref<16x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 3072 + d1 * 32 + d2, d3), <1x1>, memref<96x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x20x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<256x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout9 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<128x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout10 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<256x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout11 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<768x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x32x8x64xbf16, #ttnn_layout>, %arg1: tensor<1x16x8x64xbf16, #ttnn_layout1>, %arg2: tensor<1x32x8x80xbf16, #ttnn_layout2>, %arg3: tensor<1x96x8x64xbf16, #ttnn_layout3>) -> (tensor<64x512xbf16, #ttnn_layout4>, tensor<16x512xbf16, #ttnn_layout5>, tensor<32x640xbf16, #ttnn_layout6>, tensor<96x512xbf16, #ttnn_layout7>) {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<2x32x8x64xbf16, #ttnn_layout>) -> tensor<32x8x2x64xbf16, #ttnn_layout8> loc("seq_back")
+                %1 = "ttnn.reshape"(%0) <{shape = [64 : i32, 512 : i32]}> : (tensor<32x8x2x64xbf16, #ttnn_layout8>) -> tensor<64x512xbf16, #ttnn_layout4> loc("seq_flat")
+                %2 = "ttnn.permute"(%arg1) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x16x8x64xbf16, #ttnn_layout1>) -> tensor<16x8x1x64xbf16, #ttnn_layout9> loc("batch_back")
+                %3 = "ttnn.reshape"(%2) <{shape = [16 : i32, 512 : i32]}> : (tensor<16x8x1x64xbf16, #ttnn_layout9>) -> tensor<16x512xbf16, #ttnn_layout5> loc("batch_flat")
+                %4 = "ttnn.permute"(%arg2) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x32x8x80xbf16, #ttnn_layout2>) -> tensor<32x8x1x80xbf16, #ttnn_layout10> loc("dim_back")
+                %5 = "ttnn.reshape"(%4) <{shape = [32 : i32, 640 : i32]}> : (tensor<32x8x1x80xbf16, #ttnn_layout10>) -> tensor<32x640xbf16, #ttnn_layout6> loc("dim_flat")
+                %6 = "ttnn.permute"(%arg3) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x96x8x64xbf16, #ttnn_layout3>) -> tensor<96x8x1x64xbf16, #ttnn_layout11> loc("grid_back")
+                %7 = "ttnn.reshape"(%6) <{shape = [96 : i32, 512 : i32]}> : (tensor<96x8x1x64xbf16, #ttnn_layout11>) -> tensor<96x512xbf16, #ttnn_layout7> loc("grid_flat")
+                return %1, %3, %5, %7 : tensor<64x512xbf16, #ttnn_layout4>, tensor<16x512xbf16, #ttnn_layout5>, tensor<32x640xbf16, #ttnn_layout6>, tensor<96x512xbf16, #ttnn_layout7>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_nan_guard_that_does_not_zero_whole_heads_keeps_the_decode_heads_written_out() {
+    // The guard's condition varies along the head dim (`[B, H, 1, D]`), so zeroing commutes
+    // with neither the reorder nor the concatenation: tt-mlir declines, and so does the
+    // importer.
+    check(
+        r#"func.func @f(%x: tensor<1x32x8x64xbf16>, %c: tensor<32x8x1x64xbf16>) -> tensor<32x512xbf16> {
+  %0 = "ttir.permute"(%x) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x32x8x64xbf16>) -> tensor<32x8x1x64xbf16> loc("heads_back")
+  %1 = "ttir.constant"() <{value = dense<0.0> : tensor<1x1x1x1xbf16>}> : () -> tensor<1x1x1x1xbf16> loc("zero")
+  %2 = "ttir.where"(%c, %1, %0) : (tensor<32x8x1x64xbf16>, tensor<1x1x1x1xbf16>, tensor<32x8x1x64xbf16>) -> tensor<32x8x1x64xbf16> loc("guard")
+  %3 = "ttir.reshape"(%2) <{shape = [32 : i32, 512 : i32]}> : (tensor<32x8x1x64xbf16>) -> tensor<32x512xbf16> loc("flat")
+  return %3 : tensor<32x512xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 256 + d1 * 32 + d2, d3), <1x1>, memref<256x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<1x32x8x64xbf16, #ttnn_layout>, %arg1: tensor<32x8x1x64xbf16, #ttnn_layout1>) -> tensor<32x512xbf16, #ttnn_layout2> {
+                %0 = "ttnn.permute"(%arg0) <{permutation = array<i64: 1, 2, 0, 3>}> : (tensor<1x32x8x64xbf16, #ttnn_layout>) -> tensor<32x8x1x64xbf16, #ttnn_layout1> loc("heads_back")
+                %1 = "ttcore.load_cached"() <{callee = @f_const_eval_0}> : () -> tensor<1x1x1x1xbf16, #ttnn_layout3> loc("f_const_eval_0")
+                %2 = "ttnn.where"(%arg1, %1, %0) : (tensor<32x8x1x64xbf16, #ttnn_layout1>, tensor<1x1x1x1xbf16, #ttnn_layout3>, tensor<32x8x1x64xbf16, #ttnn_layout1>) -> tensor<32x8x1x64xbf16, #ttnn_layout1> loc("guard")
+                %3 = "ttnn.reshape"(%2) <{shape = [32 : i32, 512 : i32]}> : (tensor<32x8x1x64xbf16, #ttnn_layout1>) -> tensor<32x512xbf16, #ttnn_layout2> loc("flat")
+                return %3 : tensor<32x512xbf16, #ttnn_layout2>
+              }
+              func.func private @f_const_eval_0() -> (tensor<1x1x1x1xbf16, #ttnn_layout3>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.full"(%0) <{fill_value = 0.000000e+00 : f32, shape = #ttnn.shape<1x1x1x1>}> : (!ttnn.device) -> tensor<1x1x1x1xbf16, #ttnn_layout3> loc("zero")
+                return %1 : tensor<1x1x1x1xbf16, #ttnn_layout3>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn three_projections_of_one_activation_fuse_into_one_matmul_over_concatenated_weights() {
+    // tt-mlir's SharedLHSMatmulFusion: Q, K and V read the same hidden state; their weights
+    // are concatenated along the output features (V's, written transposed, permuted first)
+    // and each result is a slice of one matmul. The weights are parameters, so const-eval
+    // runs the concat at load. The MLP's gate and up (two users) stay two matmuls.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<input>}, %q: tensor<64x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %k: tensor<64x32xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %v: tensor<32x64xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %h: tensor<32x96xbf16>, %g: tensor<96x64xbf16>, %u: tensor<96x64xbf16>) -> (tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) {
+  %0 = "ttir.matmul"(%x, %q) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc("q_proj")
+  %1 = "ttir.matmul"(%x, %k) : (tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<32x32xbf16> loc("k_proj")
+  %2 = "ttir.matmul"(%x, %v) <{transpose_b = true}> : (tensor<32x64xbf16>, tensor<32x64xbf16>) -> tensor<32x32xbf16> loc("v_proj")
+  %3 = "ttir.matmul"(%h, %g) : (tensor<32x96xbf16>, tensor<96x64xbf16>) -> tensor<32x64xbf16> loc("gate")
+  %4 = "ttir.matmul"(%h, %u) : (tensor<32x96xbf16>, tensor<96x64xbf16>) -> tensor<32x64xbf16> loc("up")
+  return %0, %1, %2, %3, %4 : tensor<32x64xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x3x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<3x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<input>}, %arg1: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<64x32xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<32x64xbf16, #ttnn_layout> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg4: tensor<32x96xbf16, #ttnn_layout3>, %arg5: tensor<96x64xbf16, #ttnn_layout4>, %arg6: tensor<96x64xbf16, #ttnn_layout4>) -> (tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x32xbf16, #ttnn_layout2>, tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x128xbf16, #ttnn_layout6> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x128xbf16, #ttnn_layout6>) -> tensor<32x128xbf16, #ttnn_layout7> loc("q_proj_fused")
+                %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x128xbf16, #ttnn_layout7>) -> tensor<32x64xbf16, #ttnn_layout> loc("q_proj")
+                %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 96 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x128xbf16, #ttnn_layout7>) -> tensor<32x32xbf16, #ttnn_layout5> loc("k_proj")
+                %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 96 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x128xbf16, #ttnn_layout7>) -> tensor<32x32xbf16, #ttnn_layout5> loc("v_proj")
+                %5 = "ttnn.matmul"(%arg4, %arg5) <{transpose_a = false, transpose_b = false}> : (tensor<32x96xbf16, #ttnn_layout3>, tensor<96x64xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("gate")
+                %6 = "ttnn.matmul"(%arg4, %arg6) <{transpose_a = false, transpose_b = false}> : (tensor<32x96xbf16, #ttnn_layout3>, tensor<96x64xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("up")
+                return %2, %3, %4, %5, %6 : tensor<32x64xbf16, #ttnn_layout>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x32xbf16, #ttnn_layout5>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<64x64xbf16, #ttnn_layout1>, %arg1: tensor<64x32xbf16, #ttnn_layout2>, %arg2: tensor<32x64xbf16, #ttnn_layout>) -> (tensor<64x128xbf16, #ttnn_layout6>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.permute"(%arg2) <{permutation = array<i64: 1, 0>}> : (tensor<32x64xbf16, #ttnn_layout>) -> tensor<64x32xbf16, #ttnn_layout2> loc("v_proj_transpose_b")
+                %1 = "ttnn.concat"(%arg0, %arg1, %0) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x32xbf16, #ttnn_layout2>, tensor<64x32xbf16, #ttnn_layout2>) -> tensor<64x128xbf16, #ttnn_layout6> loc("q_proj_concat_weights")
+                return %1 : tensor<64x128xbf16, #ttnn_layout6>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn linears_sharing_an_activation_fuse_with_their_biases_unless_only_some_have_one() {
+    // Three linears with biases: one linear over the concatenated weights and biases. Three
+    // linears of another activation, one of them without a bias: tt-mlir declines (it would
+    // have to make up a zero bias), and so does the importer.
+    check(
+        r#"func.func @f(%x: tensor<32x64xbf16>, %y: tensor<32x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> (tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) {
+  %0 = "ttir.linear"(%x, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("a")
+  %1 = "ttir.linear"(%x, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("b")
+  %2 = "ttir.linear"(%x, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("c")
+  %3 = "ttir.linear"(%y, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("d")
+  %4 = "ttir.linear"(%y, %w) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc("e")
+  %5 = "ttir.linear"(%y, %w, %b) : (tensor<32x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<32x64xbf16> loc("f")
+  return %0, %1, %2, %3, %4, %5 : tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>
+}
+"#,
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x64xbf16, #ttnn_layout>, %arg2: tensor<64x64xbf16, #ttnn_layout1>, %arg3: tensor<64xbf16, #ttnn_layout2>) -> (tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>) {
+                %0 = "ttnn.concat"(%arg2, %arg2, %arg2) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<64x192xbf16, #ttnn_layout3> loc("a_concat_weights")
+                %1 = "ttnn.concat"(%arg3, %arg3, %arg3) <{dim = 0 : si32}> : (tensor<64xbf16, #ttnn_layout2>, tensor<64xbf16, #ttnn_layout2>, tensor<64xbf16, #ttnn_layout2>) -> tensor<192xbf16, #ttnn_layout4> loc("a_concat_bias")
+                %2 = "ttnn.linear"(%arg0, %0, %1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x192xbf16, #ttnn_layout3>, tensor<192xbf16, #ttnn_layout4>) -> tensor<32x192xbf16, #ttnn_layout5> loc("a_fused")
+                %3 = "ttnn.slice_static"(%2) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout5>) -> tensor<32x64xbf16, #ttnn_layout> loc("a")
+                %4 = "ttnn.slice_static"(%2) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout5>) -> tensor<32x64xbf16, #ttnn_layout> loc("b")
+                %5 = "ttnn.slice_static"(%2) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 192 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout5>) -> tensor<32x64xbf16, #ttnn_layout> loc("c")
+                %6 = "ttnn.linear"(%arg1, %arg2, %arg3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64xbf16, #ttnn_layout2>) -> tensor<32x64xbf16, #ttnn_layout> loc("d")
+                %7 = "ttnn.linear"(%arg1, %arg2) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<32x64xbf16, #ttnn_layout> loc("e")
+                %8 = "ttnn.linear"(%arg1, %arg2, %arg3) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64xbf16, #ttnn_layout2>) -> tensor<32x64xbf16, #ttnn_layout> loc("f")
+                return %3, %4, %5, %6, %7, %8 : tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_fused_weight_takes_the_most_precise_of_its_parts_block_float_marks() {
+    // tt-mlir resolves a concatenated weight's data type branch by branch and keeps the most
+    // precise: all three marked bfp8, the concat is cast to bfp8; one part opted out with a
+    // `bf16` mark, the fused weight stays bf16.
+    let w = |name: &str, mark: &str| {
+        format!(
+            "%{name}: tensor<64x64xbf16> {{ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = \"{mark}\"}}"
+        )
+    };
+    let args = [
+        w("a", "bfp_bf8"),
+        w("b", "bfp_bf8"),
+        w("c", "bfp_bf8"),
+        w("d", "bfp_bf8"),
+        w("e", "bf16"),
+        w("f", "bfp_bf8"),
+    ]
+    .join(", ");
+    let mut ttir = format!(
+        "func.func @f(%x: tensor<32x64xbf16>, %y: tensor<32x64xbf16>, {args}) -> (tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>) {{\n"
+    );
+    for (i, (lhs, w)) in
+        [("x", "a"), ("x", "b"), ("x", "c"), ("y", "d"), ("y", "e"), ("y", "f")].iter().enumerate()
+    {
+        ttir.push_str(&format!("  %{i} = \"ttir.matmul\"(%{lhs}, %{w}) : (tensor<32x64xbf16>, tensor<64x64xbf16>) -> tensor<32x64xbf16> loc(\"{w}_proj\")\n"));
+    }
+    ttir.push_str("  return %0, %1, %2, %3, %4, %5 : tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>\n}\n");
+    check(
+        &ttir,
+        expect![[r#"
+        // TTNN imported by ttnn-analyzer from test.mlir
+        #dram = #ttnn.buffer_type<dram>
+        #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x6x!ttcore.tile<32x32, bfp_bf8>, #dram>, <interleaved>>
+        #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x6x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        module {
+          func.func @f(%arg0: tensor<32x64xbf16, #ttnn_layout>, %arg1: tensor<32x64xbf16, #ttnn_layout>, %arg2: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg3: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg4: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg5: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}, %arg6: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bf16"}, %arg7: tensor<64x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>, ttcore.weight_dtype = "bfp_bf8"}) -> (tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>) {
+            %0:2 = "ttcore.load_cached"(%arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{callee = @f_const_eval_0}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> (tensor<64x192xbf16, #ttnn_layout2>, tensor<64x192xbf16, #ttnn_layout3>) loc("f_const_eval_0")
+            %1 = "ttnn.matmul"(%arg0, %0#1) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x192xbf16, #ttnn_layout3>) -> tensor<32x192xbf16, #ttnn_layout4> loc("a_proj_fused")
+            %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("a_proj")
+            %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("b_proj")
+            %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 192 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("c_proj")
+            %5 = "ttnn.matmul"(%arg1, %0#0) <{transpose_a = false, transpose_b = false}> : (tensor<32x64xbf16, #ttnn_layout>, tensor<64x192xbf16, #ttnn_layout2>) -> tensor<32x192xbf16, #ttnn_layout4> loc("d_proj_fused")
+            %6 = "ttnn.slice_static"(%5) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("d_proj")
+            %7 = "ttnn.slice_static"(%5) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("e_proj")
+            %8 = "ttnn.slice_static"(%5) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 192 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x192xbf16, #ttnn_layout4>) -> tensor<32x64xbf16, #ttnn_layout> loc("f_proj")
+            return %2, %3, %4, %6, %7, %8 : tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>, tensor<32x64xbf16, #ttnn_layout>
+          }
+          func.func private @f_const_eval_0(%arg0: tensor<64x64xbf16, #ttnn_layout1>, %arg1: tensor<64x64xbf16, #ttnn_layout1>, %arg2: tensor<64x64xbf16, #ttnn_layout1>, %arg3: tensor<64x64xbf16, #ttnn_layout1>, %arg4: tensor<64x64xbf16, #ttnn_layout1>, %arg5: tensor<64x64xbf16, #ttnn_layout1>) -> (tensor<64x192xbf16, #ttnn_layout2>, tensor<64x192xbf16, #ttnn_layout3>) attributes {tt.function_type = "const_eval"} {
+            %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<64x192xbf16, #ttnn_layout2> loc("a_proj_concat_weights")
+            %1 = "ttnn.typecast"(%0) : (tensor<64x192xbf16, #ttnn_layout2>) -> tensor<64x192xbf16, #ttnn_layout3> loc("a_proj_fused_weight_dtype")
+            %2 = "ttnn.concat"(%arg3, %arg4, %arg5) <{dim = 1 : si32}> : (tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>, tensor<64x64xbf16, #ttnn_layout1>) -> tensor<64x192xbf16, #ttnn_layout2> loc("d_proj_concat_weights")
+            return %2, %1 : tensor<64x192xbf16, #ttnn_layout2>, tensor<64x192xbf16, #ttnn_layout3>
+          }
+        }
+    "#]],
+    );
+}
+
+/// tt-xla's rotate-half rotary embedding of `%{x}` (`[B, H, 1, 64]`) with one position's
+/// `%cos` and `%sin` (`1x1x1x64`), as TTIR lines ending in `%{name}`.
+fn rotate_half(name: &str, x: &str, b: u64, h: u64) -> String {
+    let t = format!("tensor<{b}x{h}x1x64xbf16>");
+    let half = format!("tensor<{b}x{h}x1x32xbf16>");
+    let one = "tensor<1x1x1x64xbf16>";
+    let slice = |lo: u32, hi: u32| {
+        format!(
+            "<{{begins = [0 : i32, 0 : i32, 0 : i32, {lo} : i32], ends = [{b} : i32, {h} : i32, 1 : i32, {hi} : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}}>"
+        )
+    };
+    [
+        format!("  %{name}_cb = \"ttir.broadcast\"(%cos) <{{broadcast_dimensions = array<i64: {b}, {h}, 1, 1>}}> : ({one}) -> {t} loc(\"{name}_cos\")"),
+        format!("  %{name}_xc = \"ttir.multiply\"(%{x}, %{name}_cb) : ({t}, {t}) -> {t} loc(\"{name}_x_cos\")"),
+        format!("  %{name}_hi = \"ttir.slice_static\"(%{x}) {} : ({t}) -> {half} loc(\"{name}_hi\")", slice(32, 64)),
+        format!("  %{name}_nh = \"ttir.neg\"(%{name}_hi) : ({half}) -> {half} loc(\"{name}_neg\")"),
+        format!("  %{name}_lo = \"ttir.slice_static\"(%{x}) {} : ({t}) -> {half} loc(\"{name}_lo\")", slice(0, 32)),
+        format!("  %{name}_rh = \"ttir.concat\"(%{name}_nh, %{name}_lo) <{{dim = 3 : si32}}> : ({half}, {half}) -> {t} loc(\"{name}_rotated\")"),
+        format!("  %{name}_sb = \"ttir.broadcast\"(%sin) <{{broadcast_dimensions = array<i64: {b}, {h}, 1, 1>}}> : ({one}) -> {t} loc(\"{name}_sin\")"),
+        format!("  %{name}_rs = \"ttir.multiply\"(%{name}_rh, %{name}_sb) : ({t}, {t}) -> {t} loc(\"{name}_rot_sin\")"),
+        format!("  %{name} = \"ttir.add\"(%{name}_xc, %{name}_rs) : ({t}, {t}) -> {t} loc(\"{name}\")\n"),
+    ]
+    .join("\n")
+}
+
+/// A decode layer's attention input for `b` users: K, V and Q projections of `%x` (one KV
+/// head, two query heads of 64), rotary embeddings on K and Q, K and V written to their
+/// caches in `[1, H, B, D]`, and Q in the `[1, B, H, D]` the decode attention reads.
+/// `extra` lines go before the return.
+fn decode_qkv_ttir(b: u64, extra: &str, extra_results: &str) -> String {
+    let w = |n: &str, cols: u64| {
+        format!(
+            "%{n}: tensor<128x{cols}xbf16> {{ttcore.argument_type = #ttcore.argument_type<parameter>}}"
+        )
+    };
+    let (q_t, kv_t) = (format!("tensor<{b}x2x1x64xbf16>"), format!("tensor<{b}x1x1x64xbf16>"));
+    let cache = format!("tensor<{b}x1x128x64xbf16>");
+    let mut s = format!(
+        "func.func @f(%x: tensor<{b}x128xbf16>, {}, {}, {}, %cos: tensor<1x1x1x64xbf16>, %sin: tensor<1x1x1x64xbf16>, %kc: {cache}, %vc: {cache}, %pos: tensor<1xi64>) -> (tensor<1x{b}x2x64xbf16>{extra_results}) {{\n",
+        w("wk", 64),
+        w("wv", 64),
+        w("wq", 128)
+    );
+    for (n, cols) in [("k", 64), ("v", 64), ("q", 128)] {
+        s += &format!(
+            "  %{n}p = \"ttir.matmul\"(%x, %w{n}) : (tensor<{b}x128xbf16>, tensor<128x{cols}xbf16>) -> tensor<{b}x{cols}xbf16> loc(\"{n}_proj\")\n"
+        );
+        let (t, h) = if n == "q" { (&q_t, 2) } else { (&kv_t, 1) };
+        s += &format!(
+            "  %{n}h = \"ttir.reshape\"(%{n}p) <{{shape = [{b} : i32, {h} : i32, 1 : i32, 64 : i32]}}> : (tensor<{b}x{cols}xbf16>) -> {t} loc(\"{n}_heads\")\n"
+        );
+    }
+    s += &rotate_half("kr", "kh", b, 1);
+    s += &rotate_half("qr", "qh", b, 2);
+    for (n, src) in [("k", "kr"), ("v", "vh")] {
+        s += &format!(
+            "  %{n}t = \"ttir.permute\"(%{src}) <{{permutation = array<i64: 2, 1, 0, 3>}}> : ({kv_t}) -> tensor<1x1x{b}x64xbf16> loc(\"{n}_to_cache\")\n"
+        );
+        s += &format!(
+            "  \"ttir.update_cache\"(%{n}c, %{n}t, %pos) <{{batch_offset = 0 : i32}}> : ({cache}, tensor<1x1x{b}x64xbf16>, tensor<1xi64>) -> () loc(\"{n}_update\")\n"
+        );
+    }
+    s += &format!(
+        "  %qt = \"ttir.permute\"(%qr) <{{permutation = array<i64: 2, 0, 1, 3>}}> : ({q_t}) -> tensor<1x{b}x2x64xbf16> loc(\"q_decode\")\n"
+    );
+    s += extra;
+    s += &format!(
+        "  return %qt{} : tensor<1x{b}x2x64xbf16>{extra_results}\n}}\n",
+        if extra_results.is_empty() { "" } else { ", %extra" }
+    );
+    s
+}
+
+#[test]
+fn a_decode_head_split_becomes_nlp_create_qkv_heads_decode_and_its_rotaries_run_in_decode_mode() {
+    // tt-mlir's chain: the cache updates become paged updates (input permuted to
+    // `[1, B, H, D]`, the position repeated per user), the projections one matmul, each
+    // rotary runs after its decode permute with `token_index = 0`, and the split of the
+    // fused result into heads is one `nlp_create_qkv_heads_decode` whose results replace the
+    // permutes. With no attention to trace to, the roles come from the head counts (Q has
+    // the most), and the weight concat is put in Q, K, V order.
+    check(
+        &decode_qkv_ttir(32, "", ""),
+        expect![[r#"
+        // TTNN imported by ttnn-analyzer from test.mlir
+        #dram = #ttnn.buffer_type<dram>
+        #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<128x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+        #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout9 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        module {
+          func.func @f(%arg0: tensor<32x128xbf16, #ttnn_layout>, %arg1: tensor<128x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x128xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg4: tensor<1x1x1x64xbf16, #ttnn_layout3>, %arg5: tensor<1x1x1x64xbf16, #ttnn_layout3>, %arg6: tensor<32x1x128x64xbf16, #ttnn_layout4>, %arg7: tensor<32x1x128x64xbf16, #ttnn_layout4>, %arg8: tensor<1xsi32, #ttnn_layout5>) -> tensor<1x32x2x64xbf16, #ttnn_layout6> {
+            %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x64xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout7> loc("f_const_eval_0")
+            %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<32x128xbf16, #ttnn_layout>, tensor<128x256xbf16, #ttnn_layout7>) -> tensor<32x256xbf16, #ttnn_layout8> loc("k_proj_fused")
+            %2 = "ttnn.reshape"(%1) <{shape = [1 : i32, 1 : i32, 32 : i32, 256 : i32]}> : (tensor<32x256xbf16, #ttnn_layout8>) -> tensor<1x1x32x256xbf16, #ttnn_layout9> loc("k_proj_fused_heads_input")
+            %3:3 = "ttnn.nlp_create_qkv_heads_decode"(%2) <{num_heads = 2 : ui32, num_kv_heads = 1 : ui32}> : (tensor<1x1x32x256xbf16, #ttnn_layout9>) -> (tensor<1x32x2x64xbf16, #ttnn_layout6>, tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<1x32x1x64xbf16, #ttnn_layout6>) loc("k_proj_fused_heads")
+            %4 = "ttnn.rotary_embedding"(%3#1, %arg4, %arg5) <{token_index = 0 : ui32}> : (tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<1x1x1x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout3>) -> tensor<1x32x1x64xbf16, #ttnn_layout6> loc("kr_decode")
+            %5 = "ttnn.repeat"(%arg8) <{repeat_dims = #ttnn.shape<32>}> : (tensor<1xsi32, #ttnn_layout5>) -> tensor<32xsi32, #ttnn_layout5> loc("k_update_index_repeat")
+            "ttnn.paged_update_cache"(%arg6, %4, %5) <{share_cache = false}> : (tensor<32x1x128x64xbf16, #ttnn_layout4>, tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<32xsi32, #ttnn_layout5>) -> () loc("k_update")
+            "ttnn.paged_update_cache"(%arg7, %3#2, %5) <{share_cache = false}> : (tensor<32x1x128x64xbf16, #ttnn_layout4>, tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<32xsi32, #ttnn_layout5>) -> () loc("v_update")
+            %6 = "ttnn.rotary_embedding"(%3#0, %arg4, %arg5) <{token_index = 0 : ui32}> : (tensor<1x32x2x64xbf16, #ttnn_layout6>, tensor<1x1x1x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout3>) -> tensor<1x32x2x64xbf16, #ttnn_layout6> loc("qr_decode")
+            return %6 : tensor<1x32x2x64xbf16, #ttnn_layout6>
+          }
+          func.func private @f_const_eval_0(%arg0: tensor<128x64xbf16, #ttnn_layout1>, %arg1: tensor<128x64xbf16, #ttnn_layout1>, %arg2: tensor<128x128xbf16, #ttnn_layout2>) -> (tensor<128x256xbf16, #ttnn_layout7>) attributes {tt.function_type = "const_eval"} {
+            %0 = "ttnn.concat"(%arg2, %arg0, %arg1) <{dim = 1 : si32}> : (tensor<128x128xbf16, #ttnn_layout2>, tensor<128x64xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout1>) -> tensor<128x256xbf16, #ttnn_layout7> loc("k_proj_concat_weights")
+            return %0 : tensor<128x256xbf16, #ttnn_layout7>
+          }
+        }
+    "#]],
+    );
+}
+
+#[test]
+fn a_head_split_for_more_than_32_users_or_with_a_reshape_used_elsewhere_stays_sliced() {
+    // tt-metal's op takes at most 32 users; and a head whose value is also read elsewhere (here
+    // V, cast to f32, which the importer runs on the 2-D slice) is not a split the op can
+    // replace. The projections still fuse into one matmul and the rotaries still commute.
+    check(
+        &decode_qkv_ttir(64, "", ""),
+        expect![[r#"
+        // TTNN imported by ttnn-analyzer from test.mlir
+        #dram = #ttnn.buffer_type<dram>
+        #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<256x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+        #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<64x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout9 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout10 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<64x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout11 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<128x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout12 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+        module {
+          func.func @f(%arg0: tensor<64x128xbf16, #ttnn_layout>, %arg1: tensor<128x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x128xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg4: tensor<1x1x1x64xbf16, #ttnn_layout3>, %arg5: tensor<1x1x1x64xbf16, #ttnn_layout3>, %arg6: tensor<64x1x128x64xbf16, #ttnn_layout4>, %arg7: tensor<64x1x128x64xbf16, #ttnn_layout4>, %arg8: tensor<1xsi32, #ttnn_layout5>) -> tensor<1x64x2x64xbf16, #ttnn_layout6> {
+            %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x64xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout7> loc("f_const_eval_0")
+            %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<64x128xbf16, #ttnn_layout>, tensor<128x256xbf16, #ttnn_layout7>) -> tensor<64x256xbf16, #ttnn_layout8> loc("k_proj_fused")
+            %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [64 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<64x256xbf16, #ttnn_layout8>) -> tensor<64x64xbf16, #ttnn_layout9> loc("k_proj")
+            %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 64 : i32], ends = [64 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<64x256xbf16, #ttnn_layout8>) -> tensor<64x64xbf16, #ttnn_layout9> loc("v_proj")
+            %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 128 : i32], ends = [64 : i32, 256 : i32], step = [1 : i32, 1 : i32]}> : (tensor<64x256xbf16, #ttnn_layout8>) -> tensor<64x128xbf16, #ttnn_layout> loc("q_proj")
+            %5 = "ttnn.reshape"(%2) <{shape = [64 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<64x64xbf16, #ttnn_layout9>) -> tensor<64x1x1x64xbf16, #ttnn_layout10> loc("k_heads")
+            %6 = "ttnn.reshape"(%3) <{shape = [64 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<64x64xbf16, #ttnn_layout9>) -> tensor<64x1x1x64xbf16, #ttnn_layout10> loc("v_heads")
+            %7 = "ttnn.reshape"(%4) <{shape = [64 : i32, 2 : i32, 1 : i32, 64 : i32]}> : (tensor<64x128xbf16, #ttnn_layout>) -> tensor<64x2x1x64xbf16, #ttnn_layout11> loc("q_heads")
+            %8 = "ttnn.permute"(%5) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<64x1x1x64xbf16, #ttnn_layout10>) -> tensor<1x64x1x64xbf16, #ttnn_layout6> loc("kr_decode_permute")
+            %9 = "ttnn.rotary_embedding"(%8, %arg4, %arg5) <{token_index = 0 : ui32}> : (tensor<1x64x1x64xbf16, #ttnn_layout6>, tensor<1x1x1x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout3>) -> tensor<1x64x1x64xbf16, #ttnn_layout6> loc("kr_decode")
+            %10 = "ttnn.repeat"(%arg8) <{repeat_dims = #ttnn.shape<64>}> : (tensor<1xsi32, #ttnn_layout5>) -> tensor<64xsi32, #ttnn_layout12> loc("k_update_index_repeat")
+            "ttnn.paged_update_cache"(%arg6, %9, %10) <{share_cache = false}> : (tensor<64x1x128x64xbf16, #ttnn_layout4>, tensor<1x64x1x64xbf16, #ttnn_layout6>, tensor<64xsi32, #ttnn_layout12>) -> () loc("k_update")
+            %11 = "ttnn.permute"(%6) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<64x1x1x64xbf16, #ttnn_layout10>) -> tensor<1x64x1x64xbf16, #ttnn_layout6> loc("v_update_input_permute")
+            "ttnn.paged_update_cache"(%arg7, %11, %10) <{share_cache = false}> : (tensor<64x1x128x64xbf16, #ttnn_layout4>, tensor<1x64x1x64xbf16, #ttnn_layout6>, tensor<64xsi32, #ttnn_layout12>) -> () loc("v_update")
+            %12 = "ttnn.permute"(%7) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<64x2x1x64xbf16, #ttnn_layout11>) -> tensor<1x64x2x64xbf16, #ttnn_layout6> loc("qr_decode_permute")
+            %13 = "ttnn.rotary_embedding"(%12, %arg4, %arg5) <{token_index = 0 : ui32}> : (tensor<1x64x2x64xbf16, #ttnn_layout6>, tensor<1x1x1x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout3>) -> tensor<1x64x2x64xbf16, #ttnn_layout6> loc("qr_decode")
+            return %13 : tensor<1x64x2x64xbf16, #ttnn_layout6>
+          }
+          func.func private @f_const_eval_0(%arg0: tensor<128x64xbf16, #ttnn_layout1>, %arg1: tensor<128x64xbf16, #ttnn_layout1>, %arg2: tensor<128x128xbf16, #ttnn_layout2>) -> (tensor<128x256xbf16, #ttnn_layout7>) attributes {tt.function_type = "const_eval"} {
+            %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<128x64xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout7> loc("k_proj_concat_weights")
+            return %0 : tensor<128x256xbf16, #ttnn_layout7>
+          }
+        }
+    "#]],
+    );
+    let extra = "  %extra = \"ttir.typecast\"(%vh) <{conservative_folding = false}> : (tensor<32x1x1x64xbf16>) -> tensor<32x1x1x64xf32> loc(\"v_f32\")\n";
+    check(
+        &decode_qkv_ttir(32, extra, ", tensor<32x1x1x64xf32>"),
+        expect![[r#"
+        // TTNN imported by ttnn-analyzer from test.mlir
+        #dram = #ttnn.buffer_type<dram>
+        #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<128x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
+        #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+        #ttnn_layout8 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout9 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout10 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout11 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<32x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout12 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<64x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+        #ttnn_layout13 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, f32>, #dram>, <interleaved>>
+        module {
+          func.func @f(%arg0: tensor<32x128xbf16, #ttnn_layout>, %arg1: tensor<128x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x64xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x128xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg4: tensor<1x1x1x64xbf16, #ttnn_layout3>, %arg5: tensor<1x1x1x64xbf16, #ttnn_layout3>, %arg6: tensor<32x1x128x64xbf16, #ttnn_layout4>, %arg7: tensor<32x1x128x64xbf16, #ttnn_layout4>, %arg8: tensor<1xsi32, #ttnn_layout5>) -> (tensor<1x32x2x64xbf16, #ttnn_layout6>, tensor<32x1x1x64xf32, #ttnn_layout7>) {
+            %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x64xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout8> loc("f_const_eval_0")
+            %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<32x128xbf16, #ttnn_layout>, tensor<128x256xbf16, #ttnn_layout8>) -> tensor<32x256xbf16, #ttnn_layout9> loc("k_proj_fused")
+            %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [32 : i32, 64 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x256xbf16, #ttnn_layout9>) -> tensor<32x64xbf16, #ttnn_layout10> loc("k_proj")
+            %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 64 : i32], ends = [32 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x256xbf16, #ttnn_layout9>) -> tensor<32x64xbf16, #ttnn_layout10> loc("v_proj")
+            %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 128 : i32], ends = [32 : i32, 256 : i32], step = [1 : i32, 1 : i32]}> : (tensor<32x256xbf16, #ttnn_layout9>) -> tensor<32x128xbf16, #ttnn_layout> loc("q_proj")
+            %5 = "ttnn.reshape"(%2) <{shape = [32 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<32x64xbf16, #ttnn_layout10>) -> tensor<32x1x1x64xbf16, #ttnn_layout11> loc("k_heads")
+            %6 = "ttnn.reshape"(%3) <{shape = [32 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<32x64xbf16, #ttnn_layout10>) -> tensor<32x1x1x64xbf16, #ttnn_layout11> loc("v_heads")
+            %7 = "ttnn.reshape"(%4) <{shape = [32 : i32, 2 : i32, 1 : i32, 64 : i32]}> : (tensor<32x128xbf16, #ttnn_layout>) -> tensor<32x2x1x64xbf16, #ttnn_layout12> loc("q_heads")
+            %8 = "ttnn.permute"(%5) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<32x1x1x64xbf16, #ttnn_layout11>) -> tensor<1x32x1x64xbf16, #ttnn_layout6> loc("kr_decode_permute")
+            %9 = "ttnn.rotary_embedding"(%8, %arg4, %arg5) <{token_index = 0 : ui32}> : (tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<1x1x1x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout3>) -> tensor<1x32x1x64xbf16, #ttnn_layout6> loc("kr_decode")
+            %10 = "ttnn.repeat"(%arg8) <{repeat_dims = #ttnn.shape<32>}> : (tensor<1xsi32, #ttnn_layout5>) -> tensor<32xsi32, #ttnn_layout5> loc("k_update_index_repeat")
+            "ttnn.paged_update_cache"(%arg6, %9, %10) <{share_cache = false}> : (tensor<32x1x128x64xbf16, #ttnn_layout4>, tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<32xsi32, #ttnn_layout5>) -> () loc("k_update")
+            %11 = "ttnn.permute"(%6) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<32x1x1x64xbf16, #ttnn_layout11>) -> tensor<1x32x1x64xbf16, #ttnn_layout6> loc("v_update_input_permute")
+            "ttnn.paged_update_cache"(%arg7, %11, %10) <{share_cache = false}> : (tensor<32x1x128x64xbf16, #ttnn_layout4>, tensor<1x32x1x64xbf16, #ttnn_layout6>, tensor<32xsi32, #ttnn_layout5>) -> () loc("v_update")
+            %12 = "ttnn.permute"(%7) <{permutation = array<i64: 2, 0, 1, 3>}> : (tensor<32x2x1x64xbf16, #ttnn_layout12>) -> tensor<1x32x2x64xbf16, #ttnn_layout6> loc("qr_decode_permute")
+            %13 = "ttnn.rotary_embedding"(%12, %arg4, %arg5) <{token_index = 0 : ui32}> : (tensor<1x32x2x64xbf16, #ttnn_layout6>, tensor<1x1x1x64xbf16, #ttnn_layout3>, tensor<1x1x1x64xbf16, #ttnn_layout3>) -> tensor<1x32x2x64xbf16, #ttnn_layout6> loc("qr_decode")
+            %14 = "ttnn.typecast"(%3) : (tensor<32x64xbf16, #ttnn_layout10>) -> tensor<32x64xf32, #ttnn_layout13> loc("v_f32")
+            %15 = "ttnn.reshape"(%14) <{shape = [32 : i32, 1 : i32, 1 : i32, 64 : i32]}> : (tensor<32x64xf32, #ttnn_layout13>) -> tensor<32x1x1x64xf32, #ttnn_layout7> loc("v_heads_1"("v_heads"))
+            return %13, %15 : tensor<1x32x2x64xbf16, #ttnn_layout6>, tensor<32x1x1x64xf32, #ttnn_layout7>
+          }
+          func.func private @f_const_eval_0(%arg0: tensor<128x64xbf16, #ttnn_layout1>, %arg1: tensor<128x64xbf16, #ttnn_layout1>, %arg2: tensor<128x128xbf16, #ttnn_layout2>) -> (tensor<128x256xbf16, #ttnn_layout8>) attributes {tt.function_type = "const_eval"} {
+            %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<128x64xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout8> loc("k_proj_concat_weights")
+            return %0 : tensor<128x256xbf16, #ttnn_layout8>
+          }
+        }
+    "#]],
     );
 }

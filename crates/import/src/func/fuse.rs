@@ -11,9 +11,12 @@
 //! TTNN ops, and decline whenever a piece of the pattern is missing or used elsewhere.
 
 mod commute;
+mod decode_heads;
+mod decode_qkv;
 mod heads;
 mod rope;
 mod sdpa;
+mod shared_lhs;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -486,19 +489,7 @@ impl FuncOut {
                 continue;
             }
             let Some(&weight) = op.operands.get(1) else { continue };
-            let mut source = weight;
-            while let Some(p) = u.producer.get(&source).map(|p| &self.ops[*p])
-                && WEIGHT_PATH.contains(&p.name.as_str())
-                && let Some(input) = p.operands.first()
-            {
-                source = *input;
-            }
-            let marked = arg_index.get(&source).and_then(|&arg| {
-                match (arg_dtypes.get(arg), const_args.get(arg)) {
-                    (Some(Some(dtype)), Some(true)) => Some(*dtype),
-                    _ => None,
-                }
-            });
+            let marked = self.marked_weight_dtype(weight, &u, &arg_index, arg_dtypes, const_args);
             let dtype = match (marked, global) {
                 (Some(d), _) => d,
                 (None, Some(d))
@@ -539,6 +530,42 @@ impl FuncOut {
 }
 
 impl FuncOut {
+    /// The data type override of the argument a weight comes from through `WEIGHT_PATH` ops
+    /// (the argument a parameter or constant). A `concat` of weights (the shared-LHS fusion's
+    /// QKV weight) resolves each branch and keeps the most precise of their overrides, as
+    /// tt-mlir's `resolveWeightDtype` does, so the fused weight loses no precision against
+    /// any of its parts; branches without one do not count.
+    fn marked_weight_dtype(
+        &self,
+        weight: ValueId,
+        u: &Uses,
+        arg_index: &FxHashMap<ValueId, usize>,
+        arg_dtypes: &[Option<ttnn_types::DataType>],
+        const_args: &[bool],
+    ) -> Option<ttnn_types::DataType> {
+        let mut source = weight;
+        while let Some(p) = u.producer.get(&source).map(|p| &self.ops[*p]) {
+            if p.name == "ttnn.concat" {
+                return p
+                    .operands
+                    .iter()
+                    .filter_map(|b| {
+                        self.marked_weight_dtype(*b, u, arg_index, arg_dtypes, const_args)
+                    })
+                    .max_by_key(|d| precision_bits(*d));
+            }
+            match p.operands.first() {
+                Some(input) if WEIGHT_PATH.contains(&p.name.as_str()) => source = *input,
+                _ => break,
+            }
+        }
+        let arg = *arg_index.get(&source)?;
+        match (arg_dtypes.get(arg), const_args.get(arg)) {
+            (Some(Some(dtype)), Some(true)) => Some(*dtype),
+            _ => None,
+        }
+    }
+
     /// True when `v` is computed only from function arguments that are parameters or
     /// constants, and from at least one: tt-mlir's `valueTracesToConstantArgs`, which walks
     /// the whole use-def chain (a weight made only by creation ops does not count).
@@ -566,5 +593,16 @@ impl FuncOut {
             }
         }
         any_arg
+    }
+}
+
+/// Bits per element of a weight data type, to keep the most precise of several overrides.
+fn precision_bits(d: ttnn_types::DataType) -> u32 {
+    use ttnn_types::DataType as D;
+    match d {
+        D::BfpBF4 => 4,
+        D::BfpBF8 => 8,
+        D::F32 => 32,
+        _ => 16,
     }
 }

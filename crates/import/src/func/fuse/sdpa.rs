@@ -487,17 +487,20 @@ impl FuncOut {
                     ];
                     let max =
                         emit(self, "ttnn.max", vec![m], props, Some(row_t.clone()), "_mask_max");
+                    // tt-mlir's `ttir-fold-full-to-scalar` (always in its pipeline) shrinks a
+                    // creation op that only elementwise ops read to one element.
+                    let one = vec![1; rows.len()];
                     let inf = dense::f32_literal(f32::NEG_INFINITY);
                     let props = vec![
                         ("fill_value".to_owned(), format!("{inf} : f32")),
-                        ("shape".to_owned(), shape_attr(&rows)),
+                        ("shape".to_owned(), shape_attr(&one)),
                     ];
                     let inf = emit(
                         self,
                         "ttnn.full",
                         vec![device],
                         props,
-                        Some(row_t.clone()),
+                        Some(mt.reshaped(one)),
                         "_neg_inf",
                     );
                     emit(self, "ttnn.eq", vec![max, inf], Vec::new(), Some(row_t), "_fully_masked")
@@ -505,11 +508,15 @@ impl FuncOut {
                 (Guard::Written(c), _) => *c,
                 (Guard::FromMask, None) => return vec![pv],
             };
+            // One element, as `ttir-fold-full-to-scalar` leaves it (the where is its only
+            // reader and the other operands still give the result's shape).
+            let one = vec![1; out_t.rank()];
             let props = vec![
                 ("fill_value".to_owned(), format!("{} : f32", dense::f32_literal(0.0))),
-                ("shape".to_owned(), shape_attr(&out_t.shape)),
+                ("shape".to_owned(), shape_attr(&one)),
             ];
-            let zeros = emit(self, "ttnn.full", vec![device], props, Some(out_t.clone()), "_zeros");
+            let zeros =
+                emit(self, "ttnn.full", vec![device], props, Some(out_t.reshaped(one)), "_zeros");
             attn = emit(
                 self,
                 "ttnn.where",
