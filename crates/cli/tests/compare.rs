@@ -395,6 +395,45 @@ fn a_kv_cache_update_without_a_result_still_costs_its_tile_writes() {
 }
 
 #[test]
+fn an_op_with_several_results_costs_the_same_under_every_policy_as_written() {
+    // No policy places an op with several results: it keeps its written layouts, and runs
+    // under every configuration as it does as written (it was left out of the planned
+    // configurations' cost, so every policy looked faster than the IR as written).
+    let input = TempPath::new("qkv_heads.mlir");
+    let dram = |shape: &str, memref: &str, map: &str| {
+        format!(
+            "tensor<{shape}xbf16, #ttnn.ttnn_layout<{map}, <1x1>, memref<{memref}, #ttnn.buffer_type<dram>>, <interleaved>>>"
+        )
+    };
+    let map4 = |a: u32, b: u32| format!("(d0, d1, d2, d3) -> (d0 * {a} + d1 * {b} + d2, d3)");
+    let x = dram("1x1x32x3072", "1x96x!ttcore.tile<32x32, bf16>", &map4(32, 32));
+    let q = dram("1x32x32x64", "32x2x!ttcore.tile<32x32, bf16>", &map4(1024, 32));
+    let kv = dram("1x32x8x64", "32x2x!ttcore.tile<32x32, bf16>", &map4(1024, 32));
+    std::fs::write(
+        &input.0,
+        format!(
+            "module {{\n  func.func @main(%x: {x}) -> ({q}, {kv}, {kv}) {{\n    %q, %k, %v = \"ttnn.nlp_create_qkv_heads_decode\"(%x) <{{num_heads = 32 : ui32, num_kv_heads = 8 : ui32}}> : ({x}) -> ({q}, {kv}, {kv}) loc(\"heads\")\n    return %q, %k, %v : {q}, {kv}, {kv}\n  }}\n}}\n"
+        ),
+    )
+    .expect("temp file is writable");
+    let (code, stdout, stderr) = run(&["report", "--compare", "--no-timing", input.path()]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    let time_of = |row: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(row))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let as_written = time_of("as-written");
+    assert_ne!(as_written, "0.0", "{stdout}");
+    for policy in ["df-sharding ", "df-sharding-merge", "greedy"] {
+        assert_eq!(time_of(policy), as_written, "{policy}: {stdout}");
+    }
+}
+
+#[test]
 fn a_conv_reading_its_activation_from_host_is_left_as_written() {
     // A conv's weight may come from host, its activation may not (the as-written conv is a
     // pre-existing violation). No policy may reshard that host activation into L1 with a

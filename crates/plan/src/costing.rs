@@ -121,7 +121,13 @@ pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
         let in_place = sig.kind.in_place_operand().filter(|_| data.results.is_empty());
         let output = match in_place.and_then(|k| data.operand_types.get(k)) {
             Some(t) => desc(shape_of(t), t.layout().cloned()),
-            None => desc(data.results.first().and_then(shape_of), p.layout.clone()),
+            // An op the policy does not place (several results, or a result that is not a
+            // tensor the plan lays out) keeps the layout it was written with, and runs.
+            None => {
+                let first = data.results.first();
+                let written = first.and_then(|t| t.layout().cloned());
+                desc(first.and_then(shape_of), p.layout.clone().or(written))
+            }
         };
         let Some(output) = output else {
             continue;
