@@ -54,11 +54,7 @@ pub struct CostSummary {
 }
 
 pub(crate) fn optimizable_funcs(db: &RootDatabase, file: SourceFile) -> Vec<FuncId> {
-    ir::file_funcs(db, file)
-        .iter()
-        .copied()
-        .filter(|f| ir::func_body(db, *f).is_some_and(|b| rewrite::optimizable(&b).is_ok()))
-        .collect()
+    ir::file_funcs(db, file).iter().copied().filter(|&f| rewrite::func_optimizable(db, f)).collect()
 }
 
 /// Finds an op by its `loc("name")` or its result name (`%3`).

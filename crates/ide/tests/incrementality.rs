@@ -554,6 +554,83 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
     ));
 }
 
+#[test]
+fn a_tuning_host_reaches_the_override_memos_of_the_overridden_group_alone() {
+    // On a tuning host the slots are `LOW` and every memo reading them is walked after each
+    // override. The readers that look at every group (the lower bound, the chain blocks, the
+    // probes of the chunks' parts) read each group's slot itself and its memos without
+    // overrides (`func_slots` says which slots serve a group, from the graph alone), and ask
+    // a group's override memos only where its slot holds something. So after an override of
+    // op 1100 the group override memos are run for its group, once each, and re-validated for
+    // no other group; the lower bound is the bound without overrides
+    // (`base_lower_bound_named`, not re-run) corrected for that group. The chunks without an
+    // override keep their parts without overrides (`parts_without_overrides`, keyed by their
+    // content, graph only: not re-run), and whether the function is optimized is not asked
+    // again (`func_optimizable`). Clearing the override runs none of them: no group has
+    // overrides, and op 1100's chunk takes its parts without overrides from the memo made
+    // when the file was first optimized.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        relus(|_| "%a".to_owned()),
+    );
+    optimize_file(&host);
+    let group_memos =
+        ["overrides_block", "chainable_block", "fixed_block", "base_lower_bound", "func_slots"];
+    let _ = host.take_executed_queries();
+    host.set_validation_log(true);
+    let _ = host.take_validated_counts();
+    host.apply_change(Change::new().set_overrides(
+        "m.overrides",
+        "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
+    ));
+    optimize_file(&host);
+    expect![[r#"
+        chainable_block 1
+        cost_lower_bound 1
+        fixed_block 1
+        overrides_block 1"#]]
+    .assert_eq(&executed_counts(
+        &host,
+        &[
+            "overrides_block",
+            "chainable_block",
+            "fixed_block",
+            "func_slots",
+            "base_lower",
+            "cost_lower",
+            "parts_without",
+            "func_optimizable",
+        ],
+    ));
+    let validated = host.take_validated_counts();
+    let walked: Vec<String> = group_memos
+        .iter()
+        .map(|name| format!("{name} {}", validated.get(*name).copied().unwrap_or(0)))
+        .collect();
+    expect![[r#"
+        overrides_block 0
+        chainable_block 0
+        fixed_block 0
+        base_lower_bound 0
+        func_slots 1"#]]
+    .assert_eq(&walked.join("\n"));
+    host.apply_change(Change::new().set_overrides("m.overrides", ""));
+    optimize_file(&host);
+    expect![[r#""#]].assert_eq(&executed_counts(
+        &host,
+        &[
+            "overrides_block",
+            "chainable_block",
+            "fixed_block",
+            "func_slots",
+            "base_lower",
+            "parts_without",
+            "func_optimizable",
+        ],
+    ));
+}
+
 /// 1200 ops `%0` to `%1199` (locations `r0` to `r1199`) after a device handle `%dev`
 /// (location `dev`): a chain of relus on a 1x1x3136x64 tensor with every 50th op a 3x3
 /// convolution that keeps the shape and reads the device handle, as tt-mlir's convolutions
@@ -586,7 +663,10 @@ fn an_override_sharing_the_device_handles_slot_re_plans_only_its_chunk_and_the_l
     // On a tuning host the ops of one group share an override slot: r3 shares the device
     // handle's, which the convolutions of every chunk read. An override on r3 re-plans r3's
     // chunk and the last one (which holds the unscheduled device handle, whose group's
-    // overrides changed), and no other chunk.
+    // overrides changed), and no other chunk. The chains around the convolutions now read
+    // overrides (a producer's slot holds one), so the override memos of their ops' groups
+    // are asked, and made, for the first time (34 groups): a tuning host reaches a group's
+    // override memos only once something asks with overrides.
     let config = HostConfig { mode: HostMode::Tuning, query_log: true };
     let mut host = with_file(
         AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
@@ -599,7 +679,7 @@ fn an_override_sharing_the_device_handles_slot_re_plans_only_its_chunk_and_the_l
     );
     optimize_file(&host);
     expect![[r#"
-        overrides_block 1
+        overrides_block 34
         plan_chunk 1
         plan_parts_chunk 2"#]]
     .assert_eq(&executed_counts(&host, &["overrides_block", "plan_parts_chunk", "plan_chunk"]));
@@ -1128,12 +1208,9 @@ fn inserting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
         base_fixed_block 1
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
-        fixed_block 1
         flow_block 1
         group_signatures 1
         lower_bound_block 1
-        overrides_block 34
         written_checks_segment 1"#]]
     .assert_eq(&group_memos_on_both_hosts(|text| {
         insert_before_relu(text, 600, &relu_line("fresh"))
@@ -1165,12 +1242,9 @@ fn deleting_an_op_reruns_the_group_memos_of_its_group_alone_on_both_hosts() {
         base_fixed_block 1
         base_plans_block 1
         chain_facts_block 1
-        chainable_block 1
-        fixed_block 1
         flow_block 1
         group_signatures 1
         lower_bound_block 1
-        overrides_block 34
         written_checks_segment 1"#]]
     .assert_eq(&group_memos_on_both_hosts(|text| {
         let start = text.find("  %600 = ").expect("fixture has %600");
@@ -1207,12 +1281,9 @@ fn pasting_ops_that_start_groups_reruns_the_group_memos_of_the_pasted_ops_alone_
         base_fixed_block 4
         base_plans_block 4
         chain_facts_block 4
-        chainable_block 4
-        fixed_block 4
         flow_block 4
         group_signatures 4
         lower_bound_block 4
-        overrides_block 36
         written_checks_segment 1"#]]
     .assert_eq(&group_memos_on_both_hosts(|text| {
         let lines: String = (0..100).map(|k| relu_line(&format!("p{k}"))).collect();

@@ -35,8 +35,9 @@ pub use crate::{
         produced_layout_of, query_for, written_checks, written_checks_segment,
     },
     overrides::{
-        OpOverrides, OverrideProbe, effective_options, group_has_overrides, op_overrides,
-        override_file, overrides_block,
+        FuncSlots, OpOverrides, OverrideProbe, effective_options, func_slots,
+        group_has_no_override_slots, group_has_overrides, op_overrides, override_file,
+        overrides_block,
     },
     signature::{
         GroupSignatures, OpSignature, OperandSig, OperandSource, group_signatures, op_signature,

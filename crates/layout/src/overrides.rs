@@ -81,6 +81,75 @@ pub fn group_has_overrides(db: &dyn Db, func: FuncId, start: Name) -> bool {
     overrides_block(db, func, start).iter().any(Option::is_some)
 }
 
+/// Whether a reader may take a group's answer without overrides (a `base_*` memo) without
+/// asking the group's override memos: on a tuning host, when none of the slots serving the
+/// names of the group's ops holds a value. Always `false` in an editor, whose readers ask
+/// [`overrides_block`] (a firewall there: an edit re-runs it, not the readers).
+///
+/// On a tuning host every slot is `LOW`, so each memo that reads overrides is walked by salsa
+/// after every override. Reading the group's slots themselves (inputs, checked in O(1))
+/// beside the graph-only memos keeps a reader's edges to those: the group's override memos
+/// (`overrides_block` and what reads it) are reached only for groups that have overrides,
+/// rather than walked for every group after every override. The reader's durability is the
+/// slots' either way.
+#[must_use]
+pub fn group_has_no_override_slots(db: &dyn Db, func: FuncId, start: Name) -> bool {
+    db.memo_style() == crate::MemoStyle::Tuning
+        && func_slots(db, func).of_group(start).iter().all(|s| s.values(db).is_empty())
+}
+
+/// Which override slots serve the names of a function's ops, by group: what a reader on a
+/// tuning host looks at to learn which groups have overrides without reading each group's
+/// override memo ([`group_has_no_override_slots`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FuncSlots {
+    /// Per named group (by its first op's key): the distinct slots serving its ops' names.
+    by_group: FxHashMap<Name, Arc<[OverrideSlot]>>,
+    /// Every (slot, group) pair of `by_group`, in group order.
+    pub pairs: Vec<(OverrideSlot, Name)>,
+}
+
+impl FuncSlots {
+    /// The slots serving the names of the group starting with the op keyed `start`.
+    #[must_use]
+    pub fn of_group(&self, start: Name) -> &[OverrideSlot] {
+        self.by_group.get(&start).map_or(&[], |s| s)
+    }
+}
+
+/// [`FuncSlots`] of a function: each named group's slots (each op's `loc("name")` and the
+/// name it was written with, as [`op_overrides`] looks them up). Reads the graph and the slot
+/// map alone, so a tuning host keeps it valid in O(1); one memo per function, so a reader
+/// that looks at many groups walks one edge for it.
+#[salsa::tracked(returns(clone))]
+pub fn func_slots(db: &dyn Db, func: FuncId) -> Arc<FuncSlots> {
+    let by_name = OverrideSlots::get(db).by_name(db);
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
+    if by_name.is_empty() {
+        return Arc::default();
+    }
+    let groups = ir::func_groups(db, func);
+    let names = ir::func_loc_names(db, func);
+    let mut out = FuncSlots::default();
+    for g in 0..groups.len() as u32 {
+        let Some(start) = ir::group_start(&frame, &groups, g) else { continue };
+        let mut slots: Vec<OverrideSlot> = Vec::new();
+        for &key in frame.keys.get(groups.range(g)).unwrap_or_default() {
+            let Some(loc) = names.loc_of(key) else { continue };
+            for n in std::iter::once(loc.name).chain(loc.written_as) {
+                if let Some(&slot) = by_name.get(n.as_str())
+                    && !slots.contains(&slot)
+                {
+                    slots.push(slot);
+                }
+            }
+        }
+        out.pairs.extend(slots.iter().map(|&s| (s, start)));
+        out.by_group.insert(start, slots.into());
+    }
+    Arc::new(out)
+}
+
 /// The overrides of each op of the group of a function that starts with the op keyed
 /// `start` (`ir::func_group_at`), so that one op's override re-runs the readers of its group
 /// alone. Keyed by name: ops inserted or pasted elsewhere leave it as it was. Readers look an
@@ -166,6 +235,9 @@ impl<'db> OverrideProbe<'db> {
         let Some(cell) = self.blocks.get(g as usize) else { return false };
         let block = cell.get_or_init(|| {
             match self.frame.as_deref().and_then(|f| ir::group_start(f, &self.groups, g)) {
+                Some(start) if group_has_no_override_slots(self.db, self.func, start) => {
+                    Arc::default()
+                }
                 Some(start) => overrides_block(self.db, self.func, start),
                 None => {
                     overrides_of_ops(self.db, self.func, &ir::func_group(self.db, self.func, g))

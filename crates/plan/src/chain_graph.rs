@@ -174,9 +174,15 @@ pub fn chainable_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<Vec<bo
     chainable_computed(db, func, GroupRef::Named(start))
 }
 
-/// [`chainable_block`] of a group: the memo where the group has a name, else computed.
+/// [`chainable_block`] of a group: the memo where the group has a name, else computed; on a
+/// tuning host, [`base_chainable_block`] where no slot of the group holds an override
+/// (`layout::group_has_no_override_slots`), so the reader does not walk the group's override
+/// memos after every override.
 pub(crate) fn chainable_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<Vec<bool>> {
     match group {
+        GroupRef::Named(start) if layout::group_has_no_override_slots(db, func, start) => {
+            base_chainable_block(db, func, start)
+        }
         GroupRef::Named(start) => chainable_block(db, func, start),
         GroupRef::Unnamed(_) => chainable_computed(db, func, group),
     }

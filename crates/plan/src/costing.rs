@@ -191,12 +191,68 @@ pub fn written_cost(db: &dyn Db, func: FuncId) -> Arc<PlanCost> {
 /// rejecting every layout it allows) re-runs one block of flags, not a block of bounds.
 #[salsa::tracked(returns(copy))]
 pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
+    if db.memo_style() == layout::MemoStyle::Tuning {
+        return tuning_lower_bound(db, func);
+    }
     let mut total = 0u64;
     for group in layout::Groups::new(db, func).iter() {
         let bounds = lower_bounds_of_group(db, func, group);
         let fixed = fixed_of_group(db, func, group);
         for (&(free, pinned), &f) in bounds.iter().zip(fixed.iter()) {
             total = total.saturating_add(if f { pinned } else { free });
+        }
+    }
+    total
+}
+
+/// One group's part of the lower bound, given which of its outputs are fixed.
+fn group_bound(bounds: &[(u64, u64)], fixed: &[bool]) -> u128 {
+    bounds
+        .iter()
+        .zip(fixed)
+        .map(|(&(free, pinned), &f)| u128::from(if f { pinned } else { free }))
+        .sum()
+}
+
+/// [`cost_lower_bound`] on a tuning host: the bound without overrides
+/// ([`base_lower_bound_named`], graph only), corrected for the groups whose override slots
+/// hold something. Its edges are two graph-only memos and the function's slots (inputs), so
+/// after an override salsa walks no per-group memo for it. The sum is exact: every term is
+/// non-negative, so the saturating sum is the true sum capped at `u64::MAX`.
+fn tuning_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
+    let slots = layout::func_slots(db, func);
+    let mut overridden: Vec<ir::Name> =
+        slots.pairs.iter().filter(|(s, _)| !s.values(db).is_empty()).map(|&(_, g)| g).collect();
+    overridden.dedup();
+    let mut total = base_lower_bound_named(db, func);
+    for start in overridden {
+        let bounds = lower_bound_block(db, func, start);
+        let without = group_bound(&bounds, &base_fixed_block(db, func, start));
+        let with = group_bound(&bounds, &fixed_block(db, func, start));
+        total = total - without + with;
+    }
+    for group in layout::Groups::new(db, func).iter() {
+        if let GroupRef::Unnamed(_) = group {
+            total += group_bound(
+                &lower_bounds_computed(db, func, group),
+                &fixed_computed(db, func, group),
+            );
+        }
+    }
+    u64::try_from(total).unwrap_or(u64::MAX)
+}
+
+/// The sum of [`cost_lower_bound`]'s terms over a function's named groups as if no op had
+/// overrides: it reads the graph alone.
+#[salsa::tracked(returns(copy))]
+pub fn base_lower_bound_named(db: &dyn Db, func: FuncId) -> u128 {
+    let mut total = 0u128;
+    for group in layout::Groups::new(db, func).iter() {
+        if let GroupRef::Named(start) = group {
+            total += group_bound(
+                &lower_bound_block(db, func, start),
+                &base_fixed_block(db, func, start),
+            );
         }
     }
     total

@@ -12,6 +12,8 @@
 //! chains ─► chunk_layout(f) ─► chunk_ops(f, k), chunk_chains(f, k)
 //! solve_chain* + solve_single_chains* + base_plans_block* ─► plan_parts_chunk(f, k)
 //!                                         ─► merge_base_chunk(f, k)
+//!     (tuning host, no override in the chunk or its producers: the same, from
+//!      parts_without_overrides(ChunkContent), which reads the graph alone)
 //! plan_carry(f, p, k-1) ─► plan_chunk(f, p, k) ─► plan_slice(f, p, k), plan_carry(f, p, k)
 //! plan_slice + chunk_incoming ─► chunk_cost(f, p, k) ─► plan_cost(f, p)
 //! plan_slice* ─► plan_for(f, p)                              the whole plan, for reports

@@ -509,11 +509,13 @@ fn solved_chains(
     db: &dyn Db,
     chains: &[ChainId],
     members: &[Vec<u32>],
-    (keys, topo, probe): (&[ir::Name], &crate::Topology, &layout::OverrideProbe<'_>),
+    (keys, topo, probe): (&[ir::Name], &crate::Topology, Option<&layout::OverrideProbe<'_>>),
     layout: &ir::GroupLayout,
 ) -> Vec<Arc<ChainPart>> {
-    let reads: Vec<Reads> =
-        members.iter().map(|m| crate::problem::chain_reads(m, keys, topo, probe)).collect();
+    let reads: Vec<Reads> = members
+        .iter()
+        .map(|m| probe.map_or(Reads::Base, |p| crate::problem::chain_reads(m, keys, topo, p)))
+        .collect();
     // Single-op chains by the group of their op, in chunk order. Whether a chain has
     // overrides does not decide its group's key, so that an override re-runs no group.
     let mut groups: Vec<(u32, Vec<ChainId>)> = Vec::new();
@@ -691,13 +693,97 @@ pub(crate) fn part_of(
     }
 }
 
+/// Chunk `k`'s base plan: each op's plan and each chain's solution, with the overrides of
+/// its ops and their producers.
+///
+/// On a tuning host, a chunk none of whose ops or their producers has overrides is
+/// [`parts_without_overrides`] of its content, a memo that reads the graph alone: this memo
+/// then depends on the chunk's ops and chains, the slots of its groups (inputs) and that one
+/// memo, so after an override salsa walks a few edges per chunk instead of every chain's
+/// solution and every group's plans.
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let chunk_chains = crate::chunks::chunk_chains(db, func, k);
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let members_here = crate::chunks::chunk_ops(db, func, k);
-    let blocks = Blocks::new(db, func);
     let probe = layout::OverrideProbe::new(db, func);
+    let topo = crate::scheduling::func_topology(db, func);
+    let all_members = chain_members(db, &body, &chunk_chains.ids);
+    if db.memo_style() == layout::MemoStyle::Tuning {
+        let ops = ir::func_ops(db, func);
+        let overridden = members_here
+            .iter()
+            .any(|&i| ops.get(i as usize).is_some_and(|op| probe.has_overrides(op.key(db))))
+            || all_members.iter().any(|m| {
+                crate::problem::chain_reads(m, &body.keys, &topo, &probe) == Reads::Overrides
+            });
+        if !overridden {
+            let content = ChunkContent::new(
+                db,
+                func,
+                members_here
+                    .iter()
+                    .filter_map(|&i| ops.get(i as usize).copied())
+                    .collect::<Vec<OpId>>(),
+                chunk_chains.ids.clone(),
+            );
+            return parts_without_overrides(db, content);
+        }
+    }
+    parts_of(db, func, (&body, &members_here), (&chunk_chains.ids, all_members), Some(&probe))
+}
+
+/// What a chunk holds, by ids from names: the key of [`parts_without_overrides`].
+#[salsa::interned(debug, unsafe(no_lifetime), revisions = usize::MAX)]
+pub struct ChunkContent {
+    #[returns(copy)]
+    pub func: FuncId,
+    /// The chunk's ops, in chunk order.
+    #[returns(ref)]
+    pub ops: Vec<OpId>,
+    /// The chains with ops in the chunk, in order.
+    #[returns(ref)]
+    pub chains: Vec<ChainId>,
+}
+
+/// [`plan_parts_chunk`] of a chunk as if no op had overrides: the graph alone (each op's
+/// plan without overrides, each chain solved without them), so a tuning host keeps it
+/// valid in O(1) after an override.
+#[salsa::tracked(returns(clone))]
+pub fn parts_without_overrides(db: &dyn Db, content: ChunkContent) -> Arc<PartsChunk> {
+    let func = content.func(db);
+    let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
+    let members_here: Vec<u32> =
+        content.ops(db).iter().filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32)).collect();
+    let chains = content.chains(db);
+    let all_members = chain_members(db, &body, chains);
+    parts_of(db, func, (&body, &members_here), (chains, all_members), None)
+}
+
+/// The ops (body indices) of each chain.
+fn chain_members(db: &dyn Db, body: &ir::BodyView<'_>, chains: &[ChainId]) -> Vec<Vec<u32>> {
+    chains
+        .iter()
+        .map(|&chain| {
+            chain
+                .ops(db)
+                .iter()
+                .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
+                .collect()
+        })
+        .collect()
+}
+
+/// A chunk's parts: its ops' plans (`members_here`, body indices) and its chains' solutions
+/// (`chains`, with their ops). Reads the overrides through `probe`; with `None`, none.
+fn parts_of(
+    db: &dyn Db,
+    func: FuncId,
+    (body, members_here): (&ir::BodyView<'_>, &[u32]),
+    (chains, all_members): (&[ChainId], Vec<Vec<u32>>),
+    probe: Option<&layout::OverrideProbe<'_>>,
+) -> Arc<PartsChunk> {
+    let blocks = Blocks::new(db, func);
     let topo = crate::scheduling::func_topology(db, func);
     let ops = ir::func_ops(db, func);
     let plans: Vec<OpPlan> = members_here
@@ -707,7 +793,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             // The blocks hold every op's plan without overrides (on a tuning host they
             // read only the graph); an overridden op's is made here.
             match ops.get(i) {
-                Some(&op) if probe.has_overrides(op.key(db)) => {
+                Some(&op) if probe.is_some_and(|p| p.has_overrides(op.key(db))) => {
                     let pinned = layout::pinned_outputs(db, func);
                     match body.ops.get(i) {
                         Some(data) => base_plan(db, op, data, &pinned, Reads::Overrides),
@@ -728,20 +814,8 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     // earlier on splits or joins: ops name their chain by its place among this chunk's.
     let mut chain_plans: Vec<ChainPlan> = Vec::new();
     let mut outcomes: Vec<ChainOutcome> = Vec::new();
-    let all_members: Vec<Vec<u32>> = chunk_chains
-        .ids
-        .iter()
-        .map(|&chain| {
-            chain
-                .ops(db)
-                .iter()
-                .filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32))
-                .collect()
-        })
-        .collect();
     let groups = ir::func_groups(db, func);
-    let solved =
-        solved_chains(db, &chunk_chains.ids, &all_members, (&body.keys, &topo, &probe), &groups);
+    let solved = solved_chains(db, chains, &all_members, (&body.keys, &topo, probe), &groups);
     for (local, (members, part)) in all_members.into_iter().zip(solved).enumerate() {
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {

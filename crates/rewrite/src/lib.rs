@@ -109,6 +109,14 @@ pub fn final_ir_for(db: &dyn Db, file: SourceFile, policy: Policy) -> Arc<FinalI
     Arc::new(out)
 }
 
+/// Whether the optimizer rewrites a function: [`optimizable`] of its body, as a memo, so that
+/// the cost a tuning loop asks for after every override does not scan every op of every
+/// function again (on a tuning host it reads the graph alone and stays valid in O(1)).
+#[salsa::tracked(returns(copy))]
+pub fn func_optimizable(db: &dyn Db, func: FuncId) -> bool {
+    ir::func_body(db, func).is_some_and(|b| optimizable(&b).is_ok())
+}
+
 /// Whether the optimizer rewrites a function, and if not, why.
 pub fn optimizable(body: &FuncBody) -> Result<(), String> {
     if !body.has_body {
