@@ -181,6 +181,32 @@ impl FuncOut {
         self.slots.get_mut(&b)
     }
 
+    /// A new generic, pure op with one tensor result of type `ty`, appended to `out` (a
+    /// rewrite's replacement ops, spliced into the body later); returns the result.
+    fn push_generic(
+        &mut self,
+        out: &mut Vec<OutOp>,
+        name: &str,
+        operands: Vec<ValueId>,
+        props: Vec<(String, String)>,
+        ty: TType,
+        loc: String,
+    ) -> ValueId {
+        let id = self.values.len() as ValueId;
+        self.values.push((OutTy::Tensor(ty), Def::Op));
+        out.push(OutOp {
+            name: name.to_owned(),
+            form: Form::Generic { raw_props: None, attrs: None },
+            operands,
+            props,
+            results: vec![id],
+            loc,
+            written: false,
+            pure_op: true,
+        });
+        id
+    }
+
     /// Records an op; returns its results.
     #[expect(clippy::too_many_arguments, reason = "one call site per form, all fields needed")]
     pub(crate) fn push_op(

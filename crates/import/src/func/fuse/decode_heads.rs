@@ -25,7 +25,7 @@
 
 use super::Uses;
 use crate::{
-    func::{Def, Form, FuncOut, OutOp, OutTy, ValueId},
+    func::{FuncOut, OutOp, ValueId},
     ty::TType,
 };
 
@@ -148,19 +148,7 @@ impl FuncOut {
         let [s, b, h, d] = input_t.shape[..] else { return None };
         let mut ops = Vec::new();
         let mut emit = |f: &mut FuncOut, name: &str, operands, props, ty: TType, loc: String| {
-            let id = f.values.len() as ValueId;
-            f.values.push((OutTy::Tensor(ty), Def::Op));
-            ops.push(OutOp {
-                name: name.to_owned(),
-                form: Form::Generic { raw_props: None, attrs: None },
-                operands,
-                props,
-                results: vec![id],
-                loc,
-                written: false,
-                pure_op: true,
-            });
-            id
+            f.push_generic(&mut ops, name, operands, props, ty, loc)
         };
         let mut x = m.input;
         if let Some((cond, replacement, guard_loc)) = &m.guard {

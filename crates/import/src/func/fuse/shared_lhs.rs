@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 
 use super::{Uses, prop};
 use crate::{
-    func::{Def, Form, FuncOut, OutOp, OutTy, ValueId},
+    func::{Form, FuncOut, OutOp, ValueId},
     ty::TType,
 };
 
@@ -155,19 +155,7 @@ impl FuncOut {
         let mut out: Vec<OutOp> = g.moved.iter().map(|k| self.ops[*k].clone()).collect();
         let root = self.ops[g.ops[0]].clone();
         let mut emit = |f: &mut FuncOut, name: &str, operands, props, ty: TType, loc: String| {
-            let id = f.values.len() as ValueId;
-            f.values.push((OutTy::Tensor(ty), Def::Op));
-            out.push(OutOp {
-                name: name.to_owned(),
-                form: Form::Generic { raw_props: None, attrs: None },
-                operands,
-                props,
-                results: vec![id],
-                loc,
-                written: false,
-                pure_op: true,
-            });
-            id
+            f.push_generic(&mut out, name, operands, props, ty, loc)
         };
         let mut weights = Vec::new();
         for k in &g.ops {
