@@ -126,6 +126,57 @@ fn opened(mut host: AnalysisHost, text: &str, overrides: &str) -> AnalysisHost {
     host
 }
 
+/// One DRAM value read by two convolutions that both want it sharded the same way: with the
+/// two in different chunks, a conversion shared between uses came out differently.
+const ONE_VALUE_TWO_CONVS: &str = r#"#dram = #ttnn.buffer_type<dram>
+#system_memory = #ttnn.buffer_type<system_memory>
+#ttnn_layout25 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 + d1 + d2, d3), <1x1>, memref<1x256xbf16, #system_memory>>
+#ttnn_layout35 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 64 + d2, d3), <1x1>, memref<2x16x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#ttnn_layout38 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 512 + d1 + d2, d3), <1x1>, memref<131072x1xbf16, #system_memory>>
+#ttnn_layout39 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 64 + d2, d3), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+#ttnn_layout40 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1536 + d1 * 3 + d2, d3), <1x1>, memref<393216x3xbf16, #system_memory>>
+module {
+  func.func @main(%x: tensor<1x1x49x512xbf16, #ttnn_layout35>, %w1: tensor<256x512x1x1xbf16, #ttnn_layout38>, %b1: tensor<1x1x1x256xbf16, #ttnn_layout25>, %w3: tensor<256x512x3x3xbf16, #ttnn_layout40>, %b3: tensor<1x1x1x256xbf16, #ttnn_layout25>) -> tensor<1x1x49x512xbf16, #ttnn_layout35> {
+    %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device
+    %1 = "ttnn.relu"(%x) : (tensor<1x1x49x512xbf16, #ttnn_layout35>) -> tensor<1x1x49x512xbf16, #ttnn_layout35>
+    %819 = "ttnn.conv2d"(%1, %w1, %b1, %0) <{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 512 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 256 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x49x512xbf16, #ttnn_layout35>, tensor<256x512x1x1xbf16, #ttnn_layout38>, tensor<1x1x1x256xbf16, #ttnn_layout25>, !ttnn.device) -> tensor<1x1x49x256xbf16, #ttnn_layout39>
+    %820 = "ttnn.conv2d"(%1, %w3, %b3, %0) <{batch_size = 1 : i32, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 512 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 3, 3>, out_channels = 256 : i32, padding = array<i32: 1, 1, 1, 1>, stride = array<i32: 1, 1>}> : (tensor<1x1x49x512xbf16, #ttnn_layout35>, tensor<256x512x3x3xbf16, #ttnn_layout40>, tensor<1x1x1x256xbf16, #ttnn_layout25>, !ttnn.device) -> tensor<1x1x49x256xbf16, #ttnn_layout39>
+    %821 = "ttnn.concat"(%819, %820) <{dim = 3 : si32}> : (tensor<1x1x49x256xbf16, #ttnn_layout39>, tensor<1x1x49x256xbf16, #ttnn_layout39>) -> tensor<1x1x49x512xbf16, #ttnn_layout35>
+    %822 = "ttnn.relu"(%821) : (tensor<1x1x49x512xbf16, #ttnn_layout35>) -> tensor<1x1x49x512xbf16, #ttnn_layout35>
+    return %822 : tensor<1x1x49x512xbf16, #ttnn_layout35>
+  }
+}
+"#;
+
+/// The plan's chunks are where memos are cut, not a parameter of the result: every policy's
+/// final IR and cost are the same whatever their size.
+#[test]
+fn results_do_not_depend_on_the_size_of_the_plan_chunks() {
+    let texts = std::iter::once(ONE_VALUE_TWO_CONVS.to_owned())
+        .chain((1..=6).map(|seed| graph(&mut Rng(seed), 80)));
+    for (n, text) in texts.enumerate() {
+        let at = |ops: u32| {
+            let options = Options { plan_chunk_ops: ops, ..Options::tt_mlir_defaults() };
+            let host = opened(AnalysisHost::new(target::Target::n150(), options), &text, "");
+            let file = host.file(FILE).expect("file is open");
+            let a = host.analysis();
+            Policy::ALL
+                .iter()
+                .map(|&p| {
+                    let ir = a.final_ir_for(file, p).expect("not cancelled").text.clone();
+                    (p, ir, a.cost(file, p).expect("not cancelled"))
+                })
+                .collect::<Vec<_>>()
+        };
+        let whole = at(10_000);
+        for ops in [1, 3, 13] {
+            for (got, want) in at(ops).iter().zip(&whole) {
+                assert_eq!(got, want, "graph {n}: chunks of {ops} ops against one chunk");
+            }
+        }
+    }
+}
+
 #[test]
 fn incremental_results_equal_from_scratch_results_after_random_edits() {
     random_edits(AnalysisHost::new(target::Target::n150(), options()));

@@ -131,7 +131,6 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
     // their producer's plan. By index rather than by value: where a key repeats (an error)
     // the values name the last op of that key, not any op printed with it.
     let mut values: FxHashMap<(u32, u32), (String, Ty)> = FxHashMap::default();
-    let mut conversions: FxHashMap<(ValueRef, TtnnLayout), (String, Ty)> = FxHashMap::default();
     for iu in order {
         let i = iu as usize;
         let Some(data) = body.ops.get(i) else { continue };
@@ -165,20 +164,16 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
                 });
             match (required, ty.as_tensor()) {
                 (Some(req), Some(t)) if t.layout.as_ref() != Some(&req) => {
-                    let key = (*v, req.clone());
-                    let converted = if let Some(c) = conversions.get(&key) {
-                        c.clone()
-                    } else {
-                        let new_ty = Ty::Tensor(retyped(t, &req));
-                        let base = format!("{}_in{k}", p.names.loc_base(i));
-                        let cname = p.names.fresh_name(&base, iu);
-                        let loc = format!("{}_in_{k}_layout", p.names.loc_base(i));
-                        p.conversion(&cname, &name, &ty, &new_ty, &loc);
-                        conversions.insert(key, (cname.clone(), new_ty.clone()));
-                        (cname, new_ty)
-                    };
-                    operand_names.push(converted.0);
-                    operand_types.push(converted.1);
+                    // One conversion per use, right before its op, as tt-mlir inserts one
+                    // per edge (and as the cost model charges them): a conversion shared
+                    // between uses would make the text depend on which uses a chunk holds.
+                    let new_ty = Ty::Tensor(retyped(t, &req));
+                    let base = format!("{}_in{k}", p.names.loc_base(i));
+                    let cname = p.names.fresh_name(&base, iu);
+                    let loc = format!("{}_in_{k}_layout", p.names.loc_base(i));
+                    p.conversion(&cname, &name, &ty, &new_ty, &loc);
+                    operand_names.push(cname);
+                    operand_types.push(new_ty);
                 }
                 _ => {
                     operand_names.push(name);
