@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use base_db::Policy;
+use base_db::{Policy, TargetInput};
 use ir::FuncId;
 
 use opmodel::OpConfig;
@@ -20,7 +20,7 @@ use ttnn_types::TtnnLayout;
 use crate::{
     Db,
     chain_graph::{ChainBlocks, ChainId},
-    merge::{Carry, ChunkInputs, decline, decline_op, decline_reason, walk_chunk},
+    merge::{Carry, ChunkInputs, WalkSource, decline, decline_op, decline_reason, walk_chunk},
     planning::{
         ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, plan_parts_chunk,
     },
@@ -238,18 +238,80 @@ pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
     let _p = tracing::debug_span!("plan_chunk", func = %func.name(db), policy = policy.name(), k)
         .entered();
-    let (slice, carry) = walk_chunk(&ChunkInputs {
+    let merging = policy == Policy::DfShardingMerge;
+    let src = DbWalkSource {
         db,
         func,
-        k,
-        merging: policy == Policy::DfShardingMerge,
-        layout: &layout,
+        merging,
+        sigs: crate::planning::Signatures::new(db, func),
         body: &body,
+    };
+    let (slice, carry) = walk_chunk(&ChunkInputs {
+        src: &src,
+        n_ops: body.ops.len(),
+        k,
+        merging,
+        l1_interleaved_fallback: layout::effective_options(db).l1_interleaved_fallback,
+        layout: &layout,
         topo: &topo,
         sched: &sched,
         carry: &carry,
+        target: TargetInput::get(db).target(db),
+        model: db.op_model(),
+        costs: db.cost_cache(),
     });
     Arc::new(PlanChunk { slice: Arc::new(slice), carry: Arc::new(carry) })
+}
+
+/// A walk's reads answered from the database, each from a memo of its own: the signatures a
+/// group at a time, the other chunks' base plans one op or chain at a time
+/// ([`foreign_op_plan`], [`foreign_chain`]), so that a walk depends only on what its
+/// decisions looked at.
+struct DbWalkSource<'a> {
+    db: &'a dyn Db,
+    func: FuncId,
+    merging: bool,
+    sigs: crate::planning::Signatures,
+    body: &'a ir::BodyView<'a>,
+}
+
+impl WalkSource for DbWalkSource<'_> {
+    fn op(&self, i: u32) -> Option<&ir::OpData> {
+        self.body.ops.get(i as usize)
+    }
+
+    fn result_of(&self, v: ir::ValueRef) -> Option<(u32, u32)> {
+        self.body.result_of(v)
+    }
+
+    fn arg(&self, a: u32) -> Option<&ir::Ty> {
+        self.body.args.get(a as usize)
+    }
+
+    fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
+        self.sigs.sig(self.db, self.func, i as usize)
+    }
+
+    fn base(&self, k: u32) -> Arc<PartsChunk> {
+        base_parts(self.db, self.func, self.merging, k)
+    }
+
+    fn foreign_plan(&self, i: u32) -> Option<Arc<OpPlan>> {
+        foreign_op_plan(self.db, self.func, self.merging, i)
+    }
+
+    fn foreign_chain(&self, last: u32) -> Option<Arc<ForeignChain>> {
+        foreign_chain(self.db, self.func, self.merging, last)
+    }
+
+    fn chunk_chains(&self, k: u32) -> Arc<ChunkChains> {
+        chunk_chains(self.db, self.func, k)
+    }
+
+    fn legal_layouts(&self, i: u32) -> Option<Arc<layout::LegalOpLayouts>> {
+        let key = self.body.ops.get(i as usize)?.key.clone();
+        Some(layout::legal_op_layouts(self.db, ir::OpId::new(self.db, self.func, key)))
+    }
 }
 
 /// What chunk `k`'s walk hands on; a firewall, so that a change inside chunk `k` that

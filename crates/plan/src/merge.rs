@@ -28,13 +28,11 @@ use std::{
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use base_db::TargetInput;
-use ir::{FuncId, ValueRef};
+use ir::ValueRef;
 use opmodel::{OpConfig, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TensorMemoryLayout, TtnnLayout};
 
 use crate::{
-    Db,
     chunks::{ChunkChains, ChunkLayout, PlanSlice},
     planning::{ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, SpillLocation},
     problem::ChainCost,
@@ -122,44 +120,84 @@ struct BaseChunk {
     by_last: FxHashMap<u32, usize>,
 }
 
+/// An op with nothing in it, for lookups past the end.
+static NO_OP: ir::OpData = ir::OpData {
+    key: String::new(),
+    name: String::new(),
+    form: ir::OpForm::Generic,
+    operands: Vec::new(),
+    operand_types: Vec::new(),
+    results: Vec::new(),
+    properties: Vec::new(),
+    attrs: Vec::new(),
+    callee: None,
+    has_regions: false,
+};
+
 /// A plan with nothing in it, for lookups that miss.
 static NO_PLAN: std::sync::LazyLock<OpPlan> = std::sync::LazyLock::new(OpPlan::empty);
 
-/// The inputs of one chunk's walk.
+/// What a chunk's walk reads of its function beyond the carry, asked for when a decision
+/// first needs it (a window reads few ops outside its chunk). The database answers each read
+/// from a memo of its own, so that a walk re-runs only when something it read changed
+/// (`chunks::DbWalkSource`); the unit tests answer from plain data.
+pub(crate) trait WalkSource {
+    /// Op `i` of the body (body index).
+    fn op(&self, i: u32) -> Option<&ir::OpData>;
+    /// The op (body index) and result index that define a value.
+    fn result_of(&self, v: ValueRef) -> Option<(u32, u32)>;
+    /// The type of the function's argument `a`.
+    fn arg(&self, a: u32) -> Option<&ir::Ty>;
+    /// Op `i`'s signature.
+    fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>>;
+    /// Chunk `k`'s base plan: `merge_base_chunk` when merging, else `plan_parts_chunk`.
+    fn base(&self, k: u32) -> Arc<PartsChunk>;
+    /// Op `i`'s plan in its own chunk's base, read from a walk of another chunk.
+    fn foreign_plan(&self, i: u32) -> Option<Arc<OpPlan>>;
+    /// The base plan and outcome of the chain ending at op `last`, read from another chunk.
+    fn foreign_chain(&self, last: u32) -> Option<Arc<crate::chunks::ForeignChain>>;
+    /// The chains of chunk `k`.
+    fn chunk_chains(&self, k: u32) -> Arc<ChunkChains>;
+    /// Op `i`'s legal output layouts (the L1-interleaved fallback picks among them).
+    fn legal_layouts(&self, i: u32) -> Option<Arc<layout::LegalOpLayouts>>;
+}
+
+/// The inputs of one chunk's walk: plain values and services, and what it reads on demand.
 pub(crate) struct ChunkInputs<'a> {
-    pub db: &'a dyn Db,
-    pub func: FuncId,
+    pub src: &'a dyn WalkSource,
+    /// The body's op count.
+    pub n_ops: usize,
     pub k: u32,
     /// Whether chain merging runs (`df-sharding-merge`) or only the spills and conversions.
     pub merging: bool,
+    /// tt-mlir's `l1-interleaved-fallback-analysis-enabled`.
+    pub l1_interleaved_fallback: bool,
     pub layout: &'a ChunkLayout,
-    pub body: &'a ir::BodyView<'a>,
     pub topo: &'a Topology,
     pub sched: &'a crate::scheduling::Schedule,
     pub carry: &'a Carry,
+    pub target: &'a target::Target,
+    pub model: &'a layout::SharedOpModel,
+    pub costs: &'a cost::CostCache,
 }
 
 /// Walks chunk `k` of the schedule: makes the decisions whose source lies there, finishes
 /// the chunk's plans (spills, returned values, conversions) and hands the rest on.
 pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
-    let db = input.db;
     let k = input.k;
-    let target = TargetInput::get(db).target(db);
+    let target = input.target;
     let n_chunks = input.layout.len();
     let mut m = Merger {
-        db,
-        func: input.func,
+        src: input.src,
         merging: input.merging,
         k,
         layout: input.layout,
-        body: input.body,
         topo: input.topo,
         sched: &input.sched.order,
         pos: &input.sched.position,
-        sigs: crate::planning::Signatures::new(db, input.func),
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
-        foreign_plans: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
-        foreign_chains: (0..input.body.ops.len()).map(|_| OnceCell::new()).collect(),
+        foreign_plans: (0..input.n_ops).map(|_| OnceCell::new()).collect(),
+        foreign_chains: (0..input.n_ops).map(|_| OnceCell::new()).collect(),
         plans: FxHashMap::default(),
         chains: FxHashMap::default(),
         residents: input.carry.residents.clone(),
@@ -170,7 +208,8 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         chain_info: (0..n_chunks).map(|_| OnceCell::new()).collect(),
         outputs: &input.carry.outputs,
         records: Vec::new(),
-        model: db.op_model(),
+        model: input.model,
+        costs: input.costs,
         target,
         cost: cost::CostModel::for_target(target),
         spill_layouts: std::cell::RefCell::default(),
@@ -207,7 +246,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
             m.finish_chain(c as usize);
         }
     }
-    if layout::effective_options(db).l1_interleaved_fallback {
+    if input.l1_interleaved_fallback {
         m.l1_interleaved_fallback(&here);
     }
     m.prune_conversions(&here);
@@ -215,19 +254,15 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
 }
 
 struct Merger<'a> {
-    db: &'a dyn Db,
-    func: FuncId,
+    src: &'a dyn WalkSource,
     merging: bool,
     k: u32,
     layout: &'a ChunkLayout,
     /// Each chunk's chains, fetched on first use.
     chain_info: Vec<OnceCell<Arc<ChunkChains>>>,
-    body: &'a ir::BodyView<'a>,
     topo: &'a Topology,
     sched: &'a [u32],
     pos: &'a [u32],
-    /// Op signatures, a block at a time, fetched on first use (a window reads few blocks).
-    sigs: crate::planning::Signatures,
     /// The base plan of each chunk this walk reads, fetched on first use.
     base: Vec<OnceCell<BaseChunk>>,
     /// Base plans of ops in other chunks, by body index, fetched on first use.
@@ -252,6 +287,7 @@ struct Merger<'a> {
     outputs: &'a BTreeMap<u32, (Option<TtnnLayout>, Option<TtnnLayout>)>,
     records: Vec<MergeRecord>,
     model: &'a layout::SharedOpModel,
+    costs: &'a cost::CostCache,
     target: &'a target::Target,
     /// Every merge must also pay off in estimated time (going past tt-mlir, which merges
     /// whenever L1 allows).
@@ -263,7 +299,12 @@ struct Merger<'a> {
 
 impl Merger<'_> {
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
-        self.sigs.sig(self.db, self.func, i as usize)
+        self.src.sig(i)
+    }
+
+    /// Op `i` of the body (an empty op past the end).
+    fn op(&self, i: u32) -> &ir::OpData {
+        self.src.op(i).unwrap_or(&NO_OP)
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost
@@ -271,11 +312,7 @@ impl Merger<'_> {
     fn base(&self, k: u32) -> Option<&BaseChunk> {
         let cell = self.base.get(k as usize)?;
         Some(cell.get_or_init(|| {
-            let parts = if self.merging {
-                crate::chunks::merge_base_chunk(self.db, self.func, k)
-            } else {
-                crate::planning::plan_parts_chunk(self.db, self.func, k)
-            };
+            let parts = self.src.base(k);
             let by_last = parts
                 .chains
                 .iter()
@@ -315,16 +352,14 @@ impl Merger<'_> {
     /// chunks ([`crate::chunks::foreign_op_plan`]), fetched once per walk.
     fn foreign_plan(&self, i: u32) -> Option<&OpPlan> {
         let cell = self.foreign_plans.get(i as usize)?;
-        cell.get_or_init(|| crate::chunks::foreign_op_plan(self.db, self.func, self.merging, i))
-            .as_deref()
+        cell.get_or_init(|| self.src.foreign_plan(i)).as_deref()
     }
 
     /// The base plan and outcome of the chain ending at `last` when it lies in another
     /// chunk (see [`Merger::foreign_plan`]).
     fn foreign_chain(&self, last: u32) -> Option<&(ChainPlan, crate::planning::ChainOutcome)> {
         let cell = self.foreign_chains.get(last as usize)?;
-        cell.get_or_init(|| crate::chunks::foreign_chain(self.db, self.func, self.merging, last))
-            .as_deref()
+        cell.get_or_init(|| self.src.foreign_chain(last)).as_deref()
     }
 
     fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
@@ -368,16 +403,16 @@ impl Merger<'_> {
 
     /// The layout reaching operand `k` of op `i` from its producer (after its spill).
     fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        let v = *self.body.ops[i as usize].operands.get(k)?;
+        let v = *self.op(i).operands.get(k)?;
         match v {
             ValueRef::Result { .. } => {
-                let (op, _) = self.body.result_of(v)?;
+                let (op, _) = self.src.result_of(v)?;
                 if let Some((l, s)) = self.outputs.get(&op) {
                     return s.clone().or_else(|| l.clone());
                 }
                 self.planned_spill(op).or_else(|| self.plan(op).layout.clone())
             }
-            ValueRef::Arg(a) => self.body.args.get(a as usize).and_then(|t| t.layout().cloned()),
+            ValueRef::Arg(a) => self.src.arg(a).and_then(|t| t.layout().cloned()),
             ValueRef::Unknown => None,
         }
     }
@@ -388,7 +423,7 @@ impl Merger<'_> {
     fn chain_of(&self, i: u32) -> Option<u32> {
         let (k, at) = self.layout.locate(i)?;
         let cell = self.chain_info.get(k as usize)?;
-        let info = cell.get_or_init(|| crate::chunks::chunk_chains(self.db, self.func, k));
+        let info = cell.get_or_init(|| self.src.chunk_chains(k));
         info.of_op.get(at).copied().flatten().map(|(last, _)| last)
     }
 
@@ -509,11 +544,11 @@ impl Merger<'_> {
 
     /// The scheduled producer of op `y`'s operands that runs first.
     fn earliest_producer(&self, y: u32) -> Option<u32> {
-        self.body.ops[y as usize]
+        self.op(y)
             .operands
             .iter()
             .filter_map(|v| {
-                let (op, _) = self.body.result_of(*v)?;
+                let (op, _) = self.src.result_of(*v)?;
                 (self.pos[op as usize] != u32::MAX).then_some(op)
             })
             .min_by_key(|&op| self.pos[op as usize])
@@ -715,7 +750,7 @@ impl Merger<'_> {
     }
 
     fn shape(&self, i: u32) -> Option<Vec<u64>> {
-        self.body.ops[i as usize].results.first()?.as_tensor()?.static_shape()
+        self.op(i).results.first()?.as_tensor()?.static_shape()
     }
 
     /// Op `i`'s output interleaved in L1 (`l1`) or DRAM, with `from`'s data type and page
@@ -739,8 +774,8 @@ impl Merger<'_> {
 
     /// The layout of operand `k` of op `i` as the plan stands (residents included).
     fn input_layout(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        if let Some(&v) = self.body.ops[i as usize].operands.get(k)
-            && let Some((op, _)) = self.body.result_of(v)
+        if let Some(&v) = self.op(i).operands.get(k)
+            && let Some((op, _)) = self.src.result_of(v)
             && let Some(l) = self.residents.get(&op)
         {
             return Some(l.clone());
@@ -820,10 +855,7 @@ impl Merger<'_> {
                 continue;
             }
             self.validate(i, &[], None, None, extra + self.active(p)).map_err(|e| {
-                format!(
-                    "`{}` at schedule position {p} would not fit: {e}",
-                    self.body.ops[i as usize].key
-                )
+                format!("`{}` at schedule position {p} would not fit: {e}", self.op(i).key)
             })?;
         }
         Ok(())
@@ -847,10 +879,7 @@ impl Merger<'_> {
                 .saturating_add(self.active(self.pos[i as usize])),
         };
         self.model.query(self.target, &q).map(|_| ()).map_err(|e| {
-            format!(
-                "the copy of `{}` out of its shard would not fit: {e}",
-                self.body.ops[i as usize].key
-            )
+            format!("the copy of `{}` out of its shard would not fit: {e}", self.op(i).key)
         })
     }
 
@@ -884,8 +913,7 @@ impl Merger<'_> {
         }
         let output =
             TensorDesc { shape: result.static_shape().unwrap_or_default(), layout: out.clone() };
-        self.db
-            .cost_cache()
+        self.costs
             .op_cost(self.target, &self.cost, &sig.kind, &inputs, &output, &self.plan(i).config)
             .total_ns
     }
@@ -966,14 +994,13 @@ impl Merger<'_> {
     }
 
     fn try_concat(&mut self, c: usize, x: u32) -> Result<(), String> {
-        let body = self.body;
         let Some(sig) = self.sig(x) else {
             return Err("no signature".to_owned());
         };
         let Some(dim) = sig.kind.is_concat() else { return Err("not a concat".to_owned()) };
         let mut sources = Vec::new();
-        for v in &body.ops[x as usize].operands {
-            let Some((op, _)) = body.result_of(*v) else {
+        for v in &self.op(x).operands {
+            let Some((op, _)) = self.src.result_of(*v) else {
                 return Err("an input is not produced by a chain".to_owned());
             };
             let sc = self.chain_of_last(op).ok_or("an input is not the last op of a chain")?;
@@ -1077,11 +1104,7 @@ impl Merger<'_> {
             kind: MergeKind::Concat,
             sources: sources.iter().map(|(_, o)| *o).collect(),
             join: x,
-            description: format!(
-                "{} inputs of `{}` stay in L1",
-                sources.len(),
-                self.body.ops[x as usize].key
-            ),
+            description: format!("{} inputs of `{}` stay in L1", sources.len(), self.op(x).key),
         });
         Ok(())
     }
@@ -1091,13 +1114,13 @@ impl Merger<'_> {
     fn reshape_spill(&mut self, src: u32) {
         let p = self.pos[src as usize] + 1;
         let Some(&x) = self.sched.get(p as usize) else { return };
-        if self.body.ops[x as usize].name != "ttnn.reshape" {
+        if self.op(x).name != "ttnn.reshape" {
             return;
         }
         // (a) The reshape's producer spills to L1 interleaved instead of DRAM when the
         // reshape is its only user and runs right after it.
-        if let Some(&v) = self.body.ops[x as usize].operands.first()
-            && let Some((op, _)) = self.body.result_of(v)
+        if let Some(&v) = self.op(x).operands.first()
+            && let Some((op, _)) = self.src.result_of(v)
             && op == src
             && let Some(sc) = self.chain_of_last(src)
             && self.completed_dram_chain(sc)
@@ -1136,7 +1159,7 @@ impl Merger<'_> {
 
     /// (b) A reshape's own output in L1 interleaved, reserved until its last use.
     fn reshape_output(&mut self, x: u32) {
-        if self.body.ops[x as usize].name != "ttnn.reshape" {
+        if self.op(x).name != "ttnn.reshape" {
             return;
         }
         let p = self.pos[x as usize];
@@ -1182,10 +1205,7 @@ impl Merger<'_> {
                 kind: MergeKind::Reshape,
                 sources: vec![x],
                 join: x,
-                description: format!(
-                    "`{}` output in L1 interleaved",
-                    self.body.ops[x as usize].key
-                ),
+                description: format!("`{}` output in L1 interleaved", self.op(x).key),
             });
         }
     }
@@ -1286,7 +1306,7 @@ impl Merger<'_> {
                     kind: MergeKind::Fork,
                     sources: vec![last],
                     join: users[0].0,
-                    description: format!("`{}`: {reason}", self.body.ops[last as usize].key),
+                    description: format!("`{}`: {reason}", self.op(last).key),
                 });
                 break;
             }
@@ -1296,7 +1316,7 @@ impl Merger<'_> {
     /// A candidate source for operand `k` of op `j`: the last op of another completed chain
     /// spilling to DRAM, single use, scheduled before.
     fn source_for(&self, b: usize, j: u32, k: usize) -> Option<(usize, u32)> {
-        let (op, _) = self.body.result_of(*self.body.ops[j as usize].operands.get(k)?)?;
+        let (op, _) = self.src.result_of(*self.op(j).operands.get(k)?)?;
         let sc = self.chain_of_last(op)?;
         (sc != b
             && self.completed_dram_chain(sc)
@@ -1417,7 +1437,7 @@ impl Merger<'_> {
             let after = self.op_time(join, &[(k, layout.clone())], None);
             Self::pays_off(before, after)?;
         }
-        let into = &self.body.ops[join as usize].key;
+        let into = &self.op(join).key;
         self.keep(
             sc,
             SpillLocation::None,
@@ -1431,7 +1451,8 @@ impl Merger<'_> {
             join,
             description: format!(
                 "`{}` stays in L1 for operand {k} of `{}`",
-                self.body.ops[src as usize].key, self.body.ops[join as usize].key
+                self.op(src).key,
+                self.op(join).key
             ),
         });
         Ok(())
@@ -1503,9 +1524,9 @@ impl Merger<'_> {
             join,
             description: format!(
                 "`{}` and `{}` stay in L1 for `{}`",
-                self.body.ops[a as usize].key,
-                self.body.ops[c as usize].key,
-                self.body.ops[join as usize].key
+                self.op(a).key,
+                self.op(c).key,
+                self.op(join).key
             ),
         });
         Ok(())

@@ -69,7 +69,6 @@ impl SpillLocation {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChainPlan {
-    pub id: ChainId,
     /// Body indices of the chain's ops, in chain order.
     pub ops: Vec<u32>,
     pub concat: bool,
@@ -565,7 +564,6 @@ pub(crate) fn part_of(
 ) -> ChainPart {
     let n = chain.ops(db).len();
     let template = |state, failure, spill, spill_reason, core_usage| ChainPlan {
-        id: chain,
         ops: Vec::new(),
         concat: chain.concat(db),
         state,
@@ -858,8 +856,6 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
     let _p =
         tracing::debug_span!("plan_for", func = %func.name(db), policy = policy.name()).entered();
     let graph = chains(db, func);
-    let index: rustc_hash::FxHashMap<ChainId, u32> =
-        graph.chains.iter().enumerate().map(|(c, &id)| (id, c as u32)).collect();
     let mut ops = vec![OpPlan::empty(); body.ops.len()];
     let mut chain_plans: Vec<(u32, ChainPlan)> = Vec::new();
     let mut merges = Vec::new();
@@ -869,8 +865,11 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
         let slice = crate::chunks::plan_slice(db, func, policy, k as u32);
         // Chunks name an op's chain by its place among the chunk's chains; the plan names
         // it by its index in the function.
-        let global: Vec<u32> =
-            slice.chains.iter().map(|c| index.get(&c.id).copied().unwrap_or(u32::MAX)).collect();
+        let global: Vec<u32> = slice
+            .chains
+            .iter()
+            .map(|c| c.ops.last().and_then(|&last| graph.chain_of(last)).unwrap_or(u32::MAX))
+            .collect();
         for (&i, p) in slice.ops.iter().zip(&slice.plans) {
             if let Some(slot) = ops.get_mut(i as usize) {
                 slot.clone_from(p);

@@ -76,8 +76,7 @@ impl Merger<'_> {
         if self.reshape_stays_in_dram(x, user) {
             return None;
         }
-        let op = ir::OpId::new(self.db, self.func, self.body.ops[x as usize].key.clone());
-        let legal = layout::legal_op_layouts(self.db, op);
+        let legal = self.src.legal_layouts(x)?;
         if legal.fixed {
             return None;
         }
