@@ -40,6 +40,8 @@ use crate::{
 };
 
 mod l1_fallback;
+#[cfg(test)]
+mod tests;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MergeKind {
