@@ -19,6 +19,7 @@
 //! Inputs are written only through `Change::apply` in the `ide` crate, which diffs before
 //! setting: a salsa setter always starts a new revision, even for an equal value.
 
+pub mod granularity;
 mod overrides;
 
 use std::sync::Arc;
@@ -178,7 +179,8 @@ pub struct Options {
     /// tt-mlir's `L1InterleavedFallbackAnalysis`; off by default, as in tt-mlir).
     pub l1_interleaved_fallback: bool,
     /// Scheduled ops per chunk of the plan (see `plan::chunk_layout`): how much an override
-    /// re-derives. Not a tt-mlir option; tests set it small to cover chunk boundaries.
+    /// re-derives; [`granularity::SEGMENT_OPS`] unless set. Not a tt-mlir option; tests set
+    /// it small to cover chunk boundaries.
     pub plan_chunk_ops: u32,
 }
 
@@ -192,7 +194,7 @@ impl Options {
             row_major_enabled: false,
             memory_layout_analysis: true,
             l1_interleaved_fallback: false,
-            plan_chunk_ops: 256,
+            plan_chunk_ops: granularity::SEGMENT_OPS as u32,
         }
     }
 }

@@ -37,19 +37,7 @@ use std::{cell::OnceCell, sync::Arc};
 
 use crate::{Db, DefIndex, FuncBody, FuncId, Name, OpData, Ty, ValueRef, func_body, model::same};
 
-/// About how many ops a group holds: the one granularity of per-group memos (layouts,
-/// chains, verdicts, plans), and what an edit to one op re-derives around it.
-pub const GROUP_OPS: usize = 32;
-
-/// A group is cut after this many ops even when no op's key starts a new one.
-pub const MAX_GROUP_OPS: usize = 4 * GROUP_OPS;
-
-/// About how many groups a segment holds. After an edit every memo read across a function
-/// is verified before it is reused: per group that is thousands on a 100k-op function,
-/// while a per-segment memo whose segment changed runs again over all of its ops. Segments
-/// of 8 groups (about 256 ops) keep both small from 10k to 100k ops: at 32 groups, an edit
-/// re-checked some 1,000 ops as written, more than all the verifying it saved on 10k ops.
-pub const SEGMENT_GROUPS: usize = 8;
+pub use base_db::granularity::{GROUP_OPS, MAX_GROUP_OPS, SEGMENT_GROUPS, SEGMENT_OPS};
 
 /// Everything of a function body but its ops.
 #[derive(Debug, Clone, Default)]

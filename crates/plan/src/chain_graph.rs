@@ -155,9 +155,9 @@ impl GroupOp<'_> {
     }
 }
 
-/// Schedule positions per block of [`chain_block`]: several groups' worth, since a block
-/// walks the chains that start in it.
-const BLOCK: usize = 8 * ir::GROUP_OPS;
+/// Schedule positions per block of [`chain_block`]: a segment's worth of groups, since a
+/// block walks the chains that start in it.
+const BLOCK: usize = ir::SEGMENT_OPS;
 
 /// [`op_chainable`] for the ops of the group of a function that starts with the op keyed
 /// `start` (`ir::func_group_at`).
