@@ -114,6 +114,18 @@ impl UnitOps {
     }
 }
 
+/// Cycles one core spends combining `tiles` gathered tiles of partial row statistics: a
+/// reduce of each into the running statistic.
+pub(crate) fn combine_cycles(tiles: u64, passes: u64, fig: &Figures) -> u64 {
+    REDUCE_SUM.cycles(tiles, passes, fig)
+}
+
+/// Cycles one core spends turning `tiles` tiles of combined statistics into `1 / sigma`: the
+/// epsilon added, then a reciprocal square root.
+pub(crate) fn inverse_sigma_cycles(tiles: u64, fig: &Figures) -> u64 {
+    ADD.plus(TRANSCENDENTAL).cycles(tiles, 1, fig)
+}
+
 const E: u64 = TILE_ELEMS;
 const ADD: UnitOps = UnitOps { fpu_add: E, ..ZERO };
 const MUL: UnitOps = UnitOps { fpu_mul: E, ..ZERO };
@@ -173,6 +185,10 @@ pub(crate) struct Analysis {
     pub(crate) chunk: u64,
     /// Normalizations and softmax run their sharded program on input 0's shard grid.
     pub(crate) rowwise: bool,
+    /// Row statistics a sharded norm whose rows are split over cores reduces across them, one
+    /// after the other: 1 for an RMS norm (`E[x²]`), 2 for a layer norm (`E[x]`, then the
+    /// variance). 0 for every other op.
+    pub(crate) row_statistics: u64,
     pub(crate) matmul: Option<MatmulDims>,
     /// The fidelity the config asks for, if any.
     pub(crate) fidelity: Option<MathFidelity>,
@@ -198,6 +214,7 @@ impl Analysis {
             per_tile,
             chunk: 1,
             rowwise: false,
+            row_statistics: 0,
             matmul: None,
             fidelity: None,
             reads: vec![Read::Whole; n_inputs],
@@ -286,7 +303,14 @@ pub(crate) fn analyze(
             }
             rowwise(&in0, ops, n)
         }
-        OpKind::Norm(op) => rowwise(&in0, norm_ops(*op, n), n),
+        OpKind::Norm(op) => {
+            let row_statistics = match op {
+                NormOp::RmsNorm => 1,
+                NormOp::LayerNorm => 2,
+                _ => 0,
+            };
+            Analysis { row_statistics, ..rowwise(&in0, norm_ops(*op, n), n) }
+        }
         OpKind::Reduction { op, dims, .. } => {
             let ops = match op {
                 ReduceOp::Sum | ReduceOp::Mean => REDUCE_SUM,
