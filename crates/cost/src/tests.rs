@@ -1040,6 +1040,32 @@ fn a_decode_head_split_writes_all_three_of_its_outputs_with_the_heads_padded_per
 }
 
 #[test]
+fn a_prefill_head_split_reads_the_fused_projection_once_and_writes_q_k_and_v() {
+    // BERT's fused QKV result reshaped to `[8, 384, 2304]` bf16 (8 x 12 x 72 = 6912 tiles,
+    // 14 155 776 B), split into Q, K and V `[8, 12, 384, 64]` (2304 tiles each). tt-metal's
+    // program reads every input tile once and writes it to one of the three; the op is costed
+    // with Q as its output, so K's and V's bytes come from the shapes. DRAM to DRAM:
+    // 28 311 552 B / 264.96 B/ns = 106 853 ns, the same bytes through L1 on 64 cores at
+    // 64 B/cycle = 6912 ns. The slices, reshapes and permutes it replaces move the data twice.
+    let qkv = dram(&[8, 384, 2304]);
+    let q = dram(&[8, 12, 384, 64]);
+    let kind = op_kind("ttnn.split_query_key_value_and_split_heads", &());
+    let c = n150().op_cost(&kind, std::slice::from_ref(&qkv), &q, &OpConfig::None);
+    check(
+        &c,
+        expect![[r#"
+            116765 ns = dispatch 3000 + max(compute 0, memory 113765 ~ dram 106853 + noc 0 + l1 6912), dram-bound
+            0 flops on 64 cores; bytes dram 28311552, noc 0, l1 28311552"#]],
+    );
+    // Grouped heads: 32 query and 8 KV heads of 64 (Llama-3.2-1B prefill, `[1, 128, 3072]`),
+    // so K and V are a quarter of Q each: 384 tiles read, 256 + 2 x 64 written.
+    let qkv = dram(&[1, 128, 3072]);
+    let q = dram(&[1, 32, 128, 64]);
+    let c = n150().op_cost(&kind, std::slice::from_ref(&qkv), &q, &OpConfig::None);
+    assert_eq!(c.dram_bytes, (384 + 256 + 2 * 64) * 2048);
+}
+
+#[test]
 fn the_validation_table_in_the_docs_is_current() {
     // `cargo xtask cost-validate --write` regenerates it.
     // Included at compile time: the analysis crates do no IO, tests included.

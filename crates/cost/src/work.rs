@@ -380,6 +380,7 @@ pub(crate) fn analyze(
         OpKind::Heads(opmodel::HeadsOp::NlpCreateQkvHeadsDecode) => {
             qkv_heads_decode(&in0, output, n)
         }
+        OpKind::Heads(opmodel::HeadsOp::SplitQkv) => split_qkv_heads(inputs, output, n),
         OpKind::Upsample { .. }
         | OpKind::Concat { .. }
         | OpKind::Reshape
@@ -501,6 +502,28 @@ fn qkv_heads_decode(in0: &Shaped<'_>, q: &Shaped<'_>, n: usize) -> Analysis {
     };
     let hkv = hidden.checked_div(*d).map_or(0, |h| h.saturating_sub(*hq) / 2);
     let kv_tiles = users.saturating_mul(div_ceil(hkv, TILE)).saturating_mul(div_ceil(*d, TILE));
+    let kv_bytes = kv_tiles.saturating_mul(2).saturating_mul(q.dtype.tile_bytes());
+    let tiles = q.tiles().saturating_add(kv_tiles.saturating_mul(2));
+    Analysis { other_results: kv_bytes, ..Analysis::new(tiles, ZERO, n) }
+}
+
+/// `split_query_key_value_and_split_heads`, `[B, S, (Hq + 2·Hkv)·D]` to Q `[B, Hq, S, D]`, K
+/// and V `[B, Hkv, S, D]` (with a second input, K and V come from its `[B, S, 2·Hkv·D]`): the
+/// op is costed with Q as its output, but tt-metal's program (`nlp_create_qkv_heads`, which
+/// the op runs on an interleaved input) reads every input tile once and writes each to Q, K
+/// or V, so K's and V's tiles add their bytes, in Q's placement.
+fn split_qkv_heads(inputs: &[Shaped<'_>], q: &Shaped<'_>, n: usize) -> Analysis {
+    let [b, hq, s, d] = q.shape else { return Analysis::new(q.tiles(), ZERO, n) };
+    let hkv = match inputs {
+        [_, kv, ..] => kv.shape.last().and_then(|w| w.checked_div(d.saturating_mul(2))),
+        [x, ..] => {
+            x.shape.last().and_then(|w| w.checked_div(*d)).map(|h| h.saturating_sub(*hq) / 2)
+        }
+        [] => None,
+    }
+    .unwrap_or(0);
+    let kv_tiles =
+        b.saturating_mul(hkv).saturating_mul(div_ceil(*s, TILE)).saturating_mul(div_ceil(*d, TILE));
     let kv_bytes = kv_tiles.saturating_mul(2).saturating_mul(q.dtype.tile_bytes());
     let tiles = q.tiles().saturating_add(kv_tiles.saturating_mul(2));
     Analysis { other_results: kv_bytes, ..Analysis::new(tiles, ZERO, n) }
