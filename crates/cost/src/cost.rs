@@ -13,6 +13,10 @@ pub enum Bound {
     Noc,
     /// Reading and writing the cores' own L1 is the largest memory term.
     L1,
+    /// Cores waiting on each other: the latency of a cross-core reduction (a sharded norm
+    /// gathering and broadcasting its row statistics) exceeds the kernel's compute and memory
+    /// time.
+    Sync,
     /// The fixed dispatch cost is larger than the kernel's own time.
     Overhead,
     /// No device kernel runs at all: a view, an allocation, host plumbing.
@@ -28,6 +32,7 @@ impl Bound {
             Bound::Dram => "dram",
             Bound::Noc => "noc",
             Bound::L1 => "l1",
+            Bound::Sync => "sync",
             Bound::Overhead => "overhead",
             Bound::Free => "free",
         }
@@ -42,7 +47,7 @@ impl fmt::Display for Bound {
 
 /// The estimated device time of one op (or reshard, or spill) and how it breaks down.
 ///
-/// `total_ns = dispatch_ns + max(compute_ns, memory_ns)`, where `memory_ns` is the sum of the
+/// `total_ns = dispatch_ns + max(compute_ns, memory_ns) + sync_ns`, where `memory_ns` is the sum of the
 /// DRAM, NoC and L1 terms computed exactly and rounded up once (each term is also rounded up
 /// on its own for reporting, so they may add up to one or two ns more than `memory_ns`).
 /// All zero when `bound == Bound::Free`. Byte counts are totals over all cores.
@@ -61,6 +66,10 @@ pub struct OpCost {
     pub memory_ns: u64,
     /// The fixed per-op dispatch cost.
     pub dispatch_ns: u64,
+    /// Time the cores spend waiting on each other on the kernel's critical path: NoC
+    /// latencies, semaphore handshakes and the one core's combine of a sharded norm's
+    /// cross-core reduction. 0 for every other op.
+    pub sync_ns: u64,
     pub total_ns: u64,
     /// Operations executed, on tile-padded shapes (a transcendental SFPU function counts
     /// its arithmetic instructions).
@@ -87,9 +96,9 @@ impl fmt::Display for OpCost {
         if self.bound == Bound::Free {
             return f.write_str("free: no device kernel runs");
         }
-        writeln!(
+        write!(
             f,
-            "{} ns = dispatch {} + max(compute {}, memory {} ~ dram {} + noc {} + l1 {}), {}-bound",
+            "{} ns = dispatch {} + max(compute {}, memory {} ~ dram {} + noc {} + l1 {})",
             self.total_ns,
             self.dispatch_ns,
             self.compute_ns,
@@ -97,8 +106,11 @@ impl fmt::Display for OpCost {
             self.dram_ns,
             self.noc_ns,
             self.l1_ns,
-            self.bound
         )?;
+        if self.sync_ns > 0 {
+            write!(f, " + sync {}", self.sync_ns)?;
+        }
+        writeln!(f, ", {}-bound", self.bound)?;
         write!(
             f,
             "{} flops on {} cores; bytes dram {}, noc {}, l1 {}",

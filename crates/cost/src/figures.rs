@@ -50,6 +50,13 @@ pub struct Figures {
     pub noc_bytes_per_cycle: u64,
     /// L1 bytes per cycle a core's unpackers read (and its packers write).
     pub l1_bytes_per_cycle: u64,
+    /// Cycles from issuing a NoC read of another core's L1 to the first data back (tt-metal's
+    /// measured initial latency of an L1 read). Charged where a kernel waits on a read before
+    /// it can go on: the cross-core reduction of a sharded norm.
+    pub noc_read_latency_cycles: u64,
+    /// Cycles for a NoC write (a semaphore increment, a multicast) to land in another core's
+    /// L1 (tt-metal's measured initial latency of an L1 write).
+    pub noc_write_latency_cycles: u64,
     /// Fixed cost of launching one device op (dispatch, kernel start, completion), in ns.
     pub dispatch_ns: u64,
     /// The fidelity an op runs at when its config names none.
@@ -76,6 +83,8 @@ impl Figures {
             dram_efficiency_pct: 92,
             noc_bytes_per_cycle: 32,
             l1_bytes_per_cycle: 64,
+            noc_read_latency_cycles: 259,
+            noc_write_latency_cycles: 256,
             dispatch_ns: 3000,
             default_fidelity: MathFidelity::HiFi4,
         }
@@ -97,6 +106,8 @@ impl Figures {
             dram_peak_gb_s: 512,
             dram_efficiency_pct: 98,
             noc_bytes_per_cycle: 64,
+            noc_read_latency_cycles: 403,
+            noc_write_latency_cycles: 404,
             ..Figures::wormhole_n150()
         }
     }
@@ -252,6 +263,11 @@ impl fmt::Display for Figures {
         )?;
         writeln!(f, "  noc                    {} B/cycle/core", self.noc_bytes_per_cycle)?;
         writeln!(f, "  l1                     {} B/cycle/core", self.l1_bytes_per_cycle)?;
+        writeln!(
+            f,
+            "  noc latency            read {} cycles, write {} cycles",
+            self.noc_read_latency_cycles, self.noc_write_latency_cycles
+        )?;
         writeln!(f, "  dispatch               {} ns/op", self.dispatch_ns)?;
         write!(f, "  default fidelity       {}", self.default_fidelity.keyword())
     }

@@ -14,7 +14,7 @@ use crate::{
         Place, Shaped, active_shards, is_dram_like, is_l1_sharded, layout_bytes, place_of, shaped,
         shard_tiles,
     },
-    work::{Analysis, MatmulDims, Read, analyze},
+    work::{Analysis, MatmulDims, Read, analyze, combine_cycles, inverse_sigma_cycles},
 };
 
 /// Estimates device time from a target's [`Figures`]. Pure and deterministic.
@@ -109,13 +109,16 @@ struct Placement {
     tiles_per_core: Option<u64>,
     /// Matmul output blocks.
     blocking: Option<Blocking>,
+    /// Cycles the cores wait on each other on the kernel's critical path (a sharded norm's
+    /// cross-core reduction); 0 for ops whose cores work independently.
+    sync_cycles: u64,
 }
 
 impl Placement {
     /// The op's natural split: whole chunks spread over at most the worker grid.
     fn natural(fig: &Figures, a: &Analysis) -> Placement {
         let cores = a.natural_cores(fig);
-        Placement { cores, grid_cores: cores, tiles_per_core: None, blocking: None }
+        Placement { cores, grid_cores: cores, tiles_per_core: None, blocking: None, sync_cycles: 0 }
     }
 
     /// Running on a shard grid of `grid_cores` cores whose shards are `shard` tiles of a
@@ -138,7 +141,13 @@ impl Placement {
         } else {
             div_ceil(a.tiles, active)
         };
-        Placement { cores: active, grid_cores, tiles_per_core: Some(per_core), blocking: None }
+        Placement {
+            cores: active,
+            grid_cores,
+            tiles_per_core: Some(per_core),
+            blocking: None,
+            sync_cycles: 0,
+        }
     }
 
     /// [`Placement::shard`] for a laid-out tensor.
@@ -155,6 +164,7 @@ impl Placement {
             grid_cores: grid_cores.map_or(cores, |g| clamp_cores(fig, g)),
             tiles_per_core: None,
             blocking: Some(b),
+            sync_cycles: 0,
         }
     }
 }
@@ -243,9 +253,10 @@ impl CostModel {
             }
             (Some(d), None) => auto_placements(fig, config, &d, false),
             (None, _) => vec![match inputs.first() {
-                Some(i) if a.rowwise && is_l1_sharded(&i.layout) => {
-                    Placement::of_layout(fig, &a, &i.shape, &i.layout)
-                }
+                Some(i) if a.rowwise && is_l1_sharded(&i.layout) => Placement {
+                    sync_cycles: row_reduction_cycles(fig, &a, &i.shape, &i.layout),
+                    ..Placement::of_layout(fig, &a, &i.shape, &i.layout)
+                },
                 _ if is_l1_sharded(&output.layout) => {
                     Placement::of_layout(fig, &a, &output.shape, &output.layout)
                 }
@@ -351,7 +362,7 @@ impl CostModel {
         if !is_dram_like(src) && !is_dram_like(to) {
             t.noc = t.noc.saturating_add(dst_bytes);
         }
-        self.finish(t, 0, 0, cores)
+        self.finish(t, 0, 0, cores, 0)
     }
 
     /// The device time of evicting an L1 tensor to DRAM interleaved (free if it already is
@@ -558,22 +569,28 @@ impl CostModel {
             }
         }
         t.add(out_bytes, out_place);
-        self.finish(t, cycles, flops, cores)
+        self.finish(t, cycles, flops, cores, p.sync_cycles)
     }
 
-    /// Turns traffic and math into times: `dispatch + max(compute, dram + noc + l1)`.
-    fn finish(&self, t: Traffic, cycles: u64, flops: u64, cores: u64) -> OpCost {
+    /// Turns traffic and math into times: `dispatch + max(compute, dram + noc + l1) + sync`,
+    /// where `sync_cycles` is the time the cores wait on each other (a sharded norm's
+    /// cross-core reduction), which neither math nor streaming hides.
+    fn finish(&self, t: Traffic, cycles: u64, flops: u64, cores: u64, sync_cycles: u64) -> OpCost {
         let fig = &self.figures;
         let compute_ns = fig.cycles_to_ns(cycles);
+        let sync_ns = if sync_cycles == 0 { 0 } else { fig.cycles_to_ns(sync_cycles) };
         let dram = fig.dram_time(t.dram, cores);
         let noc = fig.per_core_time(t.noc, fig.noc_bytes_per_cycle, cores);
         let l1 = fig.per_core_time(t.l1, fig.l1_bytes_per_cycle, cores);
         let (dram_ns, noc_ns, l1_ns) = (dram.ceil(), noc.ceil(), l1.ceil());
         // Rounded once, so the same bytes cost the same however they split between terms.
         let memory = dram.add(noc).add(l1).ceil();
-        let kernel = compute_ns.max(memory);
+        let streaming = compute_ns.max(memory);
+        let kernel = streaming.saturating_add(sync_ns);
         let bound = if fig.dispatch_ns >= kernel {
             Bound::Overhead
+        } else if sync_ns > streaming {
+            Bound::Sync
         } else if compute_ns >= memory {
             Bound::Compute
         } else if dram_ns >= noc_ns && dram_ns >= l1_ns {
@@ -590,6 +607,7 @@ impl CostModel {
             noc_ns,
             memory_ns: memory,
             dispatch_ns: fig.dispatch_ns,
+            sync_ns,
             total_ns: fig.dispatch_ns.saturating_add(kernel),
             flops,
             dram_bytes: t.dram,
@@ -599,6 +617,122 @@ impl CostModel {
             bound,
         }
     }
+}
+
+/// How tt-metal's sharded layer-norm program combines a row's statistics when the row is
+/// split over cores (width or block sharded input): every core reduces its own tiles to a
+/// partial, the partials of a row are gathered and combined on "all-to-all" worker cores,
+/// the result is gathered on one sender core and multicast back to every core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowSplit {
+    /// Cores one combine reads partials from (a row of the core grid in the two-stage form).
+    first: u64,
+    /// Cores the second stage combines (the grid's rows), or 0 for a one-stage reduction.
+    second: u64,
+    /// Tile rows each all-to-all worker combines.
+    rows_per_worker: u64,
+    /// All-to-all workers of the first stage, each reporting to the sender.
+    workers: u64,
+    /// Tile rows of a shard, gathered and multicast by the sender.
+    block_rows: u64,
+}
+
+impl RowSplit {
+    /// The split of a norm's input 0, or `None` when every core holds whole rows.
+    ///
+    /// Width sharded: all cores of the shard grid share the rows (`mcast_1d`), laid out
+    /// row-major on the worker grid; on a full rectangle of more than one grid row and column the reduction runs in
+    /// two stages, each grid row's partials combined first and the grid rows' results then.
+    /// Block sharded: the cores of a grid row share its rows, one stage (tt-metal's
+    /// `num_blocks` is the grid's width).
+    fn of(fig: &Figures, shape: &[u64], l: &TtnnLayout) -> Option<RowSplit> {
+        let (th, tw) = shaped(shape, l).tiles_2d();
+        let (sh, sw) = shard_tiles(l);
+        let across = div_ceil(tw, sw.max(1));
+        if across <= 1 {
+            return None;
+        }
+        let block_rows = sh.min(th).max(1);
+        let one_stage = |n: u64| {
+            let rows_per_worker = div_ceil(block_rows, n);
+            RowSplit {
+                first: n,
+                second: 0,
+                rows_per_worker,
+                workers: div_ceil(block_rows, rows_per_worker),
+                block_rows,
+            }
+        };
+        match l.memory_layout {
+            Some(TensorMemoryLayout::WidthSharded) => {
+                // Every core of the shard grid takes part, empty shards included.
+                let n = clamp_cores(fig, l.num_cores());
+                let cols = fig.worker_grid.cols.max(1);
+                let (gx, gy) = (n.min(cols), div_ceil(n, cols));
+                if gx > 1 && gy > 1 && gx.saturating_mul(gy) == n {
+                    let rows_per_worker = div_ceil(block_rows, gx);
+                    Some(RowSplit {
+                        first: gx,
+                        second: gy,
+                        rows_per_worker,
+                        workers: div_ceil(block_rows, rows_per_worker),
+                        block_rows,
+                    })
+                } else {
+                    Some(one_stage(n))
+                }
+            }
+            Some(TensorMemoryLayout::BlockSharded) => Some(one_stage(l.grid2d().cols.max(across))),
+            _ => None,
+        }
+    }
+}
+
+/// Cycles a sharded norm's cores wait on one another for its row statistics, following tt-metal's
+/// sharded layer-norm program (its sender and receiver reader kernels), per statistic:
+///
+/// 1. every core signals the sender that its partial is ready (a semaphore increment: one NoC
+///    write) and the sender multicasts the go-ahead (another);
+/// 2. each all-to-all worker reads the partial of each core of its stage (one NoC read latency,
+///    then the tiles through its NoC port) and combines them;
+/// 3. in two stages, the first-stage workers signal the second-stage reader (a write), which
+///    reads their results (a read and the tiles) and combines them;
+/// 4. the workers signal the sender when there are several (a write); the sender gathers their
+///    results (a read and the tiles) and multicasts them with a semaphore (two writes and the
+///    tiles).
+///
+/// The last statistic is also turned into `1 / sigma` (epsilon and a reciprocal square root)
+/// before it is sent. The partials are `bf16` tiles (tt-metal's intermediate format without
+/// fp32 accumulation). The cores do nothing else meanwhile, so the cycles add to the kernel's.
+fn row_reduction_cycles(fig: &Figures, a: &Analysis, shape: &[u64], l: &TtnnLayout) -> u64 {
+    if a.row_statistics == 0 {
+        return 0;
+    }
+    let Some(split) = RowSplit::of(fig, shape, l) else { return 0 };
+    let passes = Figures::passes(a.fidelity.unwrap_or(fig.default_fidelity));
+    let (read, write) = (fig.noc_read_latency_cycles, fig.noc_write_latency_cycles);
+    let tile = DataType::BF16.tile_bytes();
+    let stream = |tiles: u64| div_ceil(tiles.saturating_mul(tile), fig.noc_bytes_per_cycle.max(1));
+    let gather = |tiles: u64| {
+        read.saturating_add(stream(tiles)).saturating_add(combine_cycles(tiles, passes, fig))
+    };
+    let r = split.rows_per_worker;
+    let mut round = write.saturating_mul(2).saturating_add(gather(r.saturating_mul(split.first)));
+    if split.second > 1 {
+        round =
+            round.saturating_add(write).saturating_add(gather(r.saturating_mul(split.second - 1)));
+    }
+    if split.workers > 1 {
+        round = round.saturating_add(write);
+    }
+    let broadcast = read
+        .saturating_add(stream(split.block_rows))
+        .saturating_add(write.saturating_mul(2))
+        .saturating_add(stream(split.block_rows));
+    round
+        .saturating_add(broadcast)
+        .saturating_mul(a.row_statistics)
+        .saturating_add(inverse_sigma_cycles(r, fig))
 }
 
 /// Keeps the cheaper of two costs; on a tie the earlier one, so candidate order decides.

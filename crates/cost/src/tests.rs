@@ -84,6 +84,7 @@ fn the_three_targets_get_their_own_figures() {
           dram                   288 GB/s peak, 92% sustained
           noc                    32 B/cycle/core
           l1                     64 B/cycle/core
+          noc latency            read 259 cycles, write 256 cycles
           dispatch               3000 ns/op
           default fidelity       hifi4
         n300 (wormhole n300 (per chip))
@@ -96,6 +97,7 @@ fn the_three_targets_get_their_own_figures() {
           dram                   288 GB/s peak, 92% sustained
           noc                    32 B/cycle/core
           l1                     64 B/cycle/core
+          noc latency            read 259 cycles, write 256 cycles
           dispatch               3000 ns/op
           default fidelity       hifi4
         p150 (blackhole p150)
@@ -108,6 +110,7 @@ fn the_three_targets_get_their_own_figures() {
           dram                   512 GB/s peak, 98% sustained
           noc                    64 B/cycle/core
           l1                     64 B/cycle/core
+          noc latency            read 403 cycles, write 404 cycles
           dispatch               3000 ns/op
           default fidelity       hifi4"#]]
     .assert_eq(&text.join("\n"));
@@ -423,7 +426,10 @@ fn sharded_rms_norm_plus_a_reshard_beats_the_one_core_interleaved_kernel_as_in_8
     // them. 184 320 B over the NoC (64 cores: 90 ns) and read plus written in L1 (90 ns).
     // Sharded kernel on the 45 cores with data: 2 tiles each, 2 * 112 = 224 ns; the weight
     // still comes over the NoC (184 320 / (45 * 32) = 128 ns) and 552 960 B pass through L1
-    // (192 ns): 3000 + 320 = 3320.
+    // (192 ns); the rows are split over the 64 cores of the grid, so the row statistic is
+    // reduced across them in two stages (3777 cycles, worked out in
+    // `a_width_sharded_rms_norm_waits_for_its_row_statistics_to_cross_the_grid_twice`):
+    // 3000 + 320 + 3777 = 7097.
     let model = n150();
     let shape = [1, 1, 32, 2880];
     let kind = OpKind::Norm(NormOp::RmsNorm);
@@ -448,10 +454,68 @@ fn sharded_rms_norm_plus_a_reshard_beats_the_one_core_interleaved_kernel_as_in_8
     check(
         &sharded,
         expect![[r#"
-            3320 ns = dispatch 3000 + max(compute 224, memory 320 ~ dram 0 + noc 128 + l1 192), overhead-bound
+            7097 ns = dispatch 3000 + max(compute 224, memory 320 ~ dram 0 + noc 128 + l1 192) + sync 3777, sync-bound
             460800 flops on 45 cores; bytes dram 0, noc 184320, l1 552960"#]],
     );
     assert!(reshard.total_ns + sharded.total_ns < interleaved.total_ns);
+}
+
+#[test]
+fn a_width_sharded_rms_norm_waits_for_its_row_statistics_to_cross_the_grid_twice() {
+    // Llama-3.2-1B's RMS norm: one tile row of 64 tiles, a tile per core on 64 cores (8x8, so
+    // tt-metal's sharded program reduces in two stages). Per-tile work and bytes are those of
+    // one tile per core (about 0.5 µs); what dominates is the cross-core reduction of E[x²]:
+    //   signal the sender and receive its go-ahead: 2 writes              512
+    //   each grid row's worker reads 8 partials: 259 + 8 x 2048 / 32      771
+    //     and reduces them (8 x 2048 FLOP at 512 / 4 passes)             128
+    //   signal the second stage, read 7 results: 256 + 259 + 7 x 64      963
+    //     and reduce them                                                112
+    //   gather on the sender and multicast: 259 + 64 + 2 x 256 + 64       899
+    //   epsilon and rsqrt of the one statistics tile: 8 + 384            392
+    // 3777 cycles. Held out: tt-mlir's profile measures 11.6 µs for this op.
+    let model = n150();
+    let x = [1, 1, 32, 2048];
+    let norm = OpKind::Norm(NormOp::RmsNorm);
+    let ws = shard(&x, TensorMemoryLayout::WidthSharded, Grid::new(1, 64));
+    let c = model.op_cost(&norm, &[ws.clone(), l1(&[2048])], &ws, &OpConfig::None);
+    check(
+        &c,
+        expect![[r#"
+            6937 ns = dispatch 3000 + max(compute 112, memory 160 ~ dram 0 + noc 64 + l1 96) + sync 3777, sync-bound
+            327680 flops on 64 cores; bytes dram 0, noc 131072, l1 393216"#]],
+    );
+    // Height sharded, every core holds whole rows: no reduction crosses cores.
+    let rows = [1, 1, 2048, 2048];
+    let hs = shard(&rows, TensorMemoryLayout::HeightSharded, Grid::new(1, 64));
+    let c = model.op_cost(&norm, &[hs.clone(), l1(&[2048])], &hs, &OpConfig::None);
+    assert_eq!(c.sync_ns, 0);
+    // A layer norm reduces two statistics, the mean and then the variance, one after the other.
+    let layer = OpKind::Norm(NormOp::LayerNorm);
+    let c = model.op_cost(&layer, &[ws.clone(), l1(&[2048]), l1(&[2048])], &ws, &OpConfig::None);
+    assert_eq!(c.sync_ns, 2 * (3777 - 392) + 392);
+    // Softmax is not split this way: tt-metal's sharded softmax gives each core whole rows.
+    let softmax = OpKind::Softmax { dim: -1, numeric_stable: true };
+    let c = model.op_cost(&softmax, std::slice::from_ref(&ws), &ws, &OpConfig::None);
+    assert_eq!(c.sync_ns, 0);
+}
+
+#[test]
+fn a_block_sharded_layer_norm_reduces_each_grid_row_in_one_stage() {
+    // BERT's layer norm, 3072x768 block sharded on 8x8 (12 x 3 tiles a core): the 8 cores of a
+    // grid row share its 12 tile rows, which tt-metal hands to all-to-all workers
+    // ceil(12 / 8) = 2 rows at a time, so 6 workers. Per statistic:
+    //   signal and go-ahead: 2 writes                                     512
+    //   a worker reads 2 x 8 partials: 259 + 16 x 64, reduces them: 256   1539
+    //   the 6 workers report to the sender: 1 write                       256
+    //   gather 12 rows and multicast them: 259 + 768 + 2 x 256 + 768      2307
+    // 4614 cycles, twice (mean, then variance), plus epsilon and rsqrt of a worker's 2 tiles
+    // (784): 10012 cycles.
+    let model = n150();
+    let x = [1, 1, 3072, 768];
+    let layer = OpKind::Norm(NormOp::LayerNorm);
+    let bs = shard(&x, TensorMemoryLayout::BlockSharded, Grid::new(8, 8));
+    let c = model.op_cost(&layer, &[bs.clone(), l1(&[768]), l1(&[768])], &bs, &OpConfig::None);
+    assert_eq!(c.sync_ns, 10_012);
 }
 
 #[test]
@@ -973,6 +1037,32 @@ fn a_decode_head_split_writes_all_three_of_its_outputs_with_the_heads_padded_per
             5371 ns = dispatch 3000 + max(compute 0, memory 2371 ~ dram 2227 + noc 0 + l1 144), overhead-bound
             0 flops on 64 cores; bytes dram 589824, noc 0, l1 589824"#]],
     );
+}
+
+#[test]
+fn a_prefill_head_split_reads_the_fused_projection_once_and_writes_q_k_and_v() {
+    // BERT's fused QKV result reshaped to `[8, 384, 2304]` bf16 (8 x 12 x 72 = 6912 tiles,
+    // 14 155 776 B), split into Q, K and V `[8, 12, 384, 64]` (2304 tiles each). tt-metal's
+    // program reads every input tile once and writes it to one of the three; the op is costed
+    // with Q as its output, so K's and V's bytes come from the shapes. DRAM to DRAM:
+    // 28 311 552 B / 264.96 B/ns = 106 853 ns, the same bytes through L1 on 64 cores at
+    // 64 B/cycle = 6912 ns. The slices, reshapes and permutes it replaces move the data twice.
+    let qkv = dram(&[8, 384, 2304]);
+    let q = dram(&[8, 12, 384, 64]);
+    let kind = op_kind("ttnn.split_query_key_value_and_split_heads", &());
+    let c = n150().op_cost(&kind, std::slice::from_ref(&qkv), &q, &OpConfig::None);
+    check(
+        &c,
+        expect![[r#"
+            116765 ns = dispatch 3000 + max(compute 0, memory 113765 ~ dram 106853 + noc 0 + l1 6912), dram-bound
+            0 flops on 64 cores; bytes dram 28311552, noc 0, l1 28311552"#]],
+    );
+    // Grouped heads: 32 query and 8 KV heads of 64 (Llama-3.2-1B prefill, `[1, 128, 3072]`),
+    // so K and V are a quarter of Q each: 384 tiles read, 256 + 2 x 64 written.
+    let qkv = dram(&[1, 128, 3072]);
+    let q = dram(&[1, 32, 128, 64]);
+    let c = n150().op_cost(&kind, std::slice::from_ref(&qkv), &q, &OpConfig::None);
+    assert_eq!(c.dram_bytes, (384 + 256 + 2 * 64) * 2048);
 }
 
 #[test]

@@ -114,6 +114,18 @@ impl UnitOps {
     }
 }
 
+/// Cycles one core spends combining `tiles` gathered tiles of partial row statistics: a
+/// reduce of each into the running statistic.
+pub(crate) fn combine_cycles(tiles: u64, passes: u64, fig: &Figures) -> u64 {
+    REDUCE_SUM.cycles(tiles, passes, fig)
+}
+
+/// Cycles one core spends turning `tiles` tiles of combined statistics into `1 / sigma`: the
+/// epsilon added, then a reciprocal square root.
+pub(crate) fn inverse_sigma_cycles(tiles: u64, fig: &Figures) -> u64 {
+    ADD.plus(TRANSCENDENTAL).cycles(tiles, 1, fig)
+}
+
 const E: u64 = TILE_ELEMS;
 const ADD: UnitOps = UnitOps { fpu_add: E, ..ZERO };
 const MUL: UnitOps = UnitOps { fpu_mul: E, ..ZERO };
@@ -173,6 +185,10 @@ pub(crate) struct Analysis {
     pub(crate) chunk: u64,
     /// Normalizations and softmax run their sharded program on input 0's shard grid.
     pub(crate) rowwise: bool,
+    /// Row statistics a sharded norm whose rows are split over cores reduces across them, one
+    /// after the other: 1 for an RMS norm (`E[x²]`), 2 for a layer norm (`E[x]`, then the
+    /// variance). 0 for every other op.
+    pub(crate) row_statistics: u64,
     pub(crate) matmul: Option<MatmulDims>,
     /// The fidelity the config asks for, if any.
     pub(crate) fidelity: Option<MathFidelity>,
@@ -198,6 +214,7 @@ impl Analysis {
             per_tile,
             chunk: 1,
             rowwise: false,
+            row_statistics: 0,
             matmul: None,
             fidelity: None,
             reads: vec![Read::Whole; n_inputs],
@@ -286,7 +303,14 @@ pub(crate) fn analyze(
             }
             rowwise(&in0, ops, n)
         }
-        OpKind::Norm(op) => rowwise(&in0, norm_ops(*op, n), n),
+        OpKind::Norm(op) => {
+            let row_statistics = match op {
+                NormOp::RmsNorm => 1,
+                NormOp::LayerNorm => 2,
+                _ => 0,
+            };
+            Analysis { row_statistics, ..rowwise(&in0, norm_ops(*op, n), n) }
+        }
         OpKind::Reduction { op, dims, .. } => {
             let ops = match op {
                 ReduceOp::Sum | ReduceOp::Mean => REDUCE_SUM,
@@ -356,6 +380,7 @@ pub(crate) fn analyze(
         OpKind::Heads(opmodel::HeadsOp::NlpCreateQkvHeadsDecode) => {
             qkv_heads_decode(&in0, output, n)
         }
+        OpKind::Heads(opmodel::HeadsOp::SplitQkv) => split_qkv_heads(inputs, output, n),
         OpKind::Upsample { .. }
         | OpKind::Concat { .. }
         | OpKind::Reshape
@@ -477,6 +502,28 @@ fn qkv_heads_decode(in0: &Shaped<'_>, q: &Shaped<'_>, n: usize) -> Analysis {
     };
     let hkv = hidden.checked_div(*d).map_or(0, |h| h.saturating_sub(*hq) / 2);
     let kv_tiles = users.saturating_mul(div_ceil(hkv, TILE)).saturating_mul(div_ceil(*d, TILE));
+    let kv_bytes = kv_tiles.saturating_mul(2).saturating_mul(q.dtype.tile_bytes());
+    let tiles = q.tiles().saturating_add(kv_tiles.saturating_mul(2));
+    Analysis { other_results: kv_bytes, ..Analysis::new(tiles, ZERO, n) }
+}
+
+/// `split_query_key_value_and_split_heads`, `[B, S, (Hq + 2·Hkv)·D]` to Q `[B, Hq, S, D]`, K
+/// and V `[B, Hkv, S, D]` (with a second input, K and V come from its `[B, S, 2·Hkv·D]`): the
+/// op is costed with Q as its output, but tt-metal's program (`nlp_create_qkv_heads`, which
+/// the op runs on an interleaved input) reads every input tile once and writes each to Q, K
+/// or V, so K's and V's tiles add their bytes, in Q's placement.
+fn split_qkv_heads(inputs: &[Shaped<'_>], q: &Shaped<'_>, n: usize) -> Analysis {
+    let [b, hq, s, d] = q.shape else { return Analysis::new(q.tiles(), ZERO, n) };
+    let hkv = match inputs {
+        [_, kv, ..] => kv.shape.last().and_then(|w| w.checked_div(d.saturating_mul(2))),
+        [x, ..] => {
+            x.shape.last().and_then(|w| w.checked_div(*d)).map(|h| h.saturating_sub(*hq) / 2)
+        }
+        [] => None,
+    }
+    .unwrap_or(0);
+    let kv_tiles =
+        b.saturating_mul(hkv).saturating_mul(div_ceil(*s, TILE)).saturating_mul(div_ceil(*d, TILE));
     let kv_bytes = kv_tiles.saturating_mul(2).saturating_mul(q.dtype.tile_bytes());
     let tiles = q.tiles().saturating_add(kv_tiles.saturating_mul(2));
     Analysis { other_results: kv_bytes, ..Analysis::new(tiles, ZERO, n) }

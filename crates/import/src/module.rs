@@ -348,10 +348,13 @@ impl<'a> ChunkCx<'a, '_> {
         fo.fold_reshape_chains();
         fo.remove_dead_ops();
         // tt-mlir's TTNN fusing runs on the lowered graph, after every TTIR pass: the decode
-        // rotary first, then the head split it exposes, then the heads' concatenation.
+        // rotary first, then the head split it exposes (decode, then prefill), then the
+        // heads' concatenation.
         fo.commute_decode_permutes_into_rotary();
         fo.remove_dead_ops();
         fo.fuse_nlp_create_qkv_heads_decode();
+        fo.remove_dead_ops();
+        fo.fuse_split_query_key_value_and_split_heads();
         fo.remove_dead_ops();
         fo.fuse_nlp_concat_heads_decode();
         fo.remove_dead_ops();

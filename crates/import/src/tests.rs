@@ -1774,6 +1774,195 @@ fn decode_qkv_ttir(b: u64, extra: &str, extra_results: &str) -> String {
     s
 }
 
+/// A prefill attention input: Q, K and V projections of `%x` (`[B·S, 128]`, `b` users of 32
+/// tokens), each reshaped to `[B, S, H, 64]` and permuted `[0, 2, 1, 3]`, with `kv_heads` K and
+/// V heads and 2 query heads; `k_perm` is the key's permutation. The three are returned.
+fn prefill_qkv_ttir(kv_heads: u64, k_perm: &str) -> String {
+    prefill_qkv_ttir_in(["q", "k", "v"], kv_heads, k_perm)
+}
+
+/// [`prefill_qkv_ttir`] with the projections written in `order`.
+fn prefill_qkv_ttir_in(order: [&str; 3], kv_heads: u64, k_perm: &str) -> String {
+    let (b, s) = (2, 32);
+    let w = |n: &str, cols: u64| {
+        format!(
+            "%w{n}: tensor<128x{cols}xbf16> {{ttcore.argument_type = #ttcore.argument_type<parameter>}}"
+        )
+    };
+    let kv = kv_heads * 64;
+    let k_out = if k_perm == "0, 2, 1, 3" {
+        format!("tensor<{b}x{kv_heads}x{s}x64xbf16>")
+    } else {
+        format!("tensor<{b}x{kv_heads}x64x{s}xbf16>")
+    };
+    let mut t = format!(
+        "func.func @f(%x: tensor<64x128xbf16>, {}, {}, {}) -> (tensor<{b}x2x{s}x64xbf16>, {k_out}, tensor<{b}x{kv_heads}x{s}x64xbf16>) {{\n",
+        w("q", 128),
+        w("k", kv),
+        w("v", kv)
+    );
+    for n in order {
+        let h = if n == "q" { 2 } else { kv_heads };
+        let cols = h * 64;
+        let perm = if n == "k" { k_perm } else { "0, 2, 1, 3" };
+        let out = if n == "k" { k_out.clone() } else { format!("tensor<{b}x{h}x{s}x64xbf16>") };
+        t += &format!(
+            "  %{n}p = \"ttir.matmul\"(%x, %w{n}) : (tensor<64x128xbf16>, tensor<128x{cols}xbf16>) -> tensor<64x{cols}xbf16> loc(\"{n}_proj\")\n"
+        );
+        t += &format!(
+            "  %{n}h = \"ttir.reshape\"(%{n}p) <{{shape = [{b} : i32, {s} : i32, {h} : i32, 64 : i32]}}> : (tensor<64x{cols}xbf16>) -> tensor<{b}x{s}x{h}x64xbf16> loc(\"{n}_heads\")\n"
+        );
+        t += &format!(
+            "  %{n}t = \"ttir.permute\"(%{n}h) <{{permutation = array<i64: {perm}>}}> : (tensor<{b}x{s}x{h}x64xbf16>) -> {out} loc(\"{n}_bhsd\")\n"
+        );
+    }
+    t += &format!(
+        "  return %qt, %kt, %vt : tensor<{b}x2x{s}x64xbf16>, {k_out}, tensor<{b}x{kv_heads}x{s}x64xbf16>\n}}\n"
+    );
+    t
+}
+
+#[test]
+fn a_prefill_head_split_becomes_one_split_query_key_value_and_split_heads() {
+    // tt-mlir's SplitQueryKeyValueAndSplitHeadsFusing after its SharedLHSMatmulFusion: the
+    // fused projection's three slices, head reshapes and `[0, 2, 1, 3]` permutes are one
+    // reshape to `[B, S, Q+K+V]` and one split whose results replace the permutes.
+    check(
+        &prefill_qkv_ttir(2, "0, 2, 1, 3"),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x12x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x12x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<2x12x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<64x128xbf16, #ttnn_layout>, %arg1: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x32x64xbf16, #ttnn_layout2>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>) -> tensor<128x384xbf16, #ttnn_layout3> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<64x128xbf16, #ttnn_layout>, tensor<128x384xbf16, #ttnn_layout3>) -> tensor<64x384xbf16, #ttnn_layout4> loc("q_proj_fused")
+                %2 = "ttnn.reshape"(%1) <{shape = [2 : i32, 32 : i32, 384 : i32]}> : (tensor<64x384xbf16, #ttnn_layout4>) -> tensor<2x32x384xbf16, #ttnn_layout5> loc("q_proj_fused_split_input")
+                %3:3 = "ttnn.split_query_key_value_and_split_heads"(%2) <{num_heads = 2 : ui32, transpose_key = false}> : (tensor<2x32x384xbf16, #ttnn_layout5>) -> (tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x32x64xbf16, #ttnn_layout2>) loc("q_proj_fused_split_heads")
+                return %3#0, %3#1, %3#2 : tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x32x64xbf16, #ttnn_layout2>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<128x128xbf16, #ttnn_layout1>, %arg1: tensor<128x128xbf16, #ttnn_layout1>, %arg2: tensor<128x128xbf16, #ttnn_layout1>) -> (tensor<128x384xbf16, #ttnn_layout3>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>) -> tensor<128x384xbf16, #ttnn_layout3> loc("q_proj_concat_weights")
+                return %0 : tensor<128x384xbf16, #ttnn_layout3>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_prefill_head_split_with_grouped_kv_heads_names_its_kv_head_count() {
+    // One K and V head for two query heads: the split says so (`num_kv_heads`).
+    check(
+        &prefill_qkv_ttir(1, "0, 2, 1, 3"),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<64x128xbf16, #ttnn_layout>, %arg1: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x64xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x64xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<2x2x32x64xbf16, #ttnn_layout3>, tensor<2x1x32x64xbf16, #ttnn_layout4>, tensor<2x1x32x64xbf16, #ttnn_layout4>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout2>, tensor<128x64xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout5> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<64x128xbf16, #ttnn_layout>, tensor<128x256xbf16, #ttnn_layout5>) -> tensor<64x256xbf16, #ttnn_layout6> loc("q_proj_fused")
+                %2 = "ttnn.reshape"(%1) <{shape = [2 : i32, 32 : i32, 256 : i32]}> : (tensor<64x256xbf16, #ttnn_layout6>) -> tensor<2x32x256xbf16, #ttnn_layout7> loc("q_proj_fused_split_input")
+                %3:3 = "ttnn.split_query_key_value_and_split_heads"(%2) <{num_heads = 2 : ui32, num_kv_heads = 1 : ui32, transpose_key = false}> : (tensor<2x32x256xbf16, #ttnn_layout7>) -> (tensor<2x2x32x64xbf16, #ttnn_layout3>, tensor<2x1x32x64xbf16, #ttnn_layout4>, tensor<2x1x32x64xbf16, #ttnn_layout4>) loc("q_proj_fused_split_heads")
+                return %3#0, %3#1, %3#2 : tensor<2x2x32x64xbf16, #ttnn_layout3>, tensor<2x1x32x64xbf16, #ttnn_layout4>, tensor<2x1x32x64xbf16, #ttnn_layout4>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<128x128xbf16, #ttnn_layout1>, %arg1: tensor<128x64xbf16, #ttnn_layout2>, %arg2: tensor<128x64xbf16, #ttnn_layout2>) -> (tensor<128x256xbf16, #ttnn_layout5>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout2>, tensor<128x64xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout5> loc("q_proj_concat_weights")
+                return %0 : tensor<128x256xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_prefill_head_split_puts_the_weight_concat_in_query_key_value_order() {
+    // Written K, V, Q: the shared-LHS fusion concatenates the weights in that order; with no
+    // attention to trace to, the most heads make Q, and the concat is reordered to Q, K, V so
+    // the split's first `num_heads` heads are the query's.
+    check(
+        &prefill_qkv_ttir_in(["k", "v", "q"], 1, "0, 2, 1, 3"),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 32 + d1 * 32 + d2, d3), <1x1>, memref<2x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1, d2) -> (d0 * 32 + d1, d2), <1x1>, memref<2x8x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<64x128xbf16, #ttnn_layout>, %arg1: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x64xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x64xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<2x2x32x64xbf16, #ttnn_layout3>, tensor<2x1x32x64xbf16, #ttnn_layout4>, tensor<2x1x32x64xbf16, #ttnn_layout4>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout2>, tensor<128x64xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout5> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<64x128xbf16, #ttnn_layout>, tensor<128x256xbf16, #ttnn_layout5>) -> tensor<64x256xbf16, #ttnn_layout6> loc("k_proj_fused")
+                %2 = "ttnn.reshape"(%1) <{shape = [2 : i32, 32 : i32, 256 : i32]}> : (tensor<64x256xbf16, #ttnn_layout6>) -> tensor<2x32x256xbf16, #ttnn_layout7> loc("k_proj_fused_split_input")
+                %3:3 = "ttnn.split_query_key_value_and_split_heads"(%2) <{num_heads = 2 : ui32, num_kv_heads = 1 : ui32, transpose_key = false}> : (tensor<2x32x256xbf16, #ttnn_layout7>) -> (tensor<2x2x32x64xbf16, #ttnn_layout3>, tensor<2x1x32x64xbf16, #ttnn_layout4>, tensor<2x1x32x64xbf16, #ttnn_layout4>) loc("k_proj_fused_split_heads")
+                return %3#0, %3#1, %3#2 : tensor<2x2x32x64xbf16, #ttnn_layout3>, tensor<2x1x32x64xbf16, #ttnn_layout4>, tensor<2x1x32x64xbf16, #ttnn_layout4>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<128x128xbf16, #ttnn_layout1>, %arg1: tensor<128x64xbf16, #ttnn_layout2>, %arg2: tensor<128x64xbf16, #ttnn_layout2>) -> (tensor<128x256xbf16, #ttnn_layout5>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x64xbf16, #ttnn_layout2>, tensor<128x64xbf16, #ttnn_layout2>) -> tensor<128x256xbf16, #ttnn_layout5> loc("k_proj_concat_weights")
+                return %0 : tensor<128x256xbf16, #ttnn_layout5>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn a_prefill_head_split_whose_key_is_permuted_otherwise_stays_sliced() {
+    // A key permuted `[0, 2, 3, 1]` (transposed for a written-out score matmul) is not a
+    // chain the split can replace; tt-mlir's match fails for all three, and so does ours.
+    check(
+        &prefill_qkv_ttir(2, "0, 2, 3, 1"),
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x4x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 64 + d1 * 32 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 64 + d2, d3), <1x1>, memref<8x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x12x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x12x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 1024 + d1 * 32 + d2, d3), <1x1>, memref<64x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<64x128xbf16, #ttnn_layout>, %arg1: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<128x128xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> (tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x64x32xbf16, #ttnn_layout3>, tensor<2x2x32x64xbf16, #ttnn_layout2>) {
+                %0 = "ttcore.load_cached"(%arg1, %arg2, %arg3) <{callee = @f_const_eval_0}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>) -> tensor<128x384xbf16, #ttnn_layout4> loc("f_const_eval_0")
+                %1 = "ttnn.matmul"(%arg0, %0) <{transpose_a = false, transpose_b = false}> : (tensor<64x128xbf16, #ttnn_layout>, tensor<128x384xbf16, #ttnn_layout4>) -> tensor<64x384xbf16, #ttnn_layout5> loc("q_proj_fused")
+                %2 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 0 : i32], ends = [64 : i32, 128 : i32], step = [1 : i32, 1 : i32]}> : (tensor<64x384xbf16, #ttnn_layout5>) -> tensor<64x128xbf16, #ttnn_layout> loc("q_proj")
+                %3 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 128 : i32], ends = [64 : i32, 256 : i32], step = [1 : i32, 1 : i32]}> : (tensor<64x384xbf16, #ttnn_layout5>) -> tensor<64x128xbf16, #ttnn_layout> loc("k_proj")
+                %4 = "ttnn.slice_static"(%1) <{begins = [0 : i32, 256 : i32], ends = [64 : i32, 384 : i32], step = [1 : i32, 1 : i32]}> : (tensor<64x384xbf16, #ttnn_layout5>) -> tensor<64x128xbf16, #ttnn_layout> loc("v_proj")
+                %5 = "ttnn.reshape"(%2) <{shape = [2 : i32, 32 : i32, 2 : i32, 64 : i32]}> : (tensor<64x128xbf16, #ttnn_layout>) -> tensor<2x32x2x64xbf16, #ttnn_layout6> loc("q_heads")
+                %6 = "ttnn.permute"(%5) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x32x2x64xbf16, #ttnn_layout6>) -> tensor<2x2x32x64xbf16, #ttnn_layout2> loc("q_bhsd")
+                %7 = "ttnn.reshape"(%3) <{shape = [2 : i32, 32 : i32, 2 : i32, 64 : i32]}> : (tensor<64x128xbf16, #ttnn_layout>) -> tensor<2x32x2x64xbf16, #ttnn_layout6> loc("k_heads")
+                %8 = "ttnn.permute"(%7) <{permutation = array<i64: 0, 2, 3, 1>}> : (tensor<2x32x2x64xbf16, #ttnn_layout6>) -> tensor<2x2x64x32xbf16, #ttnn_layout3> loc("k_bhsd")
+                %9 = "ttnn.reshape"(%4) <{shape = [2 : i32, 32 : i32, 2 : i32, 64 : i32]}> : (tensor<64x128xbf16, #ttnn_layout>) -> tensor<2x32x2x64xbf16, #ttnn_layout6> loc("v_heads")
+                %10 = "ttnn.permute"(%9) <{permutation = array<i64: 0, 2, 1, 3>}> : (tensor<2x32x2x64xbf16, #ttnn_layout6>) -> tensor<2x2x32x64xbf16, #ttnn_layout2> loc("v_bhsd")
+                return %6, %8, %10 : tensor<2x2x32x64xbf16, #ttnn_layout2>, tensor<2x2x64x32xbf16, #ttnn_layout3>, tensor<2x2x32x64xbf16, #ttnn_layout2>
+              }
+              func.func private @f_const_eval_0(%arg0: tensor<128x128xbf16, #ttnn_layout1>, %arg1: tensor<128x128xbf16, #ttnn_layout1>, %arg2: tensor<128x128xbf16, #ttnn_layout1>) -> (tensor<128x384xbf16, #ttnn_layout4>) attributes {tt.function_type = "const_eval"} {
+                %0 = "ttnn.concat"(%arg0, %arg1, %arg2) <{dim = 1 : si32}> : (tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>, tensor<128x128xbf16, #ttnn_layout1>) -> tensor<128x384xbf16, #ttnn_layout4> loc("q_proj_concat_weights")
+                return %0 : tensor<128x384xbf16, #ttnn_layout4>
+              }
+            }
+        "#]],
+    );
+}
+
 #[test]
 fn a_decode_head_split_becomes_nlp_create_qkv_heads_decode_and_its_rotaries_run_in_decode_mode() {
     // tt-mlir's chain: the cache updates become paged updates (input permuted to

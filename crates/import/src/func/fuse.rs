@@ -17,6 +17,7 @@ mod heads;
 mod rope;
 mod sdpa;
 mod shared_lhs;
+mod split_qkv;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 

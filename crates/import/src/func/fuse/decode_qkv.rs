@@ -33,8 +33,8 @@
 //!    input, at most 32 users and 32 query heads, no more KV heads than query heads, a head
 //!    size that is a multiple of 32, and at least as many worker cores as users.
 //!
-//! Prefill chains (`[B, S, H, D]` permuted `[0, 2, 1, 3]`), which tt-mlir turns into
-//! `split_query_key_value_and_split_heads`, are not reproduced.
+//! Prefill chains (`[B, S, H, D]` permuted `[0, 2, 1, 3]`) become
+//! `split_query_key_value_and_split_heads` in [`super::split_qkv`].
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use ttnn_types::DataType;
@@ -63,7 +63,7 @@ const ROLE_TRACE_DEPTH: u32 = 20;
 const WORKER_CORES: u64 = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(super) enum Role {
     Query,
     Key,
     Value,
@@ -88,7 +88,7 @@ struct CreateHeads {
     order: [usize; 3],
 }
 
-fn one<T>(v: Vec<T>) -> Option<T> {
+pub(super) fn one<T>(v: Vec<T>) -> Option<T> {
     let mut it = v.into_iter();
     let x = it.next()?;
     it.next().is_none().then_some(x)
@@ -98,7 +98,7 @@ fn perm_text(p: &[usize]) -> String {
     format!("array<i64: {}>", p.iter().map(usize::to_string).collect::<Vec<_>>().join(", "))
 }
 
-fn parse_perm(op: &OutOp) -> Option<Vec<usize>> {
+pub(super) fn parse_perm(op: &OutOp) -> Option<Vec<usize>> {
     let text = prop(op, "permutation")?.strip_prefix("array<i64:")?.strip_suffix('>')?;
     text.split(',').map(|p| p.trim().parse().ok()).collect()
 }
@@ -311,7 +311,7 @@ impl FuncOut {
         }
     }
 
-    fn users_of(&self, v: ValueId) -> Vec<usize> {
+    pub(super) fn users_of(&self, v: ValueId) -> Vec<usize> {
         (0..self.ops.len()).filter(|k| self.ops[*k].operands.contains(&v)).collect()
     }
 
@@ -446,7 +446,7 @@ impl FuncOut {
 
     /// The attention operand a chain reaches, walking forward through every op (and from a
     /// cache write to the cache it writes), not past an attention.
-    fn qkv_role(&self, start: ValueId) -> Option<Role> {
+    pub(super) fn qkv_role(&self, start: ValueId) -> Option<Role> {
         let mut queue = vec![(start, 0u32)];
         let mut seen: FxHashSet<ValueId> = FxHashSet::default();
         seen.insert(start);
@@ -586,7 +586,7 @@ impl FuncOut {
 }
 
 /// `[a : i32, b : i32]` as numbers.
-fn int_list(text: &str) -> Option<Vec<u64>> {
+pub(super) fn int_list(text: &str) -> Option<Vec<u64>> {
     let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
     inner.split(',').map(|t| t.split(':').next()?.trim().parse().ok()).collect()
 }
