@@ -75,10 +75,14 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
         let sig = layout::op_signature(db, op);
         let legality = layout::op_legality(db, op);
         let result = sig.as_deref().and_then(layout::OpSignature::tensor_result);
-        let output_shape =
-            result.and_then(ttnn_types::TensorType::static_shape).unwrap_or_default();
+        // An op with several results is not placed, but it runs and needs L1 next to what is
+        // live: it is validated with its first result as the output, as the verifier and the
+        // op model read such ops.
+        let first = data.results.first().and_then(ir::Ty::as_tensor);
+        let shown = result.or(first);
+        let output_shape = shown.and_then(ttnn_types::TensorType::static_shape).unwrap_or_default();
         let output_dtype =
-            result.and_then(ttnn_types::TensorType::data_type).unwrap_or(DataType::BF16);
+            shown.and_then(ttnn_types::TensorType::data_type).unwrap_or(DataType::BF16);
         let plan = &base[i];
         let fallback = plan
             .layout
@@ -122,7 +126,7 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             && fallback.is_some();
         let as_written = pinned.contains(data.key.as_str())
             || (legality.layouts.fixed && legality.layouts.rejected > 0);
-        let validated = !optimize && result.is_some() && !as_written;
+        let validated = !optimize && shown.is_some() && !as_written;
         problem.ops.push(core::Op {
             name: data.key.clone(),
             kind: sig
@@ -136,7 +140,7 @@ pub fn greedy_plan(db: &dyn Db, func: FuncId) -> Arc<GreedyPlan> {
             // Ops pinned by a d2m subgraph or call, or that the op model rejects for every
             // layout, are left exactly as written: no input of theirs makes them valid.
             current: validated
-                .then(|| plan.layout.clone())
+                .then(|| plan.layout.clone().or_else(|| first.and_then(|t| t.layout.clone())))
                 .flatten()
                 .map(|layout| Candidate { layout, config: plan.config.clone() }),
             fallback,
