@@ -123,15 +123,13 @@ impl Parse {
     ) -> Option<OpEdit> {
         // Worked on out of the tree's cell; put back finished on every refusal.
         let (mut parts, pending) = self.tree.take_for(edit);
-        match reparse_parts(&mut parts, &mut self.errors, new_text, edit, new_len, pending) {
-            Some((op_edit, shift)) => {
-                self.tree = Tree::deferred(parts, shift);
+        match reparse_parts(&mut parts, &mut self.errors, new_text, edit, new_len, &pending) {
+            Some((op_edit, shifts)) => {
+                self.tree = Tree::deferred(parts, shifts);
                 Some(op_edit)
             }
             None => {
-                if let Some(p) = pending {
-                    p.finish(&mut parts);
-                }
+                finish_all(pending, &mut parts);
                 self.tree = Tree::ready(parts);
                 None
             }
@@ -146,32 +144,40 @@ const MIN_FUEL: usize = 1024;
 /// Significant tokens after the window the parser may look at; it looks at one or two.
 const LOOKAHEAD: usize = 64;
 
+/// The most places positions may be left pending at ([`Pending`]): past it, the nearest
+/// is moved.
+const MAX_PENDING: usize = 8;
+
 /// [`Parse::reparse_edit`] on the tree and tokens taken out of the parse: on success the
-/// positions the returned shift leaves for later are still to move ([`Shifter::finish`]);
-/// on `None` nothing changed.
+/// positions the returned shifts leave for later are still to move ([`finish_all`]); on
+/// `None` nothing changed.
 ///
-/// `pending` is what an earlier re-parse left to move and [`Tree::take_for`] kept pending
-/// (the ops of the edited block from its `deferred_from` on, the tokens from its `tok_from`
-/// on, all past what this re-parse reads): on success the returned shift moves them too.
+/// `pending` is what earlier re-parses left to move and [`Tree::take_for`] kept pending
+/// (the ops of the edited block from the first shift's `deferred_from` on, the tokens from
+/// its `tok_from` on, all past what this re-parse reads): on success the returned shifts
+/// move them too, each by this edit besides its own, and the positions between this
+/// window and them are left pending as one more place rather than moved.
 fn reparse_parts(
     parts: &mut Parts,
     errors: &mut Vec<SyntaxError>,
     new_text: &str,
     edit: TextRange,
     new_len: u32,
-    pending: Option<Shifter>,
-) -> Option<(OpEdit, Shifter)> {
+    pending: &[Shifter],
+) -> Option<(OpEdit, Pending)> {
     if new_text.len() > u32::MAX as usize {
         return None;
     }
     let delta = i64::from(new_len) - i64::from(edit.len());
     // The tokens whose positions are current: all, or those before the pending ones.
-    let current = pending.map_or(parts.tokens.len(), |p| p.tok_from.min(parts.tokens.len()));
+    let current =
+        pending.first().map_or(parts.tokens.len(), |p| p.tok_from.min(parts.tokens.len()));
     let all_current = current == parts.tokens.len();
     let last_end = parts.tokens.last().map_or(0, |t| t.range.end);
-    let old_len = match pending {
-        Some(p) if current < parts.tokens.len() => shift(last_end, p.delta)?,
-        _ => last_end,
+    // The last token moves by the shift of the last place holding tokens.
+    let old_len = match pending.iter().rev().find(|p| p.tok_from < parts.tokens.len()) {
+        Some(p) => shift(last_end, p.delta)?,
+        None => last_end,
     };
     if edit.end > old_len || i64::from(old_len) + delta != new_text.len() as i64 {
         return None;
@@ -312,27 +318,28 @@ fn reparse_parts(
         deferred_from: (w.lo + new_ops.len()) as u32,
     };
     // The pending ops and tokens, where they are after this re-parse: still past what it
-    // read (`Tree::take_for` left them only there), else this re-parse is refused.
+    // read (`Tree::take_for` left them only there), else this re-parse is refused. Each
+    // place's start moves by the window's change in op and token counts.
     let grow = new_ops.len() as i64 - (w.hi + 1 - w.lo) as i64;
     let block_len = w.block_len as i64 + grow;
-    let pending = match pending {
-        Some(p) => {
-            let from = i64::from(p.deferred_from) + grow;
-            let tok = p.tok_from as i64 + dt;
-            let fits = w.block_start == p.edited_block
-                && i64::from(s.deferred_from) <= from
-                && from <= block_len
-                && s.tok_from as i64 <= tok
-                && tok <= parts.tokens.len() as i64;
-            if !fits {
-                move_tokens(&mut parts.tokens[after..moved_to], -delta);
-                parts.tokens.splice(ta..after, old_toks);
-                return None;
-            }
-            Some((p, from as usize, tok as usize))
+    let mut moved_pending = Vec::with_capacity(pending.len());
+    let mut bound = (i64::from(s.deferred_from), s.tok_from as i64);
+    for p in pending {
+        let from = i64::from(p.deferred_from) + grow;
+        let tok = p.tok_from as i64 + dt;
+        let fits = w.block_start == p.edited_block
+            && bound.0 <= from
+            && from <= block_len
+            && bound.1 <= tok
+            && tok <= parts.tokens.len() as i64;
+        if !fits {
+            move_tokens(&mut parts.tokens[after..moved_to], -delta);
+            parts.tokens.splice(ta..after, old_toks);
+            return None;
         }
-        None => None,
-    };
+        bound = (from, tok);
+        moved_pending.push((*p, from as u32, tok as usize));
+    }
     let mut op_edit = replaced(&w, &new_ops, edit, new_len, delta, ta as u32, dt)?;
     // Commit. Errors: the window's are replaced by its new ones; those after it move.
     let meta = parts.meta.as_mut()?;
@@ -408,26 +415,36 @@ fn reparse_parts(
         // The block ends where its last op's last token does.
         block.range.end = last_sig_end.max(block.range.start);
     }
-    let Some((p, from, tok)) = pending else { return Some((op_edit, s)) };
-    // What lies between this window and the pending ops has current positions: it moves by
-    // this edit now, and the pending ones move by both edits when the tree is next read.
-    let now = Shifter { defer: false, ..s };
-    for o in block.ops.get_mut(s.deferred_from as usize..from).unwrap_or_default() {
-        now.op(o);
+    if moved_pending.is_empty() {
+        return Some((op_edit, vec![s]));
     }
-    move_tokens(parts.tokens.get_mut(s.tok_from..tok).unwrap_or_default(), delta);
-    let both = Shifter {
-        old_start: p.old_start.min(s.old_start),
-        old_end: p.old_end,
-        delta: p.delta + delta,
-        tok_after: p.tok_after,
-        dt: p.dt + dt,
-        defer: true,
-        tok_from: tok,
-        edited_block: block.range.start,
-        deferred_from: from as u32,
-    };
-    Some((op_edit, both))
+    // What lies between this window and the pending places has current positions: it is
+    // left to move by this edit as a place of its own (unless empty), so an edit before the
+    // pending ones moves nothing between them; each pending place moves by this edit too.
+    let mut shifts: Pending = Vec::with_capacity(moved_pending.len() + 1);
+    let (first_from, first_tok) = (moved_pending[0].1, moved_pending[0].2);
+    if s.deferred_from < first_from || s.tok_from < first_tok {
+        shifts.push(Shifter { defer: false, edited_block: block.range.start, ..s });
+    }
+    for (p, from, tok) in moved_pending {
+        shifts.push(Shifter {
+            old_start: p.old_start.min(s.old_start),
+            old_end: p.old_end,
+            delta: p.delta + delta,
+            tok_after: p.tok_after,
+            dt: p.dt + dt,
+            defer: p.defer,
+            tok_from: tok,
+            edited_block: block.range.start,
+            deferred_from: from,
+        });
+    }
+    // Past the bound, the nearest places become current (each move is as long as the place).
+    while shifts.len() > MAX_PENDING {
+        let first = shifts.remove(0);
+        first.move_place(block, &mut parts.tokens, &shifts[0]);
+    }
+    Some((op_edit, shifts))
 }
 
 /// The ops replaced, as [`OpEdit`] says: the window less an untouched first op that parsed
@@ -1157,24 +1174,43 @@ impl Shifter {
     /// ops left past the window, its lookahead and the edit (also at their old positions,
     /// which the re-parse's searches meet). On `false` what it moved is recorded, and
     /// [`Shifter::finish`] moves the rest.
-    fn advance_for(&mut self, parts: &mut Parts, edit: TextRange) -> bool {
+    ///
+    /// `later` are the places pending after this one (see [`Pending`]): when the edit's
+    /// window and lookahead reach past this place's last op, the whole place is moved and
+    /// the answer is [`Advance::Exhausted`] (the next place is then advanced in turn).
+    /// Their ops, which the re-parse's searches meet at their old positions, must start
+    /// past the lookahead at both positions.
+    fn advance_for(&mut self, parts: &mut Parts, edit: TextRange, later: &[Shifter]) -> Advance {
         let tokens_pending = self.tok_from < parts.tokens.len();
         let Some(block) = last_block_at(&mut parts.file, self.edited_block, tokens_pending) else {
-            return false;
+            return Advance::Refused;
         };
         if edit.start < block.range.start || edit.end > block.range.end {
-            return false;
+            return Advance::Refused;
         }
         let k = self.deferred_from as usize;
         let n = block.ops.len();
-        if k > n {
-            return false;
+        // This place's ops and tokens end where the next place's start.
+        let (op_end, tok_end) = later
+            .first()
+            .map_or((n, parts.tokens.len()), |p| (p.deferred_from as usize, p.tok_from));
+        if k > op_end || op_end > n || tok_end > parts.tokens.len() {
+            return Advance::Refused;
         }
-        // Current starts: moved for the ops before `k`, old plus `delta` from `k` on.
-        let start_now = |ops: &[Op], i: usize| -> i64 {
-            let s = i64::from(ops[i].range.start);
-            if i >= k { s + self.delta } else { s }
+        // Current starts: moved for the ops before `k`, old plus the delta of the place
+        // holding them from `k` on.
+        let delta_at = |i: usize| -> i64 {
+            if i < k {
+                return 0;
+            }
+            later
+                .iter()
+                .rev()
+                .find(|p| p.deferred_from as usize <= i)
+                .map_or(self.delta, |p| p.delta)
         };
+        let start_now =
+            |ops: &[Op], i: usize| -> i64 { i64::from(ops[i].range.start) + delta_at(i) };
         // The first op starting after the edit, and the one after it, where the window's
         // lookahead starts.
         let (mut lo, mut hi) = (0, n);
@@ -1188,9 +1224,14 @@ impl Shifter {
         }
         let lookahead_op = lo + 1;
         if lookahead_op >= n {
-            return false;
+            return Advance::Refused;
         }
         let look_from = start_now(&block.ops, lookahead_op);
+        // Past the lookahead and the edit at both positions, so the window's searches pass
+        // over them.
+        let past = |stale: i64, delta: i64| {
+            stale > look_from && stale + delta > look_from && stale > i64::from(edit.end)
+        };
         // Significant tokens from the lookahead's start among the current ones (a count
         // that stops once it is enough).
         let mut tok = self.tok_from.min(parts.tokens.len());
@@ -1203,21 +1244,35 @@ impl Shifter {
             .count();
         let now = Shifter { defer: false, ..*self };
         let mut j = k;
-        let enough = loop {
-            let Some(next) = block.ops.get(j) else { break false };
+        let answer = loop {
+            if j == op_end && !later.is_empty() {
+                // The whole place: the rest of its tokens too.
+                move_tokens(parts.tokens.get_mut(tok..tok_end).unwrap_or_default(), self.delta);
+                tok = tok_end;
+                break Advance::Exhausted;
+            }
+            let Some(next) = block.ops.get(j) else { break Advance::Refused };
             let stale = i64::from(next.range.start);
-            if j > lookahead_op
-                && sig > LOOKAHEAD
-                && stale > look_from
-                && stale + self.delta > look_from
-                && stale > i64::from(edit.end)
-            {
-                break true;
+            if j > lookahead_op && sig > LOOKAHEAD && past(stale, self.delta) {
+                let later_past = later.iter().all(|p| {
+                    block
+                        .ops
+                        .get(p.deferred_from as usize)
+                        .is_none_or(|o| past(i64::from(o.range.start), p.delta))
+                });
+                break if later_past { Advance::Enough } else { Advance::Refused };
             }
             // Op `j` and its tokens, with the trivia after it: those before the next op's
-            // old start.
-            let Some(until) = block.ops.get(j + 1).map(|o| o.range.start) else { break false };
-            while let Some(t) = parts.tokens.get_mut(tok) {
+            // old start, or the rest of the place's tokens for its last op.
+            let until = if j + 1 == op_end && !later.is_empty() {
+                u32::MAX
+            } else {
+                let Some(o) = block.ops.get(j + 1) else { break Advance::Refused };
+                o.range.start
+            };
+            while tok < tok_end
+                && let Some(t) = parts.tokens.get_mut(tok)
+            {
                 if t.range.start >= until {
                     break;
                 }
@@ -1233,10 +1288,29 @@ impl Shifter {
         // What was moved is recorded either way: `finish` moves the rest.
         self.deferred_from = j as u32;
         self.tok_from = tok;
-        if let Some(next) = block.ops.get(j) {
+        if j < op_end
+            && let Some(next) = block.ops.get(j)
+        {
             self.old_end = next.range.start.max(self.old_end);
         }
-        enough
+        answer
+    }
+
+    /// Moves a place that is not the last (see [`Pending`]): the edited block's ops from
+    /// its `deferred_from` and the tokens from its `tok_from`, up to where `next` starts.
+    fn move_place(&self, block: &mut Block, tokens: &mut [crate::Token], next: &Shifter) {
+        let tok_end = next.tok_from.min(tokens.len());
+        move_tokens(
+            tokens.get_mut(self.tok_from.min(tok_end)..tok_end).unwrap_or_default(),
+            self.delta,
+        );
+        let op_end = (next.deferred_from as usize).min(block.ops.len());
+        let now = Shifter { defer: false, ..*self };
+        for o in
+            block.ops.get_mut((self.deferred_from as usize).min(op_end)..op_end).unwrap_or_default()
+        {
+            now.op(o);
+        }
     }
 
     /// Moves what a deferring shift left: the ops after the re-parsed window, which still
@@ -1292,6 +1366,44 @@ impl Shifter {
     }
 }
 
+/// What [`Shifter::advance_for`] did.
+enum Advance {
+    /// The edit's window and lookahead are current, and the rest may stay pending.
+    Enough,
+    /// The whole place was moved, before the edit's window and lookahead were reached.
+    Exhausted,
+    /// The rest may not stay pending; what was moved is recorded.
+    Refused,
+}
+
+/// Positions a re-parse left to move, at one place or more, nearest first, never empty.
+///
+/// The last shift is what a re-parse with nothing pending leaves: the ops past its window,
+/// wherever they are in the file, and the tokens from its `tok_from` on
+/// ([`Shifter::finish`]). The others exist only when every pending op is in one block (the
+/// last of the file, [`Tree::take_for`]'s condition for keeping positions pending): each
+/// covers that block's ops from its `deferred_from` and the tokens from its `tok_from` up
+/// to where the next one starts, all of whose positions move by its own `delta` and token
+/// indices by its `dt` ([`Shifter::move_place`]). An edit before the pending places adds
+/// one (what lies between it and them) instead of moving anything between them; at most
+/// [`MAX_PENDING`] are kept.
+type Pending = Vec<Shifter>;
+
+/// Moves every pending position: the places in order, the last one through the whole tree.
+fn finish_all(shifts: Pending, parts: &mut Parts) {
+    if let [places @ .., last] = &shifts[..] {
+        if let [first, ..] = places
+            && let Some(block) = last_block_at(&mut parts.file, first.edited_block, false)
+        {
+            for (i, p) in places.iter().enumerate() {
+                let next = shifts.get(i + 1).unwrap_or(last);
+                p.move_place(block, &mut parts.tokens, next);
+            }
+        }
+        last.finish(parts);
+    }
+}
+
 /// A parse's tree and tokens.
 pub(crate) struct Parts {
     pub(crate) file: crate::ast::SourceFile,
@@ -1323,8 +1435,8 @@ pub(crate) struct Meta {
 pub(crate) struct Tree {
     ready: std::sync::OnceLock<Parts>,
     /// The parts with the positions of the ops and tokens after the last re-parsed op still
-    /// to move; set exactly when `ready` is not.
-    deferred: std::sync::Mutex<Option<(Parts, Shifter)>>,
+    /// to move, and the shifts that move them (never empty); set exactly when `ready` is not.
+    deferred: std::sync::Mutex<Option<(Parts, Pending)>>,
 }
 
 impl Tree {
@@ -1332,22 +1444,22 @@ impl Tree {
         Tree { ready: std::sync::OnceLock::from(parts), deferred: std::sync::Mutex::new(None) }
     }
 
-    fn deferred(parts: Parts, shift: Shifter) -> Tree {
+    fn deferred(parts: Parts, shifts: Pending) -> Tree {
         Tree {
             ready: std::sync::OnceLock::new(),
-            deferred: std::sync::Mutex::new(Some((parts, shift))),
+            deferred: std::sync::Mutex::new(Some((parts, shifts))),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Parts, Shifter)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Parts, Pending)>> {
         // A panic while the lock was held left either the parts or nothing: both readable.
         self.deferred.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn get(&self) -> &Parts {
         self.ready.get_or_init(|| match self.lock().take() {
-            Some((mut parts, shift)) => {
-                shift.finish(&mut parts);
+            Some((mut parts, shifts)) => {
+                finish_all(shifts, &mut parts);
                 parts
             }
             // Only if finishing panicked on another thread: an empty parse, not a second
@@ -1374,13 +1486,27 @@ impl Tree {
         if let Some(parts) = self.ready.get() {
             return f(&parts.file, &parts.tokens);
         }
-        let guard = self.lock();
-        if let Some((parts, shift)) = guard.as_ref()
-            && i64::from(end) <= i64::from(shift.old_end) + shift.delta
-        {
-            // The ops the re-parse left to move start at or after its window's new end.
-            let current = parts.tokens.get(..shift.tok_from).unwrap_or(&parts.tokens);
-            return f(&parts.file, current);
+        let mut guard = self.lock();
+        if let Some((parts, shifts)) = guard.as_mut() {
+            // Places pending before `end` become current, the nearest first; the last place
+            // may reach past the edited block, and is moved only with the whole tree.
+            let current_to = |p: &Shifter| i64::from(p.old_end) + p.delta;
+            while shifts.len() > 1 && i64::from(end) > current_to(&shifts[0]) {
+                let first = shifts.remove(0);
+                let Some(block) = last_block_at(&mut parts.file, first.edited_block, false) else {
+                    // Not where the shifts were made: put it back, for the whole tree.
+                    shifts.insert(0, first);
+                    break;
+                };
+                first.move_place(block, &mut parts.tokens, &shifts[0]);
+            }
+            if let Some(first) = shifts.first()
+                && i64::from(end) <= current_to(first)
+            {
+                // The ops left to move start at or after the first place's new start.
+                let current = parts.tokens.get(..first.tok_from).unwrap_or(&parts.tokens);
+                return f(&parts.file, current);
+            }
         }
         drop(guard);
         let parts = self.get();
@@ -1391,21 +1517,33 @@ impl Tree {
     /// what an earlier re-parse left to move still pending where that is safe
     /// ([`Shifter::advance_for`]): a run of edits near each other then moves only what lies
     /// between them, and an edit undone moves nothing. Otherwise finished.
-    fn take_for(&mut self, edit: TextRange) -> (Parts, Option<Shifter>) {
+    fn take_for(&mut self, edit: TextRange) -> (Parts, Pending) {
         if let Some(parts) = self.ready.take() {
-            return (parts, None);
+            return (parts, Vec::new());
         }
         let deferred =
             self.deferred.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        let Some((mut parts, mut shift)) = deferred else { return (Parts::empty(), None) };
+        let Some((mut parts, mut shifts)) = deferred else { return (Parts::empty(), Vec::new()) };
+        // The places the edit lies past become current, the nearest first.
+        let kept = loop {
+            let Some((first, later)) = shifts.split_first_mut() else { break false };
+            match first.advance_for(&mut parts, edit, later) {
+                Advance::Enough => break true,
+                Advance::Exhausted => {
+                    shifts.remove(0);
+                }
+                Advance::Refused => break false,
+            }
+        };
         // The window must be in the edited block itself, not in a region of one of its ops.
-        if shift.advance_for(&mut parts, edit)
-            && find_window(&parts.file, edit).is_some_and(|w| w.block_start == shift.edited_block)
+        if kept
+            && find_window(&parts.file, edit)
+                .is_some_and(|w| shifts.first().is_some_and(|s| w.block_start == s.edited_block))
         {
-            (parts, Some(shift))
+            (parts, shifts)
         } else {
-            shift.finish(&mut parts);
-            (parts, None)
+            finish_all(shifts, &mut parts);
+            (parts, Vec::new())
         }
     }
 }

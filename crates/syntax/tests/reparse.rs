@@ -861,3 +861,166 @@ fn edits_near_each_other_leave_the_ops_after_them_to_move_once() {
     assert!(patched == parse(&text), "read at last, the tree is a fresh parse's");
     assert_ne!(last_start(&patched), original_last, "and the last op has moved");
 }
+
+/// The start of op `i` of the only function's body in `module { func }`, as the tree holds
+/// it now (pending positions not moved).
+fn body_op_start(p: &syntax::Parse, i: usize) -> Option<u32> {
+    p.with_current_tree(|file| {
+        let Some(syntax::ast::Item::Op(module)) = file.chunks[0].items.last() else {
+            return None;
+        };
+        let syntax::ast::OpBody::Module(m) = &module.body else { return None };
+        let func = m.body.blocks[0].ops.last()?;
+        let syntax::ast::OpBody::Func(f) = &func.body else { return None };
+        Some(f.body.as_ref()?.blocks[0].ops.get(i)?.range.start)
+    })
+}
+
+#[test]
+fn an_edit_before_the_pending_positions_moves_nothing_between_it_and_them() {
+    // Edits far apart, without reading the tree in between: after, before, between and
+    // after again the places left pending. An edit before them leaves what lies between
+    // pending as a place of its own (op 150 keeps the original text's position, moved by
+    // neither edit), an edit past a place moves that place, and every step's current part
+    // is a fresh parse's; read at last, the whole tree is.
+    let ty = "tensor<64x64xbf16>";
+    let relus: String = (0..300)
+        .map(|i| format!("    %{i} = \"ttnn.relu\"(%a) {{n = {i} : i64}} : ({ty}) -> {ty}\n"))
+        .collect();
+    let text = format!(
+        "module {{\n  func.func @f(%a: {ty}) -> {ty} {{\n{relus}    return %299 : {ty}\n  }}\n}}\n"
+    );
+    let original = parse(&text);
+    let original_start = |i: usize| body_op_start(&original, i);
+    let at = |text: &str, needle: &str| text.find(needle).expect("the needle is there") as u32;
+    let op_line =
+        |i: usize| format!("    %{i} = \"ttnn.relu\"(%a) {{n = {i} : i64}} : ({ty}) -> {ty}\n");
+    // (needle, bytes replaced after its start, replacement, ops whose start is still the
+    // original text's after the step).
+    let steps: Vec<(String, u32, String, Vec<usize>)> = vec![
+        // After: ops from about 252 on wait.
+        ("n = 250 :".into(), 7, "n = 25000".into(), vec![260, 299]),
+        // Before: ops 52 to 250 wait as a place of their own, by this edit alone.
+        ("n = 50 :".into(), 6, "n = 5".into(), vec![150, 240, 260]),
+        // Before both, inserting an op: ops 10.. wait too, and nothing between moves.
+        (
+            "    %10 =".into(),
+            0,
+            format!("    %ins = \"ttnn.exp\"(%a) : ({ty}) -> {ty}\n"),
+            vec![30, 150, 260],
+        ),
+        // Between: the places up to the edit move, the rest keep waiting.
+        ("n = 200 :".into(), 7, "n = 2".into(), vec![260]),
+        // Before all again, deleting an op.
+        ("    %5 =".into(), op_line(5).len() as u32, String::new(), vec![260]),
+        // After every place.
+        ("n = 290 :".into(), 7, "n = 29".into(), vec![]),
+    ];
+    let mut text = text;
+    let mut patched = parse(&text);
+    // Op `i` of the original text is op `i + shift` after the insert and delete.
+    let mut index_shift = 0i64;
+    for (k, (needle, old, new, waiting)) in steps.iter().enumerate() {
+        let start = at(&text, needle);
+        let range = TextRange::new(start, start + old);
+        let new_text = apply(&text, range, new);
+        assert!(
+            patched.reparse_edit(&new_text, range, new.len() as u32).is_some(),
+            "step {k} takes the fast path"
+        );
+        if k == 2 {
+            index_shift += 1;
+        }
+        if k == 4 {
+            index_shift -= 1;
+        }
+        let fresh = parse(&new_text);
+        assert_eq!(patched.with_current_tree(shape), shape(fresh.file()), "step {k}: the shape");
+        assert!(
+            patched.with_current(|_, toks| fresh.tokens().get(..toks.len()) == Some(toks)),
+            "step {k}: the current tokens are the fresh ones"
+        );
+        for &i in waiting {
+            let now = (i as i64 + index_shift) as usize;
+            assert_eq!(body_op_start(&patched, now), original_start(i), "step {k}: op {i} waits");
+        }
+        text = new_text;
+    }
+    // Op 150 is between the places left by steps 0, 1, 2 and 4 and was passed by step 3:
+    // moved, and now current.
+    let fresh = parse(&text);
+    assert!(patched == fresh, "read at last, the tree is a fresh parse's");
+}
+
+#[test]
+fn reading_through_a_pending_place_moves_the_places_up_to_it_and_no_further() {
+    // A rename at two uses, made last first as an editor sends it, is re-lowered as one
+    // window: reading the ops through the later use moves the place between the two edits,
+    // and leaves the ops after the later use pending.
+    let ty = "tensor<64x64xbf16>";
+    let relus: String = (0..300)
+        .map(|i| format!("    %{i} = \"ttnn.relu\"(%a) {{n = {i} : i64}} : ({ty}) -> {ty}\n"))
+        .collect();
+    let text = format!(
+        "module {{\n  func.func @f(%a: {ty}) -> {ty} {{\n{relus}    return %299 : {ty}\n  }}\n}}\n"
+    );
+    let original = parse(&text);
+    let mut patched = parse(&text);
+    let mut text = text;
+    for needle in ["n = 200 :", "n = 20 :"] {
+        let start = text.find(needle).expect("the needle is there") as u32 + 4;
+        let range = TextRange::new(start, start + 2);
+        let new_text = apply(&text, range, "77");
+        assert!(patched.reparse_edit(&new_text, range, 2).is_some());
+        text = new_text;
+    }
+    let fresh = parse(&text);
+    let later_use_end = text.find("n = 770 :").expect("edited") as u32 + 10;
+    let (through, after) = patched.with_current_through(later_use_end, |file, toks| {
+        assert_eq!(fresh.tokens().get(..toks.len()), Some(toks), "the current tokens");
+        let func = |file: &syntax::ast::SourceFile| {
+            let Some(syntax::ast::Item::Op(module)) = file.chunks[0].items.last() else {
+                return Vec::new();
+            };
+            let syntax::ast::OpBody::Module(m) = &module.body else { return Vec::new() };
+            let Some(syntax::ast::OpBody::Func(f)) = m.body.blocks[0].ops.last().map(|o| &o.body)
+            else {
+                return Vec::new();
+            };
+            f.body
+                .as_ref()
+                .map_or(Vec::new(), |r| r.blocks[0].ops.iter().map(|o| o.range).collect())
+        };
+        let (now, want) = (func(file), func(fresh.file()));
+        (now[..=200] == want[..=200], now[260] == func(original.file())[260])
+    });
+    assert!(through, "the ops through the later use are current");
+    assert!(after, "the ops well after it still wait");
+    assert!(patched == fresh, "read at last, the tree is a fresh parse's");
+}
+
+#[test]
+fn edits_each_before_the_last_keep_a_bounded_number_of_pending_places() {
+    // Fifteen edits, each before the one before it, leave more places than are kept: the
+    // nearest are moved, and the parse stays a fresh one's throughout.
+    let ty = "tensor<64x64xbf16>";
+    let relus: String = (0..300)
+        .map(|i| format!("    %{i} = \"ttnn.relu\"(%a) {{n = {i} : i64}} : ({ty}) -> {ty}\n"))
+        .collect();
+    let mut text = format!(
+        "module {{\n  func.func @f(%a: {ty}) -> {ty} {{\n{relus}    return %299 : {ty}\n  }}\n}}\n"
+    );
+    let mut patched = parse(&text);
+    for (k, i) in (1..=15).rev().map(|i| i * 19).enumerate() {
+        let needle = format!("n = {i} :");
+        let start = text.find(&needle).expect("the needle is there") as u32;
+        let range = TextRange::new(start, start + needle.len() as u32 - 2);
+        let new = if k % 2 == 0 { format!("n = {i}{i}") } else { "n = 1".to_owned() };
+        let new_text = apply(&text, range, &new);
+        assert!(patched.reparse_edit(&new_text, range, new.len() as u32).is_some(), "step {k}");
+        let fresh = parse(&new_text);
+        assert_eq!(patched.with_current_tree(shape), shape(fresh.file()), "step {k}: the shape");
+        text = new_text;
+    }
+    assert!(patched == parse(&text), "read at last, the tree is a fresh parse's");
+}
