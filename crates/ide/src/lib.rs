@@ -116,6 +116,37 @@ impl AnyEdit {
     }
 }
 
+/// Above this many edits in one change the parse is made anew rather than patched edit by
+/// edit: each patch moves the positions between it and the edit before, so a change that
+/// renames a value read by thousands of ops moved most of the file thousands of times.
+const MAX_PATCHED_EDITS: usize = 64;
+
+/// The text after `edits`, spliced in one pass, when each edit lies wholly before the one
+/// applied before it (an editor's rename, last occurrence first): then every edit's range
+/// means the same in the text as given, and so do its line and column. `None` otherwise.
+fn splice_descending(text: &str, index: &LineIndex, edits: &[AnyEdit]) -> Option<String> {
+    let mut parts: Vec<(usize, usize, String)> = Vec::with_capacity(edits.len());
+    let mut bound = text.len();
+    for e in edits {
+        let (start, end, new) = e.clone().resolve(text, index);
+        if end > bound {
+            return None;
+        }
+        bound = start;
+        parts.push((start, end, new));
+    }
+    let grown: usize = parts.iter().map(|(_, _, new)| new.len()).sum();
+    let mut out = String::with_capacity(text.len() + grown);
+    let mut at = 0;
+    for (start, end, new) in parts.iter().rev() {
+        out.push_str(&text[at..*start]);
+        out.push_str(new);
+        at = *end;
+    }
+    out.push_str(&text[at..]);
+    Some(out)
+}
+
 /// A batch of input changes, applied at once by [`AnalysisHost::apply_change`].
 #[derive(Debug, Clone, Default)]
 #[must_use]
@@ -435,39 +466,60 @@ impl AnalysisHost {
                         continue;
                     }
                     let before = file.text_id(&self.db);
-                    let mut parse = self.take_parse(file);
-                    // The edits as one (see `OpEdit::then`): a rename at every use is one
-                    // change of many edits, re-lowered as the window from the first to the
-                    // last op it touched.
-                    let mut op_edit: Option<syntax::OpEdit> = None;
-                    // Patched in place: nothing keeps the old text (see `take_text`).
-                    let mut text = self.take_text(file);
-                    let mut index = LineIndex::clone(file.line_index(&self.db));
-                    for (k, e) in edits.into_iter().enumerate() {
-                        let (start, end, new) = e.resolve(&text, &index);
-                        text.replace_range(start..end, &new);
-                        let range = TextRange::new(start as u32, end as u32);
-                        index.apply_edit(&text, range, &new);
-                        if let Some(mut p) = parse.take() {
-                            let len = u32::try_from(new.len());
-                            match len.ok().and_then(|len| p.reparse_edit(&text, range, len)) {
-                                Some(op) => {
-                                    op_edit = if k == 0 {
-                                        Some(op)
-                                    } else {
-                                        op_edit.and_then(|before| before.then(op))
-                                    };
-                                    parse = Some(p);
+                    if edits.len() > MAX_PATCHED_EDITS {
+                        // Edits all over the file (a rename of a value every op reads): one
+                        // parse of the new text costs less than patching the parse thousands
+                        // of times, and the text is spliced once when the edits come last
+                        // first, as an editor sends them.
+                        let text = self.take_text(file);
+                        let index = file.line_index(&self.db);
+                        let text = splice_descending(&text, index, &edits).unwrap_or_else(|| {
+                            let mut text = text;
+                            let mut index = LineIndex::clone(index);
+                            for e in edits {
+                                let (start, end, new) = e.resolve(&text, &index);
+                                text.replace_range(start..end, &new);
+                                index = LineIndex::new(&text);
+                            }
+                            text
+                        });
+                        let index = LineIndex::new(&text);
+                        Some((Arc::new(text), None, None, Some(index)))
+                    } else {
+                        let mut parse = self.take_parse(file);
+                        // The edits as one (see `OpEdit::then`): a rename at every use is one
+                        // change of many edits, re-lowered as the window from the first to the
+                        // last op it touched.
+                        let mut op_edit: Option<syntax::OpEdit> = None;
+                        // Patched in place: nothing keeps the old text (see `take_text`).
+                        let mut text = self.take_text(file);
+                        let mut index = LineIndex::clone(file.line_index(&self.db));
+                        for (k, e) in edits.into_iter().enumerate() {
+                            let (start, end, new) = e.resolve(&text, &index);
+                            text.replace_range(start..end, &new);
+                            let range = TextRange::new(start as u32, end as u32);
+                            index.apply_edit(&text, range, &new);
+                            if let Some(mut p) = parse.take() {
+                                let len = u32::try_from(new.len());
+                                match len.ok().and_then(|len| p.reparse_edit(&text, range, len)) {
+                                    Some(op) => {
+                                        op_edit = if k == 0 {
+                                            Some(op)
+                                        } else {
+                                            op_edit.and_then(|before| before.then(op))
+                                        };
+                                        parse = Some(p);
+                                    }
+                                    // Freed later, off this path (see `Retained`).
+                                    None => self.unused.push(Arc::new(p)),
                                 }
-                                // Freed later, off this path (see `Retained`).
-                                None => self.unused.push(Arc::new(p)),
                             }
                         }
+                        // Lowering can redo the ops the edits replaced.
+                        let last_edit =
+                            op_edit.filter(|_| parse.is_some()).map(|op| LastEdit { before, op });
+                        Some((Arc::new(text), parse, last_edit, Some(index)))
                     }
-                    // Lowering can redo the ops the edits replaced.
-                    let last_edit =
-                        op_edit.filter(|_| parse.is_some()).map(|op| LastEdit { before, op });
-                    Some((Arc::new(text), parse, last_edit, Some(index)))
                 }
                 FileChange::Remove => None,
             };

@@ -527,3 +527,31 @@ fn random_edits(host: AnalysisHost) {
         }
     }
 }
+
+/// A change of more edits than the parse is patched for (every op line indented one more
+/// space), made last first as an editor sends a rename, and first first with each edit's
+/// offsets in the text the ones before it left: the text, parse, line index and every result
+/// are those of the same text opened anew.
+#[test]
+fn a_change_of_many_edits_gives_what_the_edited_text_gives_from_scratch() {
+    let text = graph(&mut Rng(7), 150);
+    let lines: Vec<u32> = text.match_indices("\n  %").map(|(o, _)| o as u32 + 1).collect();
+    assert!(lines.len() > 100, "enough op lines for a change of many edits");
+    let indent = |at: u32| TextEdit { range: TextRange::empty(at), text: " ".to_owned() };
+    let last_first: Vec<TextEdit> = lines.iter().rev().map(|&at| indent(at)).collect();
+    let first_first: Vec<TextEdit> =
+        lines.iter().enumerate().map(|(k, &at)| indent(at + k as u32)).collect();
+    for edits in [last_first, first_first] {
+        let mut host = fresh(&text, "");
+        host.apply_change(Change::new().edit_file(FILE, edits));
+        let now = host.text(FILE).expect("file is open").to_string();
+        assert_eq!(now, text.replace("\n  %", "\n   %"));
+        let file = host.file(FILE).expect("file is open");
+        assert!(*host.analysis().parse(file).expect("not cancelled") == syntax::parse(&now));
+        assert!(
+            *host.analysis().line_index(file).expect("not cancelled")
+                == syntax::LineIndex::new(&now)
+        );
+        assert!(snapshot(&host) == snapshot(&fresh(&now, "")));
+    }
+}
