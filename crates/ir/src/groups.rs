@@ -511,7 +511,7 @@ pub fn func_loc_names(db: &dyn Db, func: FuncId) -> Arc<crate::LocNames> {
 }
 
 /// An op with nothing in it, for lookups past the end.
-static NO_OP: OpData = OpData {
+pub static NO_OP: OpData = OpData {
     key: String::new(),
     name: String::new(),
     form: crate::OpForm::Generic,

@@ -122,20 +122,6 @@ struct BaseChunk {
     by_last: FxHashMap<u32, usize>,
 }
 
-/// An op with nothing in it, for lookups past the end.
-static NO_OP: ir::OpData = ir::OpData {
-    key: String::new(),
-    name: String::new(),
-    form: ir::OpForm::Generic,
-    operands: Vec::new(),
-    operand_types: Vec::new(),
-    results: Vec::new(),
-    properties: Vec::new(),
-    attrs: Vec::new(),
-    callee: None,
-    has_regions: false,
-};
-
 /// A plan with nothing in it, for lookups that miss.
 static NO_PLAN: std::sync::LazyLock<OpPlan> = std::sync::LazyLock::new(OpPlan::empty);
 
@@ -306,7 +292,7 @@ impl Merger<'_> {
 
     /// Op `i` of the body (an empty op past the end).
     fn op(&self, i: u32) -> &ir::OpData {
-        self.src.op(i).unwrap_or(&NO_OP)
+        self.src.op(i).unwrap_or(&ir::NO_OP)
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost

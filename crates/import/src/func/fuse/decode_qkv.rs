@@ -70,13 +70,28 @@ pub(super) enum Role {
 }
 
 /// One slice, reshape and permute chain of a split matmul.
-struct Head {
-    begin: u64,
-    end: u64,
-    /// The reshape's `[B, H, 1, D]`.
-    shape: [u64; 4],
-    reshape_result: ValueId,
-    permute_at: usize,
+pub(super) struct Head {
+    pub(super) begin: u64,
+    pub(super) end: u64,
+    /// The head layout the chain ends in: the reshape's `[B, H, 1, D]` in decode, the
+    /// permute's `[B, H, S, D]` in prefill.
+    pub(super) shape: [u64; 4],
+    pub(super) reshape_result: ValueId,
+    pub(super) permute_at: usize,
+}
+
+/// Whether three heads' slices, sorted here by where they begin, cover the projection's
+/// width from 0 without a gap or an overlap.
+pub(super) fn tile_the_width(heads: &mut [Head]) -> bool {
+    heads.sort_by_key(|h| h.begin);
+    let mut next = 0;
+    for h in heads.iter() {
+        if h.begin != next {
+            return false;
+        }
+        next = h.end;
+    }
+    heads.len() == 3
 }
 
 /// A matched decode head split.
@@ -374,16 +389,8 @@ impl FuncOut {
                 permute_at: p,
             });
         }
-        if heads.len() != 3 {
+        if !tile_the_width(&mut heads) {
             return None;
-        }
-        heads.sort_by_key(|h| h.begin);
-        let mut next = 0;
-        for h in &heads {
-            if h.begin != next {
-                return None;
-            }
-            next = h.end;
         }
         // The weight is a concat whose first three operands are the three parts.
         let concat = self.def(*mm.operands.get(1)?, "ttnn.concat", u)?;

@@ -33,18 +33,8 @@
 use ttnn_types::DataType;
 
 use super::Uses;
-use super::decode_qkv::{Role, int_list, one, parse_perm};
+use super::decode_qkv::{Head as Chain, Role, int_list, one, parse_perm, tile_the_width};
 use crate::func::{FuncOut, OutOp, ValueId};
-
-/// One slice, reshape and permute chain of a split matmul.
-struct Chain {
-    begin: u64,
-    end: u64,
-    /// The permute's `[B, H, S, D]`.
-    shape: [u64; 4],
-    reshape_result: ValueId,
-    permute_at: usize,
-}
 
 /// A matched prefill head split.
 struct SplitHeads {
@@ -140,16 +130,8 @@ impl FuncOut {
                 permute_at: p,
             });
         }
-        if chains.len() != 3 {
+        if !tile_the_width(&mut chains) {
             return None;
-        }
-        chains.sort_by_key(|c| c.begin);
-        let mut next = 0;
-        for c in &chains {
-            if c.begin != next {
-                return None;
-            }
-            next = c.end;
         }
         let weight = *mm.operands.get(1)?;
         self.def(weight, "ttnn.concat", u)?;
