@@ -520,11 +520,63 @@ fn random_edits(host: AnalysisHost) {
             incremental == scratch,
             "step {step} (edit kind {kind}): incremental and from-scratch results differ\n--- text ---\n{now}\n--- overrides ---\n{overrides}"
         );
+        assert_every_chunk_walked_gives_the_plan(&host, &format!("step {step} (edit kind {kind})"));
         // An editor's quiet moment, at some steps and not others: the parse's deferred
         // positions are moved, so edits land on parses in both states.
         if rng.below(2) == 0 {
             host.free_unused();
         }
+    }
+}
+
+/// The plan and its cost as the chunks' memos give them (the plan without overrides, walked
+/// again where `plan::override_reach` says the overrides reach) equal every chunk walked
+/// with the overrides, one after another.
+fn assert_every_chunk_walked_gives_the_plan(host: &AnalysisHost, when: &str) {
+    let file = host.file(FILE).expect("file is open");
+    let analysis = host.analysis();
+    let db = analysis.db();
+    for &func in ir::file_funcs(db, file).iter() {
+        for policy in Policy::ALL {
+            let walked = plan::plan_walking_every_chunk(db, func, policy);
+            let mut summed = 0u64;
+            for (k, chunk) in walked.iter().enumerate() {
+                let k = k as u32;
+                assert!(
+                    *plan::plan_slice(db, func, policy, k) == *chunk.slice
+                        && *plan::plan_carry(db, func, policy, k) == *chunk.carry,
+                    "{when}: chunk {k} under {policy:?} differs from walking every chunk"
+                );
+                summed += plan::chunk_cost(db, func, policy, k, plan::Reads::Overrides).total_ns;
+            }
+            assert_eq!(
+                plan::plan_cost(db, func, policy).total_ns,
+                summed,
+                "{when}: the cost under {policy:?} differs from the sum of its chunks'"
+            );
+        }
+    }
+}
+
+/// Overrides set and cleared one at a time on a graph of many chunks, on a tuning host as
+/// a tuning loop sets them: after each, the plan is every chunk walked with the overrides.
+#[test]
+fn overrides_reach_every_chunk_whose_walk_they_change() {
+    let mut rng = Rng(11);
+    let text = graph(&mut rng, 240);
+    let options = Options { plan_chunk_ops: 12, ..Options::tt_mlir_defaults() };
+    let mut host = opened(AnalysisHost::for_tuning(target::Target::n150(), options), &text, "");
+    let mut overrides = String::new();
+    for step in 0..60 {
+        let op = format!("op{}", rng.below(240));
+        overrides = if rng.below(3) == 0 {
+            ide::overrides_without(&overrides, &op, None)
+        } else {
+            let layout = LAYOUTS[rng.below(LAYOUTS.len())];
+            ide::overrides_with(&overrides, &op, ide::OverrideOption::OutputLayout, layout)
+        };
+        host.apply_change(Change::new().set_overrides("o", overrides.clone()));
+        assert_every_chunk_walked_gives_the_plan(&host, &format!("step {step}: {overrides}"));
     }
 }
 

@@ -13,6 +13,7 @@ use ttnn_types::TensorMemoryLayout;
 
 use crate::{
     Db,
+    problem::Reads,
     scheduling::{func_topology, schedule},
 };
 
@@ -222,6 +223,14 @@ pub fn base_chainable_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<V
     base_chainable_computed(db, func, GroupRef::Named(start))
 }
 
+/// [`base_chainable_block`] of a group: the memo where the group has a name, else computed.
+fn base_chainable_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<Vec<bool>> {
+    match group {
+        GroupRef::Named(start) => base_chainable_block(db, func, start),
+        GroupRef::Unnamed(_) => base_chainable_computed(db, func, group),
+    }
+}
+
 fn base_chainable_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<Vec<bool>> {
     Arc::new(group_ops_with(db, func, group, None).map(|o| o.chainable()).collect())
 }
@@ -270,6 +279,9 @@ struct Scan<'a> {
     func: FuncId,
     topo: &'a crate::scheduling::Topology,
     sched: &'a crate::scheduling::Schedule,
+    reads: Reads,
+    /// With overrides: the chunk cuts (schedule positions), which no chain crosses.
+    cuts: Option<Arc<crate::chunks::ChunkLayout>>,
     groups: layout::Groups,
     chainable: Vec<std::cell::OnceCell<Arc<Vec<bool>>>>,
     facts: Vec<std::cell::OnceCell<Arc<[ChainFacts]>>>,
@@ -283,14 +295,18 @@ impl<'a> Scan<'a> {
         func: FuncId,
         topo: &'a crate::scheduling::Topology,
         sched: &'a crate::scheduling::Schedule,
+        reads: Reads,
     ) -> Scan<'a> {
         let groups = layout::Groups::new(db, func);
         let blocks = groups.len();
+        let cuts = (reads == Reads::Overrides).then(|| crate::chunks::chunk_layout(db, func));
         Scan {
             db,
             func,
             topo,
             sched,
+            reads,
+            cuts,
             groups,
             chainable: (0..blocks).map(|_| std::cell::OnceCell::new()).collect(),
             facts: (0..blocks).map(|_| std::cell::OnceCell::new()).collect(),
@@ -300,7 +316,10 @@ impl<'a> Scan<'a> {
     fn chainable(&self, i: u32) -> bool {
         let Some((g, group, at)) = self.groups.locate(i as usize) else { return false };
         let Some(cell) = self.chainable.get(g as usize) else { return false };
-        let block = cell.get_or_init(|| chainable_of_group(self.db, self.func, group));
+        let block = cell.get_or_init(|| match self.reads {
+            Reads::Overrides => chainable_of_group(self.db, self.func, group),
+            Reads::Base => base_chainable_of_group(self.db, self.func, group),
+        });
         block.get(at).copied().unwrap_or(false)
     }
 
@@ -326,6 +345,11 @@ impl<'a> Scan<'a> {
         else {
             return false;
         };
+        // The chunks are cut where the chains without overrides end; a chain that overrides
+        // make longer ends at a cut too, so the chunks hold the same ops either way.
+        if self.cuts.as_ref().is_some_and(|c| c.bounds.binary_search(&(pos as u32)).is_ok()) {
+            return false;
+        }
         let l = &self.topo.ops[prev as usize];
         self.plain(prev)
             && self.plain(cur)
@@ -400,12 +424,16 @@ impl<'a> Scan<'a> {
 /// chain's ends (a concat it feeds or is fed by, a d2m subgraph), so a block reads the blocks
 /// of those ops only: an override that changes one op's chainability rebuilds the chains
 /// around it, not all of them.
+///
+/// `reads` says whether the chains are those the overrides give ([`Reads::Overrides`]:
+/// the plan's) or those of the graph alone ([`Reads::Base`]: where the chunks are cut, and
+/// what the plan without overrides is made of).
 #[salsa::tracked(returns(clone))]
-pub fn chain_block(db: &dyn Db, func: FuncId, j: u32) -> BlockChains {
+pub fn chain_block(db: &dyn Db, func: FuncId, j: u32, reads: Reads) -> BlockChains {
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
     let ops = ir::func_ops(db, func);
-    let scan = Scan::new(db, func, &topo, &sched);
+    let scan = Scan::new(db, func, &topo, &sched, reads);
     let order = &sched.order;
     let lo = (j as usize * BLOCK).min(order.len());
     let hi = (lo + BLOCK).min(order.len());
@@ -452,6 +480,7 @@ pub(crate) struct ChainBlocks<'a> {
     db: &'a dyn Db,
     func: FuncId,
     sched: &'a crate::scheduling::Schedule,
+    reads: Reads,
     blocks: Vec<std::cell::OnceCell<BlockChains>>,
 }
 
@@ -467,14 +496,17 @@ impl<'a> ChainBlocks<'a> {
         db: &'a dyn Db,
         func: FuncId,
         sched: &'a crate::scheduling::Schedule,
+        reads: Reads,
     ) -> ChainBlocks<'a> {
         let blocks = (0..sched.order.len().div_ceil(BLOCK)).map(|_| Default::default()).collect();
-        ChainBlocks { db, func, sched, blocks }
+        ChainBlocks { db, func, sched, reads, blocks }
     }
 
     fn block(&self, j: usize) -> &[(Vec<u32>, ChainId)] {
         match self.blocks.get(j) {
-            Some(cell) => cell.get_or_init(|| chain_block(self.db, self.func, j as u32)),
+            Some(cell) => {
+                cell.get_or_init(|| chain_block(self.db, self.func, j as u32, self.reads))
+            }
             None => &[],
         }
     }
@@ -529,7 +561,7 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
     let mut op_chain = vec![None; n];
     let mut last_op = Vec::new();
     for j in 0..sched.order.len().div_ceil(BLOCK) {
-        for (members, id) in chain_block(db, func, j as u32).iter() {
+        for (members, id) in chain_block(db, func, j as u32, Reads::Overrides).iter() {
             let c = chains.len() as u32;
             for (p, &i) in members.iter().enumerate() {
                 if let Some(slot) = op_chain.get_mut(i as usize) {
@@ -541,7 +573,7 @@ pub fn chains(db: &dyn Db, func: FuncId) -> Arc<ChainGraph> {
         }
     }
     // d2m relationships and the solving order.
-    let scan = Scan::new(db, func, &topo, &sched);
+    let scan = Scan::new(db, func, &topo, &sched, Reads::Overrides);
     let mut d2m = Vec::new();
     for i in 0..n as u32 {
         let facts = scan.facts(i);

@@ -24,6 +24,7 @@ use crate::{
     planning::{
         ChainPlan, ChainState, MergeRecord, OpPlan, PartsChunk, SpillLocation, plan_parts_chunk,
     },
+    problem::Reads,
     scheduling::{func_topology, schedule},
 };
 
@@ -43,6 +44,9 @@ pub struct ChunkLayout {
     pub chunk_of: Vec<u32>,
     /// Per op (body index): its index in `order`.
     pub at: Vec<u32>,
+    /// How many of `order` are scheduled: the ops after them (device handles, `ttnn.empty`)
+    /// form the last chunk, and every chunk reads their plans.
+    pub scheduled: u32,
 }
 
 impl ChunkLayout {
@@ -74,6 +78,12 @@ impl ChunkLayout {
         }
     }
 
+    /// The chunk of the unscheduled ops, if there are any: the last.
+    #[must_use]
+    pub fn unscheduled_chunk(&self) -> Option<u32> {
+        (self.order.len() > self.scheduled as usize).then(|| self.len().saturating_sub(1) as u32)
+    }
+
     /// Op `i`'s (body index) chunk and its index inside that chunk.
     #[must_use]
     pub fn locate(&self, i: u32) -> Option<(u32, usize)> {
@@ -90,8 +100,11 @@ impl ChunkLayout {
 pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     let sched = schedule(db, func);
     // The chains near each cut, not the function's gathered chains: a chain that changes
-    // far from any cut leaves this value as it was.
-    let chains = ChainBlocks::new(db, func, &sched);
+    // far from any cut leaves this value as it was. The chains of the graph alone, so
+    // that the chunks are the same with and without overrides (the chains with overrides
+    // end at these cuts, see `chain_block`) and a chunk's plan without overrides can stand
+    // for its plan with them wherever the overrides do not reach.
+    let chains = ChainBlocks::new(db, func, &sched, Reads::Base);
     let n = sched.position.len();
     let mut order: Vec<u32> = sched.order.clone();
     let scheduled = order.len();
@@ -149,7 +162,7 @@ pub fn chunk_layout(db: &dyn Db, func: FuncId) -> Arc<ChunkLayout> {
     for (p, &i) in order.iter().enumerate() {
         at[i as usize] = p as u32;
     }
-    Arc::new(ChunkLayout { order, bounds, chunk_of, at })
+    Arc::new(ChunkLayout { order, bounds, chunk_of, at, scheduled: scheduled as u32 })
 }
 
 /// The ops of chunk `k` (body indices, in chunk order).
@@ -179,13 +192,14 @@ pub struct ChunkChains {
     pub ids: Vec<ChainId>,
 }
 
-/// Chunk `k`'s part of [`chains`](crate::chains), read from the chain blocks its ops lie in
-/// (chunks never split a chain): a chain that changes in another chunk does not re-run it.
+/// Chunk `k`'s part of [`chains`](crate::chains) (with `reads` overrides, or of the graph
+/// alone), read from the chain blocks its ops lie in (chunks never split a chain): a chain
+/// that changes in another chunk does not re-run it.
 #[salsa::tracked(returns(clone))]
-pub fn chunk_chains(db: &dyn Db, func: FuncId, k: u32) -> Arc<ChunkChains> {
+pub fn chunk_chains(db: &dyn Db, func: FuncId, k: u32, reads: Reads) -> Arc<ChunkChains> {
     let ops = chunk_ops(db, func, k);
     let sched = schedule(db, func);
-    let chains = ChainBlocks::new(db, func, &sched);
+    let chains = ChainBlocks::new(db, func, &sched, reads);
     let mut out = ChunkChains::default();
     for &i in ops.iter() {
         let entry = sched
@@ -222,29 +236,149 @@ pub struct PlanSlice {
 pub struct PlanChunk {
     pub slice: Arc<PlanSlice>,
     pub carry: Arc<Carry>,
+    /// What the walk read beyond its carry and the graph: where the overrides change none
+    /// of it, the walk is as without them ([`crate::override_reach`]).
+    pub reads: Arc<WalkReads>,
 }
 
-/// Walks chunk `k` (see [`crate::merge`]): reads only the carry out of chunk `k - 1`, this
-/// chunk's base plan, and the base plans of later ops its decisions validate.
+/// What a walk read that overrides can change, each list sorted and without repeats.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct WalkReads {
+    /// Chunks whose whole base plan it read (its own).
+    pub chunks: Vec<u32>,
+    /// Ops (body indices) of other chunks whose chain it looked up.
+    pub chain_of: Vec<u32>,
+    /// Ops (body indices) of other chunks whose base plan it read ([`foreign_op_plan`]).
+    pub plans: Vec<u32>,
+    /// Last ops of chains of other chunks whose base plan it read ([`foreign_chain`]).
+    pub chains: Vec<u32>,
+    /// Ops whose legal layouts it read.
+    pub legal: Vec<u32>,
+}
+
+impl WalkReads {
+    fn tidy(mut self) -> WalkReads {
+        for v in [
+            &mut self.chunks,
+            &mut self.chain_of,
+            &mut self.plans,
+            &mut self.chains,
+            &mut self.legal,
+        ] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        self
+    }
+
+    /// Every chunk the walk read something of, with repeats.
+    pub fn chunks_read<'a>(&'a self, layout: &'a ChunkLayout) -> impl Iterator<Item = u32> + 'a {
+        let of = |&i: &u32| layout.locate(i).map(|(k, _)| k);
+        self.chunks.iter().copied().chain(
+            self.chain_of
+                .iter()
+                .chain(&self.plans)
+                .chain(&self.chains)
+                .chain(&self.legal)
+                .filter_map(of),
+        )
+    }
+}
+
+/// Chunk `k` of the plan under a policy: the walk of [`base_chunk`] where the overrides do
+/// not reach (the chunk, its carry in and what its walk reads are as without them), else
+/// [`overridden_chunk`] from the first chunk of the run the overrides change
+/// ([`crate::override_reach`]). `greedy` plans each chunk with its own walk.
 #[salsa::tracked(returns(clone))]
 pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanChunk> {
     if policy == Policy::Greedy {
         return Arc::new(crate::greedy::greedy_chunk(db, func, k));
     }
+    match crate::reach::override_reach(db, func, policy).start_of(k) {
+        Some(start) => overridden_chunk(db, func, policy, k, start),
+        None => base_chunk(db, func, policy, k),
+    }
+}
+
+/// Chunk `k`'s walk as if no op had overrides (see [`crate::merge`]): reads only the carry
+/// out of chunk `k - 1`'s, this chunk's base plan, and the base plans of other ops its
+/// decisions validate, all from the graph alone, so a tuning host keeps it valid in O(1)
+/// after an override.
+#[salsa::tracked(returns(clone))]
+pub fn base_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanChunk> {
+    let carry = if k == 0 { Arc::default() } else { base_carry(db, func, policy, k - 1) };
+    walk(db, func, policy, k, Reads::Base, &carry)
+}
+
+/// What [`base_chunk`] hands on: a firewall, so that a change inside chunk `k` that leaves
+/// the carry as it was does not re-run chunk `k + 1`.
+#[salsa::tracked(returns(clone))]
+pub fn base_carry(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Carry> {
+    Arc::clone(&base_chunk(db, func, policy, k).carry)
+}
+
+/// Chunk `k` of the plan without overrides.
+#[salsa::tracked(returns(clone))]
+pub fn base_slice(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanSlice> {
+    Arc::clone(&base_chunk(db, func, policy, k).slice)
+}
+
+/// Chunk `k`'s walk with the overrides, in a run of chunks the overrides change that starts
+/// at chunk `start`: the carry in is [`base_carry`]'s at the start of the run and the walk
+/// before's inside it.
+#[salsa::tracked(returns(clone))]
+pub fn overridden_chunk(
+    db: &dyn Db,
+    func: FuncId,
+    policy: Policy,
+    k: u32,
+    start: u32,
+) -> Arc<PlanChunk> {
+    let carry = match k.checked_sub(1) {
+        None => Arc::default(),
+        Some(before) if k <= start => base_carry(db, func, policy, before),
+        Some(before) => overridden_carry(db, func, policy, before, start),
+    };
+    walk(db, func, policy, k, Reads::Overrides, &carry)
+}
+
+/// What [`overridden_chunk`] hands on (a firewall, as [`base_carry`]).
+#[salsa::tracked(returns(clone))]
+pub fn overridden_carry(
+    db: &dyn Db,
+    func: FuncId,
+    policy: Policy,
+    k: u32,
+    start: u32,
+) -> Arc<Carry> {
+    Arc::clone(&overridden_chunk(db, func, policy, k, start).carry)
+}
+
+/// Walks chunk `k` from `carry`, reading the base plans, chains and legality `reads` asks
+/// for.
+fn walk(
+    db: &dyn Db,
+    func: FuncId,
+    policy: Policy,
+    k: u32,
+    reads: Reads,
+    carry: &Carry,
+) -> Arc<PlanChunk> {
     let layout = chunk_layout(db, func);
     let topo = func_topology(db, func);
     let sched = schedule(db, func);
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
-    let carry = if k == 0 { Arc::default() } else { plan_carry(db, func, policy, k - 1) };
-    let _p = tracing::debug_span!("plan_chunk", func = %func.name(db), policy = policy.name(), k)
-        .entered();
+    let _p =
+        tracing::debug_span!("walk", func = %func.name(db), policy = policy.name(), k).entered();
     let merging = policy == Policy::DfShardingMerge;
     let src = DbWalkSource {
         db,
         func,
         merging,
+        reads,
         sigs: crate::planning::Signatures::new(db, func),
         body: &body,
+        read: std::cell::RefCell::new(WalkReads::default()),
     };
     let (slice, carry) = walk_chunk(&ChunkInputs {
         src: &src,
@@ -255,24 +389,55 @@ pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
         layout: &layout,
         topo: &topo,
         sched: &sched,
-        carry: &carry,
+        carry,
         target: TargetInput::get(db).target(db),
         model: db.op_model(),
         costs: db.cost_cache(),
     });
-    Arc::new(PlanChunk { slice: Arc::new(slice), carry: Arc::new(carry) })
+    Arc::new(PlanChunk {
+        slice: Arc::new(slice),
+        carry: Arc::new(carry),
+        reads: Arc::new(src.read.into_inner().tidy()),
+    })
+}
+
+/// Every chunk of the plan walked with the overrides, one after another, each from the
+/// carry of the walk before: what [`plan_chunk`] gives without [`crate::override_reach`]
+/// choosing which chunks to walk again. A reference for tests, memoized nowhere.
+#[must_use]
+pub fn plan_walking_every_chunk(db: &dyn Db, func: FuncId, policy: Policy) -> Vec<Arc<PlanChunk>> {
+    let mut out: Vec<Arc<PlanChunk>> = Vec::new();
+    for k in 0..chunk_count(db, func) {
+        let chunk = if policy == Policy::Greedy {
+            Arc::new(crate::greedy::greedy_chunk(db, func, k))
+        } else {
+            let carry = out.last().map(|c| Arc::clone(&c.carry)).unwrap_or_default();
+            walk(db, func, policy, k, Reads::Overrides, &carry)
+        };
+        out.push(chunk);
+    }
+    out
 }
 
 /// A walk's reads answered from the database, each from a memo of its own: the signatures a
 /// group at a time, the other chunks' base plans one op or chain at a time
 /// ([`foreign_op_plan`], [`foreign_chain`]), so that a walk depends only on what its
-/// decisions looked at.
+/// decisions looked at. Notes the chunks it reads from.
 struct DbWalkSource<'a> {
     db: &'a dyn Db,
     func: FuncId,
     merging: bool,
+    reads: Reads,
     sigs: crate::planning::Signatures,
     body: &'a ir::BodyView<'a>,
+    /// What the walk read so far.
+    read: std::cell::RefCell<WalkReads>,
+}
+
+impl DbWalkSource<'_> {
+    fn note(&self, list: impl FnOnce(&mut WalkReads) -> &mut Vec<u32>, x: u32) {
+        list(&mut self.read.borrow_mut()).push(x);
+    }
 }
 
 impl WalkSource for DbWalkSource<'_> {
@@ -293,24 +458,33 @@ impl WalkSource for DbWalkSource<'_> {
     }
 
     fn base(&self, k: u32) -> Arc<PartsChunk> {
-        base_parts(self.db, self.func, self.merging, k)
+        self.note(|r| &mut r.chunks, k);
+        base_parts(self.db, self.func, self.merging, k, self.reads)
     }
 
     fn foreign_plan(&self, i: u32) -> Option<Arc<OpPlan>> {
-        foreign_op_plan(self.db, self.func, self.merging, i)
+        self.note(|r| &mut r.plans, i);
+        foreign_op_plan(self.db, self.func, self.merging, i, self.reads)
     }
 
     fn foreign_chain(&self, last: u32) -> Option<Arc<ForeignChain>> {
-        foreign_chain(self.db, self.func, self.merging, last)
+        self.note(|r| &mut r.chains, last);
+        foreign_chain(self.db, self.func, self.merging, last, self.reads)
     }
 
     fn chunk_chains(&self, k: u32) -> Arc<ChunkChains> {
-        chunk_chains(self.db, self.func, k)
+        chunk_chains(self.db, self.func, k, self.reads)
+    }
+
+    fn chain_read(&self, i: u32) {
+        self.note(|r| &mut r.chain_of, i);
     }
 
     fn legal_layouts(&self, i: u32) -> Option<Arc<layout::LegalOpLayouts>> {
+        self.note(|r| &mut r.legal, i);
         let key = self.body.ops.get(i as usize)?.key.clone();
-        Some(layout::legal_op_layouts(self.db, ir::OpId::new(self.db, self.func, key)))
+        let op = ir::OpId::new(self.db, self.func, key);
+        Some(crate::problem::legal_layouts(self.db, op, self.reads))
     }
 }
 
@@ -335,13 +509,24 @@ pub type Incoming = std::collections::BTreeMap<u32, (Option<TtnnLayout>, Option<
 ///
 /// A firewall for the per-chunk readers (cost, rewritten text): the carry also holds what
 /// later chunks read, so it changes more often than what this chunk reads.
+///
+/// With [`Reads::Base`], the plan without overrides ([`base_carry`]), else the plan.
 #[salsa::tracked(returns(clone))]
-pub fn chunk_incoming(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Incoming> {
+pub fn chunk_incoming(
+    db: &dyn Db,
+    func: FuncId,
+    policy: Policy,
+    k: u32,
+    reads: Reads,
+) -> Arc<Incoming> {
     if k == 0 {
         return Arc::default();
     }
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
-    let carry = plan_carry(db, func, policy, k - 1);
+    let carry = match reads {
+        Reads::Base => base_carry(db, func, policy, k - 1),
+        Reads::Overrides => plan_carry(db, func, policy, k - 1),
+    };
     let sched = schedule(db, func);
     let here = chunk_ops(db, func, k);
     let mut out = Incoming::new();
@@ -375,9 +560,10 @@ pub fn foreign_op_plan(
     func: FuncId,
     merging: bool,
     op: u32,
+    reads: Reads,
 ) -> Option<Arc<crate::planning::OpPlan>> {
     let (k, at) = chunk_layout(db, func).locate(op)?;
-    let parts = base_parts(db, func, merging, k);
+    let parts = base_parts(db, func, merging, k, reads);
     parts.ops.get(at).cloned().map(Arc::new)
 }
 
@@ -392,20 +578,41 @@ pub fn foreign_chain(
     func: FuncId,
     merging: bool,
     last: u32,
+    reads: Reads,
 ) -> Option<Arc<ForeignChain>> {
     let (k, _) = chunk_layout(db, func).locate(last)?;
-    let parts = base_parts(db, func, merging, k);
+    let parts = base_parts(db, func, merging, k, reads);
     let c = parts.chains.iter().position(|ch| ch.ops.last() == Some(&last))?;
     let outcome = parts.outcomes.get(c).cloned().unwrap_or_default();
     Some(Arc::new((parts.chains[c].clone(), outcome)))
 }
 
 /// A chunk's base parts under a policy: `merge_base_chunk` when merging.
-pub(crate) fn base_parts(db: &dyn Db, func: FuncId, merging: bool, k: u32) -> Arc<PartsChunk> {
-    if merging {
-        merge_base_chunk(db, func, k)
-    } else {
-        crate::planning::plan_parts_chunk(db, func, k)
+pub(crate) fn base_parts(
+    db: &dyn Db,
+    func: FuncId,
+    merging: bool,
+    k: u32,
+    reads: Reads,
+) -> Arc<PartsChunk> {
+    if merging { merge_base_chunk(db, func, k, reads) } else { parts_chunk(db, func, k, reads) }
+}
+
+/// Chunk `k`'s parts with its overrides ([`plan_parts_chunk`]) or without any
+/// ([`crate::planning::parts_without_overrides`] of its ops and chains of the graph alone).
+pub(crate) fn parts_chunk(db: &dyn Db, func: FuncId, k: u32, reads: Reads) -> Arc<PartsChunk> {
+    match reads {
+        Reads::Overrides => plan_parts_chunk(db, func, k),
+        Reads::Base => {
+            let ops = ir::func_ops(db, func);
+            let members: Vec<ir::OpId> = chunk_ops(db, func, k)
+                .iter()
+                .filter_map(|&i| ops.get(i as usize).copied())
+                .collect();
+            let chains = chunk_chains(db, func, k, Reads::Base).ids.clone();
+            let content = crate::planning::ChunkContent::new(db, func, members, chains);
+            crate::planning::parts_without_overrides(db, content)
+        }
     }
 }
 
@@ -413,8 +620,8 @@ pub(crate) fn base_parts(db: &dyn Db, func: FuncId, merging: bool, k: u32) -> Ar
 /// expects to lose in L1 even without its spill declined before any merge (going past
 /// tt-mlir), so no merge builds on it.
 #[salsa::tracked(returns(clone))]
-pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
-    let parts = plan_parts_chunk(db, func, k);
+pub fn merge_base_chunk(db: &dyn Db, func: FuncId, k: u32, reads: Reads) -> Arc<PartsChunk> {
+    let parts = parts_chunk(db, func, k, reads);
     let layout = chunk_layout(db, func);
     let mut out: Option<PartsChunk> = None;
     for (idx, chain) in parts.chains.iter().enumerate() {
@@ -490,6 +697,7 @@ pub struct ChunkValues<'db> {
     db: &'db dyn Db,
     func: FuncId,
     policy: Policy,
+    reads: Reads,
     /// Body index → place in `slice`.
     at: rustc_hash::FxHashMap<u32, usize>,
     pub slice: Arc<PlanSlice>,
@@ -498,16 +706,25 @@ pub struct ChunkValues<'db> {
 }
 
 impl<'db> ChunkValues<'db> {
+    /// The values of chunk `k` of the plan ([`Reads::Overrides`]), or of the plan without
+    /// overrides ([`Reads::Base`]).
     #[must_use]
-    pub fn new(db: &'db dyn Db, func: FuncId, policy: Policy, k: u32) -> ChunkValues<'db> {
+    pub fn new(
+        db: &'db dyn Db,
+        func: FuncId,
+        policy: Policy,
+        k: u32,
+        reads: Reads,
+    ) -> ChunkValues<'db> {
         let at = chunk_ops(db, func, k).iter().enumerate().map(|(at, &i)| (i, at)).collect();
         ChunkValues {
             db,
             func,
             policy,
+            reads,
             at,
-            slice: plan_slice(db, func, policy, k),
-            incoming: chunk_incoming(db, func, policy, k),
+            slice: slice_of(db, func, policy, k, reads),
+            incoming: chunk_incoming(db, func, policy, k, reads),
             unscheduled: std::cell::OnceCell::new(),
         }
     }
@@ -523,7 +740,7 @@ impl<'db> ChunkValues<'db> {
             let last = chunk_count(self.db, self.func).saturating_sub(1);
             let ops = chunk_ops(self.db, self.func, last);
             let index = ops.iter().enumerate().map(|(at, &i)| (i, at)).collect();
-            (index, plan_slice(self.db, self.func, self.policy, last))
+            (index, slice_of(self.db, self.func, self.policy, last, self.reads))
         });
         slice.plans.get(*index.get(&i)?)
     }
@@ -538,6 +755,14 @@ impl<'db> ChunkValues<'db> {
         }
         let p = self.plan(i)?;
         Some((p.layout.clone(), p.spill.as_ref().map(|c| c.layout.clone())))
+    }
+}
+
+/// Chunk `k` of the plan, or of the plan without overrides.
+fn slice_of(db: &dyn Db, func: FuncId, policy: Policy, k: u32, reads: Reads) -> Arc<PlanSlice> {
+    match reads {
+        Reads::Base if policy != Policy::Greedy => base_slice(db, func, policy, k),
+        _ => plan_slice(db, func, policy, k),
     }
 }
 

@@ -16,8 +16,9 @@ use ttnn_types::{DataType, PageLayout, TtnnLayout};
 
 use crate::{
     Db,
-    chunks::{ChunkValues, chunk_count, chunk_ops},
+    chunks::{ChunkValues, base_slice, chunk_count, chunk_ops, plan_slice},
     planning::Signatures,
+    problem::Reads,
 };
 
 /// A plan's estimated time, in nanoseconds, with its parts.
@@ -41,16 +42,66 @@ fn shape_of(ty: &Ty) -> Option<Vec<u64>> {
     ty.as_tensor()?.static_shape()
 }
 
-/// The cost of a function under a policy's plan: the sum of its chunks' costs.
+/// The cost of a function under a policy's plan: the cost of the plan without overrides
+/// ([`base_plan_cost`]), with the chunks the overrides reach ([`crate::override_reach`])
+/// costed again. Without overrides it reads that one memo and the override slots, so after
+/// an override salsa re-checks the chunks the override reaches and no other.
 #[salsa::tracked(returns(clone))]
 pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
-    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
-    let n_chunks = chunk_count(db, func);
+    if policy == Policy::Greedy {
+        return summed_cost(db, func, policy, Reads::Overrides);
+    }
+    let base = base_plan_cost(db, func, policy);
+    let reach = crate::override_reach(db, func, policy);
+    if reach.chunks.is_empty() {
+        return base;
+    }
+    // Every chunk reads the plans of the unscheduled ops (the last chunk): where the
+    // overrides change those, every chunk is costed again.
+    if let Some(last) = crate::chunks::chunk_layout(db, func).unscheduled_chunk()
+        && reach.start_of(last).is_some()
+        && plan_slice(db, func, policy, last) != base_slice(db, func, policy, last)
+    {
+        return summed_cost(db, func, policy, Reads::Overrides);
+    }
     let _p =
         tracing::debug_span!("plan_cost", func = %func.name(db), policy = policy.name()).entered();
+    let mut out = (*base).clone();
+    for &(k, _) in &reach.chunks {
+        let before = chunk_cost(db, func, policy, k, Reads::Base);
+        let after = chunk_cost(db, func, policy, k, Reads::Overrides);
+        for (&i, &ns) in chunk_ops(db, func, k).iter().zip(&after.per_op) {
+            if let Some(slot) = out.per_op.get_mut(i as usize) {
+                *slot = ns;
+            }
+        }
+        let swap = |total: u64, from: u64, to: u64| total.saturating_sub(from).saturating_add(to);
+        out.op_ns = swap(out.op_ns, before.op_ns, after.op_ns);
+        out.reshard_ns = swap(out.reshard_ns, before.reshard_ns, after.reshard_ns);
+        out.spill_ns = swap(out.spill_ns, before.spill_ns, after.spill_ns);
+        out.flops = swap(out.flops, before.flops, after.flops);
+        out.dram_bytes = swap(out.dram_bytes, before.dram_bytes, after.dram_bytes);
+    }
+    out.total_ns = out.op_ns.saturating_add(out.reshard_ns).saturating_add(out.spill_ns);
+    Arc::new(out)
+}
+
+/// The cost of a function under a policy's plan without overrides: it reads the graph
+/// alone.
+#[salsa::tracked(returns(clone))]
+pub fn base_plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
+    summed_cost(db, func, policy, Reads::Base)
+}
+
+/// The sum of a function's chunks' costs, with or without overrides (`reads`).
+fn summed_cost(db: &dyn Db, func: FuncId, policy: Policy, reads: Reads) -> Arc<PlanCost> {
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
+    let n_chunks = chunk_count(db, func);
+    let _p = tracing::debug_span!("summed_cost", func = %func.name(db), policy = policy.name())
+        .entered();
     let mut out = PlanCost { per_op: vec![0; frame.n_ops], ..PlanCost::default() };
     for k in 0..n_chunks {
-        let c = chunk_cost(db, func, policy, k);
+        let c = chunk_cost(db, func, policy, k, reads);
         for (&i, &ns) in chunk_ops(db, func, k).iter().zip(&c.per_op) {
             if let Some(slot) = out.per_op.get_mut(i as usize) {
                 *slot = ns;
@@ -66,15 +117,22 @@ pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
     Arc::new(out)
 }
 
-/// The cost of chunk `k` of a policy's plan; `per_op` is parallel to the chunk's ops.
+/// The cost of chunk `k` of a policy's plan (with `reads` overrides, or without any);
+/// `per_op` is parallel to the chunk's ops.
 ///
 /// Reads the chunk's own plans, the outputs the carry into it hands on (producers in earlier
 /// chunks), and the last chunk's plans (unscheduled producers: device handles, empties), so
 /// that after an override only the chunks whose plans or incoming values changed re-run.
 #[salsa::tracked(returns(clone))]
-pub fn chunk_cost(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<PlanCost> {
+pub fn chunk_cost(
+    db: &dyn Db,
+    func: FuncId,
+    policy: Policy,
+    k: u32,
+    reads: Reads,
+) -> Arc<PlanCost> {
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
-    let values = ChunkValues::new(db, func, policy, k);
+    let values = ChunkValues::new(db, func, policy, k, reads);
     let slice = Arc::clone(&values.slice);
     let target = TargetInput::get(db).target(db);
     let model = CostModel::for_target(target);

@@ -42,6 +42,7 @@ pub mod greedy;
 mod merge;
 mod planning;
 mod problem;
+mod reach;
 mod scheduling;
 mod solve_cache;
 
@@ -52,16 +53,19 @@ pub use crate::{
     },
     chunks::{
         ChainFallback, ChunkChains, ChunkLayout, ChunkValues, ForeignChain, Incoming, PlanChunk,
-        PlanSlice, PlanView, chunk_chains, chunk_count, chunk_incoming, chunk_layout, chunk_ops,
-        foreign_chain, foreign_op_plan, merge_base_chunk, plan_carry, plan_chunk, plan_slice,
+        PlanSlice, PlanView, WalkReads, base_carry, base_chunk, base_slice, chunk_chains,
+        chunk_count, chunk_incoming, chunk_layout, chunk_ops, foreign_chain, foreign_op_plan,
+        merge_base_chunk, overridden_carry, overridden_chunk, plan_carry, plan_chunk, plan_slice,
+        plan_walking_every_chunk,
     },
-    costing::{PlanCost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
+    costing::{PlanCost, base_plan_cost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
     merge::{Carry, MergeKind, Reservation},
     planning::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,
         OpPlan, PartsChunk, Plan, SpillLocation, plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, Reads, SingleChains, overridden_solve_chain, solve_single_chains},
+    reach::{Reach, base_readers, overridden_chunks, override_reach},
     scheduling::{
         OpFlow, Schedule, TopoOp, Topology, Use, flow_block, flow_of_group, func_topology, schedule,
     },

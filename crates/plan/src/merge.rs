@@ -146,6 +146,9 @@ pub(crate) trait WalkSource {
     fn foreign_chain(&self, last: u32) -> Option<Arc<crate::chunks::ForeignChain>>;
     /// The chains of chunk `k`.
     fn chunk_chains(&self, k: u32) -> Arc<ChunkChains>;
+    /// Notes that the walk looked up the chain of op `i` of another chunk in
+    /// [`WalkSource::chunk_chains`]: what it read of that chunk's chains.
+    fn chain_read(&self, _i: u32) {}
     /// Op `i`'s legal output layouts (the L1-interleaved fallback picks among them).
     fn legal_layouts(&self, i: u32) -> Option<Arc<layout::LegalOpLayouts>>;
 }
@@ -410,6 +413,9 @@ impl Merger<'_> {
     /// or joins.
     fn chain_of(&self, i: u32) -> Option<u32> {
         let (k, at) = self.layout.locate(i)?;
+        if k != self.k {
+            self.src.chain_read(i);
+        }
         let cell = self.chain_info.get(k as usize)?;
         let info = cell.get_or_init(|| self.src.chunk_chains(k));
         info.of_op.get(at).copied().flatten().map(|(last, _)| last)

@@ -701,7 +701,7 @@ pub(crate) fn part_of(
 /// solution and every group's plans.
 #[salsa::tracked(returns(clone))]
 pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
-    let chunk_chains = crate::chunks::chunk_chains(db, func, k);
+    let chunk_chains = crate::chunks::chunk_chains(db, func, k, Reads::Overrides);
     let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
     let members_here = crate::chunks::chunk_ops(db, func, k);
     let probe = layout::OverrideProbe::new(db, func);

@@ -28,7 +28,7 @@ use crate::{Db, chain_graph::ChainId, planning::ChainPart};
 /// chunk that places a chain ([`crate::plan_parts_chunk`]) reads the slots and picks the
 /// variant (`chain_reads`); both variants compute the same values for a chain without
 /// overrides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reads {
     /// Some op of the chain, or a producer of one, has overrides: read them.
     Overrides,

@@ -100,7 +100,7 @@ pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<C
         return Arc::default();
     };
     let here = plan::chunk_ops(db, func, k);
-    let plans = plan::ChunkValues::new(db, func, policy, k);
+    let plans = plan::ChunkValues::new(db, func, policy, k, plan::Reads::Overrides);
     let sched = plan::schedule(db, func);
     let unscheduled = unscheduled(db, func);
     let loc_names = ir::func_loc_names(db, func);

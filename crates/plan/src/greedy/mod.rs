@@ -261,5 +261,6 @@ pub(crate) fn greedy_chunk(db: &dyn Db, func: FuncId, k: u32) -> PlanChunk {
     PlanChunk {
         slice: Arc::new(PlanSlice { ops: here, plans, chains: Vec::new(), merges: Vec::new() }),
         carry: Arc::new(carry),
+        reads: Arc::default(),
     }
 }

@@ -70,7 +70,7 @@ fn lower(text: &str) -> Func {
 fn chunks(n: u32, cuts: &[u32]) -> ChunkLayout {
     let bounds: Vec<u32> = std::iter::once(0).chain(cuts.iter().copied()).chain([n]).collect();
     let chunk_of = (0..n).map(|i| bounds.iter().filter(|&&b| b <= i).count() as u32 - 1).collect();
-    ChunkLayout { order: (0..n).collect(), bounds, chunk_of, at: (0..n).collect() }
+    ChunkLayout { order: (0..n).collect(), bounds, chunk_of, at: (0..n).collect(), scheduled: n }
 }
 
 fn shape(f: &Func, i: usize) -> Vec<u64> {
