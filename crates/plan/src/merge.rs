@@ -792,10 +792,16 @@ impl Merger<'_> {
         extra: u64,
     ) -> Result<TtnnLayout, String> {
         let Some(sig) = &self.sig(i) else { return Err("no signature".to_owned()) };
-        let Some(result) = sig.tensor_result() else {
+        // An op with several results is not placed, but it runs, with the layouts it was
+        // written with, and needs L1 next to what is resident: it is validated with its
+        // first result as the output, as the verifier reads it.
+        let several = sig.tensor_result().is_none() && self.op(i).results.len() > 1;
+        let first = self.op(i).results.first().and_then(ir::Ty::as_tensor).filter(|_| several);
+        let Some(result) = sig.tensor_result().or(first) else {
             // Ops without a tensor result hold no L1 of their own; they pass.
             return Ok(TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile));
         };
+        let written = first.and_then(|t| t.layout.as_ref());
         let plan = self.plan(i);
         let mut inputs = Vec::new();
         for (k, operand) in sig.operands.iter().enumerate() {
@@ -810,7 +816,7 @@ impl Merger<'_> {
             });
             inputs.push(TensorDesc { shape, layout });
         }
-        let out = output.or(plan.layout.as_ref());
+        let out = output.or(plan.layout.as_ref()).or(written);
         let hint = match (out, &sig.kind) {
             (Some(l), OpKind::Matmul(_) | OpKind::Linear(_)) if l.is_sharded() => {
                 OutputHint::Partial(l.partial())
