@@ -248,7 +248,6 @@ pub fn plan_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<Plan
     };
     let (slice, carry) = walk_chunk(&ChunkInputs {
         src: &src,
-        n_ops: body.ops.len(),
         k,
         merging,
         l1_interleaved_fallback: layout::effective_options(db).l1_interleaved_fallback,

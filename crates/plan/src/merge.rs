@@ -32,13 +32,15 @@ use ir::ValueRef;
 use opmodel::{OpConfig, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TensorMemoryLayout, TtnnLayout};
 
+use self::facts::{OpFacts, PerOp, Producer, Scratch};
 use crate::{
-    chunks::{ChunkChains, ChunkLayout, PlanSlice},
+    chunks::{ChunkChains, ChunkLayout, ForeignChain, PlanSlice},
     planning::{ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, SpillLocation},
     problem::ChainCost,
     scheduling::Topology,
 };
 
+mod facts;
 mod l1_fallback;
 #[cfg(test)]
 mod tests;
@@ -153,8 +155,6 @@ pub(crate) trait WalkSource {
 /// The inputs of one chunk's walk: plain values and services, and what it reads on demand.
 pub(crate) struct ChunkInputs<'a> {
     pub src: &'a dyn WalkSource,
-    /// The body's op count.
-    pub n_ops: usize,
     pub k: u32,
     /// Whether chain merging runs (`df-sharding-merge`) or only the spills and conversions.
     pub merging: bool,
@@ -184,8 +184,11 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         sched: &input.sched.order,
         pos: &input.sched.position,
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
-        foreign_plans: (0..input.n_ops).map(|_| OnceCell::new()).collect(),
-        foreign_chains: (0..input.n_ops).map(|_| OnceCell::new()).collect(),
+        foreign_plans: PerOp::new(input.layout),
+        foreign_chains: PerOp::new(input.layout),
+        facts: PerOp::new(input.layout),
+        no_facts: OpFacts::default(),
+        scratch: std::cell::RefCell::new(Scratch::new()),
         plans: FxHashMap::default(),
         chains: FxHashMap::default(),
         residents: input.carry.residents.clone(),
@@ -254,9 +257,15 @@ struct Merger<'a> {
     /// The base plan of each chunk this walk reads, fetched on first use.
     base: Vec<OnceCell<BaseChunk>>,
     /// Base plans of ops in other chunks, by body index, fetched on first use.
-    foreign_plans: Vec<OnceCell<Option<Arc<OpPlan>>>>,
+    foreign_plans: PerOp<Option<Arc<OpPlan>>>,
     /// Base plans and outcomes of chains in other chunks, by last op, fetched on first use.
-    foreign_chains: Vec<OnceCell<Option<Arc<crate::chunks::ForeignChain>>>>,
+    foreign_chains: PerOp<Option<Arc<ForeignChain>>>,
+    /// What the walk reads of each op that does not change while it runs.
+    facts: PerOp<OpFacts>,
+    /// What is known of an op past the body: nothing.
+    no_facts: OpFacts,
+    /// The query and cost arguments validations fill in.
+    scratch: std::cell::RefCell<Scratch>,
     /// Plans of this chunk's ops, and of later ops decisions changed.
     plans: FxHashMap<u32, OpPlan>,
     chains: FxHashMap<u32, ChainPlan>,
@@ -287,7 +296,14 @@ struct Merger<'a> {
 
 impl Merger<'_> {
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
-        self.src.sig(i)
+        self.facts(i).sig.clone()
+    }
+
+    /// Op `i`'s signature, shapes and operand producers, looked up once per walk.
+    fn facts(&self, i: u32) -> &OpFacts {
+        self.facts
+            .get_or_init(self.layout, i, || OpFacts::new(self.src, i))
+            .unwrap_or(&self.no_facts)
     }
 
     /// Op `i` of the body (an empty op past the end).
@@ -339,15 +355,15 @@ impl Merger<'_> {
     /// Op `i`'s base plan when it lies in another chunk: one memo per op read across
     /// chunks ([`crate::chunks::foreign_op_plan`]), fetched once per walk.
     fn foreign_plan(&self, i: u32) -> Option<&OpPlan> {
-        let cell = self.foreign_plans.get(i as usize)?;
-        cell.get_or_init(|| self.src.foreign_plan(i)).as_deref()
+        self.foreign_plans.get_or_init(self.layout, i, || self.src.foreign_plan(i))?.as_deref()
     }
 
     /// The base plan and outcome of the chain ending at `last` when it lies in another
     /// chunk (see [`Merger::foreign_plan`]).
     fn foreign_chain(&self, last: u32) -> Option<&(ChainPlan, crate::planning::ChainOutcome)> {
-        let cell = self.foreign_chains.get(last as usize)?;
-        cell.get_or_init(|| self.src.foreign_chain(last)).as_deref()
+        self.foreign_chains
+            .get_or_init(self.layout, last, || self.src.foreign_chain(last))?
+            .as_deref()
     }
 
     fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
@@ -391,17 +407,15 @@ impl Merger<'_> {
 
     /// The layout reaching operand `k` of op `i` from its producer (after its spill).
     fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        let v = *self.op(i).operands.get(k)?;
-        match v {
-            ValueRef::Result { .. } => {
-                let (op, _) = self.src.result_of(v)?;
+        match *self.facts(i).operands.get(k)? {
+            Producer::Op(op) => {
                 if let Some((l, s)) = self.outputs.get(&op) {
                     return s.clone().or_else(|| l.clone());
                 }
                 self.planned_spill(op).or_else(|| self.plan(op).layout.clone())
             }
-            ValueRef::Arg(a) => self.src.arg(a).and_then(|t| t.layout().cloned()),
-            ValueRef::Unknown => None,
+            Producer::Arg(a) => self.src.arg(a).and_then(|t| t.layout().cloned()),
+            Producer::Unknown => None,
         }
     }
 
@@ -737,8 +751,8 @@ impl Merger<'_> {
         self.live.get(pos as usize).copied().unwrap_or(0)
     }
 
-    fn shape(&self, i: u32) -> Option<Vec<u64>> {
-        self.op(i).results.first()?.as_tensor()?.static_shape()
+    fn shape(&self, i: u32) -> Option<&[u64]> {
+        self.facts(i).shape.as_deref()
     }
 
     /// Op `i`'s output interleaved in L1 (`l1`) or DRAM, with `from`'s data type and page
@@ -752,9 +766,9 @@ impl Merger<'_> {
         }
         let shape = self.shape(i)?;
         let l = if l1 {
-            TtnnLayout::l1_interleaved(&shape, dtype, page, self.target.worker_grid())
+            TtnnLayout::l1_interleaved(shape, dtype, page, self.target.worker_grid())
         } else {
-            TtnnLayout::dram_interleaved(&shape, dtype, page)
+            TtnnLayout::dram_interleaved(shape, dtype, page)
         };
         self.spill_layouts.borrow_mut().insert(key, l.clone());
         Some(l)
@@ -762,8 +776,7 @@ impl Merger<'_> {
 
     /// The layout of operand `k` of op `i` as the plan stands (residents included).
     fn input_layout(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        if let Some(&v) = self.op(i).operands.get(k)
-            && let Some((op, _)) = self.src.result_of(v)
+        if let Some(op) = self.facts(i).producer(k)
             && let Some(l) = self.residents.get(&op)
         {
             return Some(l.clone());
@@ -785,47 +798,43 @@ impl Merger<'_> {
         config: Option<&OpConfig>,
         extra: u64,
     ) -> Result<TtnnLayout, String> {
-        let Some(sig) = &self.sig(i) else { return Err("no signature".to_owned()) };
+        let facts = self.facts(i);
+        let Some(sig) = &facts.sig else { return Err("no signature".to_owned()) };
         let Some(result) = sig.tensor_result() else {
             // Ops without a tensor result hold no L1 of their own; they pass.
             return Ok(TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile));
         };
         let plan = self.plan(i);
-        let mut inputs = Vec::new();
-        for (k, operand) in sig.operands.iter().enumerate() {
-            let Some(t) = operand.ty.as_tensor() else { continue };
-            let shape = t.static_shape().unwrap_or_default();
-            let layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
-                TtnnLayout::dram_interleaved(
-                    &shape,
-                    t.data_type().unwrap_or(DataType::BF16),
-                    PageLayout::Tile,
-                )
+        // Filled in place: nothing below validates another op while it is borrowed.
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.query_inputs(sig.tensor_operands().count());
+        let q = &mut scratch.query;
+        let mut l1_inputs = 0u64;
+        for (slot, (k, t)) in q.inputs.iter_mut().zip(sig.tensor_operands()) {
+            facts::static_shape_into(t, &mut slot.shape);
+            slot.layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
+                let dtype = t.data_type().unwrap_or(DataType::BF16);
+                TtnnLayout::dram_interleaved(&slot.shape, dtype, PageLayout::Tile)
             });
-            inputs.push(TensorDesc { shape, layout });
+            l1_inputs += slot.layout.l1_bytes_per_core();
         }
         let out = output.or(plan.layout.as_ref());
-        let hint = match (out, &sig.kind) {
+        q.output = match (out, &sig.kind) {
             (Some(l), OpKind::Matmul(_) | OpKind::Linear(_)) if l.is_sharded() => {
                 OutputHint::Partial(l.partial())
             }
             (Some(l), _) => OutputHint::Layout(l.clone()),
             (None, _) => OutputHint::Null,
         };
-        let l1_inputs: u64 = inputs.iter().map(|t| t.layout.l1_bytes_per_core()).sum();
-        let q = OpQuery {
-            kind: sig.kind.clone(),
-            inputs,
-            output_shape: result.static_shape().unwrap_or_default(),
-            output_dtype: out
-                .and_then(TtnnLayout::data_type)
-                .or_else(|| result.data_type())
-                .unwrap_or(DataType::BF16),
-            output: hint,
-            config: config.unwrap_or(&plan.config).clone(),
-            l1_in_use: extra.saturating_add(l1_inputs),
-        };
-        match self.model.query(self.target, &q) {
+        q.kind.clone_from(&sig.kind);
+        facts::static_shape_into(result, &mut q.output_shape);
+        q.output_dtype = out
+            .and_then(TtnnLayout::data_type)
+            .or_else(|| result.data_type())
+            .unwrap_or(DataType::BF16);
+        q.config.clone_from(config.unwrap_or(&plan.config));
+        q.l1_in_use = extra.saturating_add(l1_inputs);
+        match self.model.query(self.target, q) {
             Ok(r) => Ok(r.output_layout),
             Err(e) => Err(e.to_string()),
         }
@@ -856,8 +865,8 @@ impl Merger<'_> {
         let Some(shape) = self.shape(i) else { return Ok(()) };
         let q = OpQuery {
             kind: OpKind::ToMemoryConfig,
-            inputs: vec![TensorDesc::new(&shape, from.clone())],
-            output_shape: shape.clone(),
+            inputs: vec![TensorDesc::new(shape, from.clone())],
+            output_shape: shape.to_vec(),
             output_dtype: to.data_type().unwrap_or(DataType::BF16),
             output: OutputHint::Layout(to.clone()),
             config: OpConfig::None,
@@ -888,21 +897,35 @@ impl Merger<'_> {
 
     /// The estimated time of op `i` with operand substitutions and an optional output.
     fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
-        let Some(sig) = &self.sig(i) else { return 0 };
+        let Some(sig) = &self.facts(i).sig else { return 0 };
         let Some(result) = sig.tensor_result() else { return 0 };
-        let Some(out) = output.or(self.plan(i).layout.as_ref()) else { return 0 };
-        let mut inputs = Vec::new();
-        for (k, operand) in sig.operands.iter().enumerate() {
-            let Some(t) = operand.ty.as_tensor() else { continue };
-            let layout = self.operand_layout(i, k, subst).or_else(|| t.layout.clone());
-            if let Some(layout) = layout {
-                inputs.push(TensorDesc { shape: t.static_shape().unwrap_or_default(), layout });
-            }
+        let plan = self.plan(i);
+        let Some(out) = output.or(plan.layout.as_ref()) else { return 0 };
+        // Filled in place, as in `validate`.
+        let mut scratch = self.scratch.borrow_mut();
+        let mut n = 0;
+        for (k, t) in sig.tensor_operands() {
+            // An operand with no layout at all is left out.
+            let Some(layout) = self.operand_layout(i, k, subst).or_else(|| t.layout.clone()) else {
+                continue;
+            };
+            let slot = scratch.cost_input(n);
+            facts::static_shape_into(t, &mut slot.shape);
+            slot.layout = layout;
+            n += 1;
         }
-        let output =
-            TensorDesc { shape: result.static_shape().unwrap_or_default(), layout: out.clone() };
+        let s = &mut *scratch;
+        facts::static_shape_into(result, &mut s.cost_output.shape);
+        s.cost_output.layout = out.clone();
         self.costs
-            .op_cost(self.target, &self.cost, &sig.kind, &inputs, &output, &self.plan(i).config)
+            .op_cost(
+                self.target,
+                &self.cost,
+                &sig.kind,
+                &s.cost_inputs[..n],
+                &s.cost_output,
+                &plan.config,
+            )
             .total_ns
     }
 
@@ -911,7 +934,7 @@ impl Merger<'_> {
         let (Some(from), Some(shape)) = (self.plan(i).layout.clone(), self.shape(i)) else {
             return 0;
         };
-        self.cost.reshard_cost(&TensorDesc::new(&shape, from), to).total_ns
+        self.cost.reshard_cost(&TensorDesc::new(shape, from), to).total_ns
     }
 
     /// The layout op `i`'s output spills to after a completed DRAM chain, if it is one.
@@ -1025,7 +1048,7 @@ impl Merger<'_> {
         }
         let shape = self.shape(x).ok_or("dynamic shape")?;
         let out = TtnnLayout::sharded(
-            &shape,
+            shape,
             first.data_type().unwrap_or(DataType::BF16),
             first.page_layout(),
             needed,
@@ -1118,7 +1141,7 @@ impl Merger<'_> {
             && let Some(layout) = self.plan(src).layout.clone()
         {
             let l1 = TtnnLayout::l1_interleaved(
-                &shape,
+                shape,
                 layout.data_type().unwrap_or(DataType::BF16),
                 layout.page_layout(),
                 self.target.worker_grid(),
@@ -1160,7 +1183,7 @@ impl Merger<'_> {
             return;
         }
         let l1 = TtnnLayout::l1_interleaved(
-            &shape,
+            shape,
             cur.data_type().unwrap_or(DataType::BF16),
             cur.page_layout(),
             self.target.worker_grid(),
@@ -1216,7 +1239,7 @@ impl Merger<'_> {
         let end = self.last_use_pos(last);
         let fork_pos = self.pos[last as usize];
         let l1i = TtnnLayout::l1_interleaved(
-            &shape,
+            shape,
             sharded.data_type().unwrap_or(DataType::BF16),
             sharded.page_layout(),
             self.target.worker_grid(),
