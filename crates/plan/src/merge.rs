@@ -29,7 +29,7 @@ use std::{
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use ir::ValueRef;
-use opmodel::{OpConfig, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc};
+use opmodel::{OpConfig, OpKind, OpModel as _, OutputHint, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TensorMemoryLayout, TtnnLayout};
 
 use self::facts::{OpFacts, PerOp, Producer, Scratch};
@@ -189,11 +189,12 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         facts: PerOp::new(input.layout),
         no_facts: OpFacts::default(),
         scratch: std::cell::RefCell::new(Scratch::new()),
-        plans: FxHashMap::default(),
+        own: Vec::new(),
+        others: FxHashMap::default(),
         chains: FxHashMap::default(),
         residents: input.carry.residents.clone(),
         reservations: input.carry.open.clone(),
-        live: vec![0; input.sched.order.len()],
+        live: Live::new(input.sched.order.len()),
         merged_target: input.carry.merged_target.iter().copied().collect(),
         touched: input.carry.touched.iter().copied().collect(),
         chain_info: (0..n_chunks).map(|_| OnceCell::new()).collect(),
@@ -206,25 +207,25 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         spill_layouts: std::cell::RefCell::default(),
     };
     for r in &m.reservations {
-        let to = (r.end as usize).min(m.live.len().saturating_sub(1));
-        for slot in m.live.iter_mut().take(to + 1).skip(r.start as usize) {
-            *slot = slot.saturating_add(r.bytes);
-        }
+        m.live.add(r.start, r.end, r.bytes);
     }
     // This chunk's plans and chains: the base, then what earlier chunks changed.
     let here: Vec<u32> = input.layout.ops(k as usize).to_vec();
     let base = m.base_chunk(k);
-    for (&i, p) in here.iter().zip(&base.ops) {
-        let p = input.carry.plans.get(&i).unwrap_or(p);
-        m.plans.insert(i, p.clone());
-    }
+    m.own = here
+        .iter()
+        .enumerate()
+        .map(|(at, i)| input.carry.plans.get(i).or(base.ops.get(at)).cloned())
+        .collect();
     for plan in &base.chains {
         let Some(&last) = plan.ops.last() else { continue };
         let plan = input.carry.chains.get(&last).unwrap_or(plan);
         m.chains.insert(last, plan.clone());
     }
     for (&i, p) in &input.carry.plans {
-        m.plans.entry(i).or_insert_with(|| p.clone());
+        if m.layout.locate(i).is_none_or(|(c, _)| c != k) {
+            m.others.insert(i, p.clone());
+        }
     }
     for (&last, p) in &input.carry.chains {
         m.chains.entry(last).or_insert_with(|| p.clone());
@@ -242,6 +243,51 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
     }
     m.prune_conversions(&here);
     m.hand_on(&here)
+}
+
+/// The bytes the reservations hold at each schedule position, kept only over the positions
+/// some reservation covers: a walk's reservations span a few chunks, and zeroing a vector
+/// as long as the schedule cost as much as a small walk's decisions.
+struct Live {
+    /// The schedule's length: reservations end at its last position at the latest.
+    len: u32,
+    /// The position `bytes[0]` stands for.
+    base: u32,
+    bytes: Vec<u64>,
+}
+
+impl Live {
+    fn new(len: usize) -> Live {
+        Live { len: len as u32, base: 0, bytes: Vec::new() }
+    }
+
+    /// Adds `bytes` at positions `start..=end` (those in the schedule).
+    fn add(&mut self, start: u32, end: u32, bytes: u64) {
+        let Some(last) = self.len.checked_sub(1) else { return };
+        let end = end.min(last);
+        if start > end {
+            return;
+        }
+        if self.bytes.is_empty() {
+            self.base = start;
+        } else if start < self.base {
+            let grow = (self.base - start) as usize;
+            self.bytes.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = start;
+        }
+        let to = (end - self.base) as usize;
+        if self.bytes.len() <= to {
+            self.bytes.resize(to + 1, 0);
+        }
+        for slot in &mut self.bytes[(start - self.base) as usize..=to] {
+            *slot = slot.saturating_add(bytes);
+        }
+    }
+
+    /// The bytes held at position `pos`.
+    fn at(&self, pos: u32) -> u64 {
+        pos.checked_sub(self.base).and_then(|at| self.bytes.get(at as usize)).copied().unwrap_or(0)
+    }
 }
 
 struct Merger<'a> {
@@ -266,8 +312,11 @@ struct Merger<'a> {
     no_facts: OpFacts,
     /// The query and cost arguments validations fill in.
     scratch: std::cell::RefCell<Scratch>,
-    /// Plans of this chunk's ops, and of later ops decisions changed.
-    plans: FxHashMap<u32, OpPlan>,
+    /// Plans of this chunk's ops (by place in the chunk; `None` for an op without a base
+    /// plan until a decision changes it), and of other ops decisions changed: a vector for
+    /// the chunk's own, which the walk reads most.
+    own: Vec<Option<OpPlan>>,
+    others: FxHashMap<u32, OpPlan>,
     chains: FxHashMap<u32, ChainPlan>,
     /// Values kept in L1 by merges so far: producer op → its L1 layout.
     residents: BTreeMap<u32, TtnnLayout>,
@@ -275,7 +324,7 @@ struct Merger<'a> {
     /// Per schedule position: the bytes the reservations so far hold there. Every op of
     /// every window checked asks for it; summing the reservations each time made merging
     /// quadratic in the number of merges.
-    live: Vec<u64>,
+    live: Live,
     /// Chains that already received a merge (tt-mlir allows one per target chain).
     merged_target: FxHashSet<u32>,
     /// Chains a decision involves.
@@ -342,14 +391,16 @@ impl Merger<'_> {
     }
 
     fn plan(&self, i: u32) -> &OpPlan {
-        if let Some(p) = self.plans.get(&i) {
+        let Some((k, at)) = self.layout.locate(i) else {
+            return self.others.get(&i).unwrap_or(&NO_PLAN);
+        };
+        if k == self.k {
+            return self.own.get(at).and_then(Option::as_ref).unwrap_or(&NO_PLAN);
+        }
+        if let Some(p) = self.others.get(&i) {
             return p;
         }
-        let Some((k, at)) = self.layout.locate(i) else { return &NO_PLAN };
-        if k != self.k {
-            return self.foreign_plan(i).unwrap_or(&NO_PLAN);
-        }
-        self.base(k).and_then(|b| b.parts.ops.get(at)).unwrap_or(&NO_PLAN)
+        self.foreign_plan(i).unwrap_or(&NO_PLAN)
     }
 
     /// Op `i`'s base plan when it lies in another chunk: one memo per op read across
@@ -367,11 +418,17 @@ impl Merger<'_> {
     }
 
     fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
-        if !self.plans.contains_key(&i) {
-            let p = self.plan(i).clone();
-            self.plans.insert(i, p);
+        if let Some((k, at)) = self.layout.locate(i)
+            && k == self.k
+            && at < self.own.len()
+        {
+            return self.own[at].get_or_insert_with(|| NO_PLAN.clone());
         }
-        self.plans.entry(i).or_insert_with(|| NO_PLAN.clone())
+        if !self.others.contains_key(&i) {
+            let p = self.plan(i).clone();
+            self.others.insert(i, p);
+        }
+        self.others.entry(i).or_insert_with(|| NO_PLAN.clone())
     }
 
     fn chain(&self, c: usize) -> Option<&ChainPlan> {
@@ -586,9 +643,14 @@ impl Merger<'_> {
     /// A chain's spill after its last op, and a DRAM spill for any of its values returned
     /// while still in L1: the chain is final once the walk leaves its last op.
     fn finish_chain(&mut self, c: usize) {
-        let Some(chain) = self.chain(c).cloned() else { return };
-        for &i in &chain.ops {
-            if let Some((layout, why)) = self.chain_spill(i, &chain) {
+        // Each op's spill reads only its own plan and the chain, which placing the spills
+        // does not change: they are worked out first, without copying the chain.
+        let Some(chain) = self.chain(c) else { return };
+        let spills: Vec<(u32, Conversion)> = chain
+            .ops
+            .iter()
+            .filter_map(|&i| {
+                let (layout, why) = self.chain_spill(i, chain)?;
                 let reason = match why {
                     SpillWhy::ChainReturned => {
                         "spill to DRAM: the chain's output is returned".to_owned()
@@ -597,8 +659,11 @@ impl Merger<'_> {
                     SpillWhy::L1Interleaved => format!("to L1 interleaved: {}", chain.spill_reason),
                     SpillWhy::Returned => "spill to DRAM: the value is returned".to_owned(),
                 };
-                self.plan_mut(i).spill = Some(Conversion { layout, reason: reason.into() });
-            }
+                Some((i, Conversion { layout, reason: reason.into() }))
+            })
+            .collect();
+        for (i, spill) in spills {
+            self.plan_mut(i).spill = Some(spill);
         }
     }
 
@@ -663,10 +728,9 @@ impl Merger<'_> {
         let later = |i: u32| chunk_of(i).is_some_and(|c| c > k);
         let last_of = |c: u32| Some(c);
         let hi = layout.bounds.get(k as usize + 1).copied().unwrap_or(0);
-        let plans: Vec<OpPlan> = here
-            .iter()
-            .map(|&i| self.plans.remove(&i).unwrap_or_else(|| NO_PLAN.clone()))
-            .collect();
+        let mut own = std::mem::take(&mut self.own).into_iter();
+        let plans: Vec<OpPlan> =
+            here.iter().map(|_| own.next().flatten().unwrap_or_else(|| NO_PLAN.clone())).collect();
         let mut chains: Vec<(u32, ChainPlan)> = Vec::new();
         let mut carry = Carry::default();
         for (c, p) in self.chains.drain() {
@@ -679,7 +743,7 @@ impl Merger<'_> {
         }
         // In chunk order, as `chunk_chains` lists them: op plans name chains by that index.
         chains.sort_by_key(|(c, _)| layout.at.get(*c as usize).copied());
-        carry.plans = self.plans.into_iter().filter(|(i, _)| later(*i)).collect();
+        carry.plans = self.others.into_iter().filter(|(i, _)| later(*i)).collect();
         carry.open = self.reservations.into_iter().filter(|r| r.end >= hi).collect();
         carry.residents = self
             .residents
@@ -748,7 +812,7 @@ pub(crate) fn decline_op(
 
 impl Merger<'_> {
     fn active(&self, pos: u32) -> u64 {
-        self.live.get(pos as usize).copied().unwrap_or(0)
+        self.live.at(pos)
     }
 
     fn shape(&self, i: u32) -> Option<&[u64]> {
@@ -861,21 +925,28 @@ impl Merger<'_> {
     /// The `to_memory_config` from op `i`'s planned output to `to` fits next to what is
     /// resident at that point (the source itself, reservations, and `extra`).
     fn spill_fits(&self, i: u32, to: &TtnnLayout, extra: u64) -> Result<(), String> {
-        let Some(from) = self.plan(i).layout.clone() else { return Ok(()) };
+        let Some(from) = &self.plan(i).layout else { return Ok(()) };
         let Some(shape) = self.shape(i) else { return Ok(()) };
-        let q = OpQuery {
-            kind: OpKind::ToMemoryConfig,
-            inputs: vec![TensorDesc::new(shape, from.clone())],
-            output_shape: shape.to_vec(),
-            output_dtype: to.data_type().unwrap_or(DataType::BF16),
-            output: OutputHint::Layout(to.clone()),
-            config: OpConfig::None,
-            l1_in_use: from
-                .l1_bytes_per_core()
-                .saturating_add(extra)
-                .saturating_add(self.active(self.pos[i as usize])),
-        };
-        self.model.query(self.target, &q).map(|_| ()).map_err(|e| {
+        // Filled in place, as in `validate`.
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.query_inputs(1);
+        let q = &mut scratch.query;
+        q.kind = OpKind::ToMemoryConfig;
+        for input in &mut q.inputs {
+            input.shape.clear();
+            input.shape.extend_from_slice(shape);
+            input.layout.clone_from(from);
+        }
+        q.output_shape.clear();
+        q.output_shape.extend_from_slice(shape);
+        q.output_dtype = to.data_type().unwrap_or(DataType::BF16);
+        q.output = OutputHint::Layout(to.clone());
+        q.config = OpConfig::None;
+        q.l1_in_use = from
+            .l1_bytes_per_core()
+            .saturating_add(extra)
+            .saturating_add(self.active(self.pos[i as usize]));
+        self.model.query(self.target, q).map(|_| ()).map_err(|e| {
             format!("the copy of `{}` out of its shard would not fit: {e}", self.op(i).key)
         })
     }
@@ -995,10 +1066,7 @@ impl Merger<'_> {
         let bytes = layout.l1_bytes_per_core();
         self.residents.insert(op, layout);
         let start = self.pos[op as usize];
-        let to = (end as usize).min(self.live.len().saturating_sub(1));
-        for slot in self.live.iter_mut().take(to + 1).skip(start as usize) {
-            *slot = slot.saturating_add(bytes);
-        }
+        self.live.add(start, end, bytes);
         self.plan_mut(op).reserved += bytes;
         self.touch_op(op);
         self.reservations.push(Reservation { op, start, end, bytes });
@@ -1149,7 +1217,7 @@ impl Merger<'_> {
             let pays = self.dram_spill(src).is_some_and(|dram| {
                 let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
                 let after = self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
-                Self::pays_off(before, after).is_ok()
+                after < before
             });
             if pays
                 && self.validate(x, &[(0, l1.clone())], None, None, self.active(p)).is_ok()
@@ -1195,19 +1263,25 @@ impl Merger<'_> {
         let bytes = l1.l1_bytes_per_core();
         let users: Vec<(u32, usize)> =
             self.topo.ops[x as usize].users.iter().map(|u| (u.user, u.operand as usize)).collect();
-        let users_ok = users.iter().all(|(u, k)| {
-            self.validate(*u, &[(*k, l1.clone())], None, None, self.active(self.pos[*u as usize]))
-                .is_ok()
-        });
+        let users_ok = || {
+            users.iter().all(|(u, k)| {
+                let at = self.active(self.pos[*u as usize]);
+                self.validate(*u, &[(*k, l1.clone())], None, None, at).is_ok()
+            })
+        };
         let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
-        let before: u64 = self.op_time(x, &[], None)
-            + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
-        let after: u64 = self.op_time(x, &[], Some(&l1))
-            + users.iter().map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None)).sum::<u64>();
-        if users_ok
-            && Self::pays_off(before, after).is_ok()
-            && self.window_fits(p + 1, end, bytes, &skip).is_ok()
-        {
+        // In order, each check only if the ones before it pass.
+        let pays = || {
+            let before: u64 = self.op_time(x, &[], None)
+                + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
+            let after: u64 = self.op_time(x, &[], Some(&l1))
+                + users
+                    .iter()
+                    .map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None))
+                    .sum::<u64>();
+            after < before
+        };
+        if users_ok() && pays() && self.window_fits(p + 1, end, bytes, &skip).is_ok() {
             let plan = self.plan_mut(x);
             plan.layout = Some(l1.clone());
             plan.reason = "reshape output kept in L1 interleaved for its consumers".into();
@@ -1272,24 +1346,27 @@ impl Merger<'_> {
                 false
             });
             let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
+            // In order, each check only if the ones before it pass.
             let copy_fits =
-                spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
-            let pays = self.dram_spill(last).is_some_and(|dram| {
-                let before = self.copy_time(last, &dram)
-                    + users
-                        .iter()
-                        .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
-                        .sum::<u64>();
-                let after = self.copy_time(last, &layout)
-                    + users
-                        .iter()
-                        .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
-                        .sum::<u64>();
-                Self::pays_off(before, after).is_ok()
-            });
+                || spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
+            let pays = || {
+                self.dram_spill(last).is_some_and(|dram| {
+                    let before = self.copy_time(last, &dram)
+                        + users
+                            .iter()
+                            .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
+                            .sum::<u64>();
+                    let after = self.copy_time(last, &layout)
+                        + users
+                            .iter()
+                            .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
+                            .sum::<u64>();
+                    after < before
+                })
+            };
             if users_ok
-                && copy_fits
-                && pays
+                && copy_fits()
+                && pays()
                 && self.window_fits(fork_pos + 1, end, layout.l1_bytes_per_core(), &skip).is_ok()
             {
                 let reason = if spill == SpillLocation::None {
