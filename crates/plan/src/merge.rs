@@ -307,9 +307,9 @@ struct Merger<'a> {
     /// Base plans and outcomes of chains in other chunks, by last op, fetched on first use.
     foreign_chains: PerOp<Option<Arc<ForeignChain>>>,
     /// What the walk reads of each op that does not change while it runs.
-    facts: PerOp<OpFacts>,
+    facts: PerOp<OpFacts<'a>>,
     /// What is known of an op past the body: nothing.
-    no_facts: OpFacts,
+    no_facts: OpFacts<'a>,
     /// The query and cost arguments validations fill in.
     scratch: std::cell::RefCell<Scratch>,
     /// Plans of this chunk's ops (by place in the chunk; `None` for an op without a base
@@ -343,21 +343,21 @@ struct Merger<'a> {
     spill_layouts: std::cell::RefCell<FxHashMap<(u32, bool, DataType, PageLayout), TtnnLayout>>,
 }
 
-impl Merger<'_> {
+impl<'a> Merger<'a> {
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
         self.facts(i).sig.clone()
     }
 
     /// Op `i`'s signature, shapes and operand producers, looked up once per walk.
-    fn facts(&self, i: u32) -> &OpFacts {
+    fn facts(&self, i: u32) -> &OpFacts<'a> {
         self.facts
             .get_or_init(self.layout, i, || OpFacts::new(self.src, i))
             .unwrap_or(&self.no_facts)
     }
 
     /// Op `i` of the body (an empty op past the end).
-    fn op(&self, i: u32) -> &ir::OpData {
-        self.src.op(i).unwrap_or(&ir::NO_OP)
+    fn op(&self, i: u32) -> &'a ir::OpData {
+        self.facts(i).op.unwrap_or(&ir::NO_OP)
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost
@@ -1005,7 +1005,8 @@ impl Merger<'_> {
         let (Some(from), Some(shape)) = (self.plan(i).layout.clone(), self.shape(i)) else {
             return 0;
         };
-        self.cost.reshard_cost(&TensorDesc::new(shape, from), to).total_ns
+        let from = TensorDesc::new(shape, from);
+        self.costs.reshard_cost(self.target, &self.cost, &from, to).total_ns
     }
 
     /// The layout op `i`'s output spills to after a completed DRAM chain, if it is one.
@@ -1214,14 +1215,19 @@ impl Merger<'_> {
                 layout.page_layout(),
                 self.target.worker_grid(),
             );
-            let pays = self.dram_spill(src).is_some_and(|dram| {
-                let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
-                let after = self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
-                after < before
-            });
-            if pays
-                && self.validate(x, &[(0, l1.clone())], None, None, self.active(p)).is_ok()
+            // The checks are pure: the fit checks (one op-model answer each) go before the
+            // costs (two op costs and two reshards).
+            let pays = || {
+                self.dram_spill(src).is_some_and(|dram| {
+                    let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
+                    let after =
+                        self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
+                    after < before
+                })
+            };
+            if self.validate(x, &[(0, l1.clone())], None, None, self.active(p)).is_ok()
                 && self.spill_fits(src, &l1, 0).is_ok()
+                && pays()
             {
                 self.keep(
                     sc,

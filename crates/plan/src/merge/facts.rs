@@ -57,7 +57,9 @@ pub(super) enum Producer {
 
 /// What a walk reads of op `i` that does not change while it runs.
 #[derive(Default)]
-pub(super) struct OpFacts {
+pub(super) struct OpFacts<'a> {
+    /// The body's op (reading it anew goes through its group's memo).
+    pub(super) op: Option<&'a ir::OpData>,
     pub(super) sig: Option<Arc<layout::OpSignature>>,
     /// The producer of each operand of the body's op.
     pub(super) operands: SmallVec<[Producer; 4]>,
@@ -65,8 +67,8 @@ pub(super) struct OpFacts {
     pub(super) shape: Option<SmallVec<[u64; 4]>>,
 }
 
-impl OpFacts {
-    pub(super) fn new(src: &dyn WalkSource, i: u32) -> OpFacts {
+impl<'a> OpFacts<'a> {
+    pub(super) fn new(src: &'a dyn WalkSource, i: u32) -> OpFacts<'a> {
         let Some(op) = src.op(i) else { return OpFacts { sig: src.sig(i), ..OpFacts::default() } };
         let operands = op
             .operands
@@ -83,7 +85,7 @@ impl OpFacts {
             .results
             .first()
             .and_then(|t| t.as_tensor()?.shape.iter().copied().collect::<Option<_>>());
-        OpFacts { sig: src.sig(i), operands, shape }
+        OpFacts { op: Some(op), sig: src.sig(i), operands, shape }
     }
 
     /// The op producing operand `k`, if an op does.
