@@ -1313,20 +1313,25 @@ impl Merger<'_> {
             return;
         }
         let Some(sharded) = self.plan(last).layout.clone() else { return };
-        let Some(shape) = self.shape(last) else { return };
+        if self.shape(last).is_none() {
+            return;
+        }
         let users: Vec<(u32, usize)> =
             t.users.iter().map(|u| (u.user, u.operand as usize)).collect();
         let end = self.last_use_pos(last);
         let fork_pos = self.pos[last as usize];
-        let l1i = TtnnLayout::l1_interleaved(
-            shape,
-            sharded.data_type().unwrap_or(DataType::BF16),
-            sharded.page_layout(),
-            self.target.worker_grid(),
-        );
-        for (layout, spill) in
-            [(sharded.clone(), SpillLocation::None), (l1i, SpillLocation::L1Interleaved)]
-        {
+        for spill in [SpillLocation::None, SpillLocation::L1Interleaved] {
+            // The L1-interleaved layout is built only when the sharded output did not stay.
+            let layout = match (spill, self.shape(last)) {
+                (SpillLocation::None, _) => sharded.clone(),
+                (_, Some(shape)) => TtnnLayout::l1_interleaved(
+                    shape,
+                    sharded.data_type().unwrap_or(DataType::BF16),
+                    sharded.page_layout(),
+                    self.target.worker_grid(),
+                ),
+                (_, None) => break,
+            };
             let mut keep_activation = Vec::new();
             let users_ok = users.iter().all(|&(u, k)| {
                 let sig = &self.sig(u);
