@@ -7,7 +7,8 @@
 //! target and everything [`CostModel::op_cost`] reads.
 //!
 //! A lookup hashes the borrowed arguments and compares them with the stored keys, so a hit
-//! allocates nothing.
+//! allocates nothing. Reshards ([`CostModel::reshard_cost`]) are kept the same way: a merge
+//! decision prices its copies for every candidate it tries.
 
 use std::{
     hash::{Hash, Hasher},
@@ -17,6 +18,7 @@ use std::{
 use opmodel::{OpConfig, OpKind, TensorDesc};
 use rustc_hash::{FxHashMap, FxHasher};
 use target::Target;
+use ttnn_types::TtnnLayout;
 
 use crate::{CostModel, OpCost};
 
@@ -34,10 +36,26 @@ struct Key {
 /// Per target: hash of the arguments → the keys with that hash and their costs.
 type Table = FxHashMap<u64, Vec<(Key, OpCost)>>;
 
-/// Memoizes [`CostModel::op_cost`] by `(target, arguments)`.
+/// Per target: hash of a reshard's source and destination → those with that hash and their
+/// costs.
+type ReshardTable = FxHashMap<u64, Vec<(TensorDesc, TtnnLayout, OpCost)>>;
+
+/// One target's answers: op costs (and how many), reshards (and how many).
+#[derive(Default)]
+struct Tables {
+    len: usize,
+    ops: Table,
+    reshard_len: usize,
+    reshards: ReshardTable,
+}
+
+/// Memoizes [`CostModel::op_cost`] and [`CostModel::reshard_cost`] by `(target, arguments)`.
+///
+/// The targets are a list compared in turn rather than hashed: a process sees one or two,
+/// and hashing a target (its name included) cost a good part of a hit.
 #[derive(Default)]
 pub struct CostCache {
-    map: RwLock<FxHashMap<Target, (usize, Table)>>,
+    map: RwLock<Vec<(Target, Tables)>>,
 }
 
 impl std::fmt::Debug for CostCache {
@@ -73,9 +91,8 @@ impl CostCache {
         };
         {
             let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(hit) = map
-                .get(target)
-                .and_then(|(_, t)| t.get(&hash))
+            if let Some(hit) = tables_for(&map, target)
+                .and_then(|t| t.ops.get(&hash))
                 .and_then(|bucket| bucket.iter().find(|(k, _)| same(k)))
             {
                 return hit.1;
@@ -85,7 +102,7 @@ impl CostCache {
         // deterministic answer.
         let cost = model.op_cost(kind, inputs, output, config);
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-        let (len, table) = map.entry(target.clone()).or_default();
+        let Tables { len, ops: table, .. } = tables_for_mut(&mut map, target);
         if *len >= CAPACITY {
             table.clear();
             *len = 0;
@@ -103,4 +120,60 @@ impl CostCache {
         }
         cost
     }
+
+    /// [`CostModel::reshard_cost`] of `model` (built for `target`), from the table when
+    /// known.
+    pub fn reshard_cost(
+        &self,
+        target: &Target,
+        model: &CostModel,
+        from: &TensorDesc,
+        to: &TtnnLayout,
+    ) -> OpCost {
+        let mut h = FxHasher::default();
+        from.hash(&mut h);
+        to.hash(&mut h);
+        let hash = h.finish();
+        let same = |f: &TensorDesc, t: &TtnnLayout| f == from && t == to;
+        {
+            let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(hit) = tables_for(&map, target)
+                .and_then(|t| t.reshards.get(&hash))
+                .and_then(|bucket| bucket.iter().find(|(f, t, _)| same(f, t)))
+            {
+                return hit.2;
+            }
+        }
+        // Computed outside the lock, as `op_cost` is.
+        let cost = model.reshard_cost(from, to);
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        let Tables { reshard_len: len, reshards: table, .. } = tables_for_mut(&mut map, target);
+        if *len >= CAPACITY {
+            table.clear();
+            *len = 0;
+        }
+        let bucket = table.entry(hash).or_default();
+        if !bucket.iter().any(|(f, t, _)| same(f, t)) {
+            bucket.push((from.clone(), to.clone(), cost));
+            *len += 1;
+        }
+        cost
+    }
+}
+
+/// The answers kept for `target`.
+fn tables_for<'a>(map: &'a [(Target, Tables)], target: &Target) -> Option<&'a Tables> {
+    map.iter().find(|(t, _)| t == target).map(|(_, t)| t)
+}
+
+/// The answers kept for `target`, made empty on first use.
+fn tables_for_mut<'a>(map: &'a mut Vec<(Target, Tables)>, target: &Target) -> &'a mut Tables {
+    let at = match map.iter().position(|(t, _)| t == target) {
+        Some(at) => at,
+        None => {
+            map.push((target.clone(), Tables::default()));
+            map.len() - 1
+        }
+    };
+    &mut map[at].1
 }

@@ -30,10 +30,12 @@ const CAPACITY: usize = 1 << 16;
 /// Memoizes `M` by `(target, query)`.
 ///
 /// The map is nested by target so a lookup borrows the query instead of cloning it; the
-/// counters are atomics so a hit takes only the read lock.
+/// targets are a list compared in turn rather than hashed (a process sees one or two, and
+/// hashing a target, its name included, cost as much as the rest of a hit); the counters
+/// are atomics so a hit takes only the read lock.
 pub struct CachedOpModel<M: OpModel> {
     inner: M,
-    map: RwLock<FxHashMap<Target, FxHashMap<OpQuery, Answer>>>,
+    map: RwLock<Vec<(Target, FxHashMap<OpQuery, Answer>)>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -42,7 +44,7 @@ impl<M: OpModel> CachedOpModel<M> {
     pub fn new(inner: M) -> CachedOpModel<M> {
         CachedOpModel {
             inner,
-            map: RwLock::new(FxHashMap::default()),
+            map: RwLock::new(Vec::new()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -57,7 +59,7 @@ impl<M: OpModel> CachedOpModel<M> {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            entries: map.values().map(|m| m.len() as u64).sum(),
+            entries: map.iter().map(|(_, m)| m.len() as u64).sum(),
         }
     }
 
@@ -71,7 +73,7 @@ impl<M: OpModel> OpModel for CachedOpModel<M> {
     fn query(&self, target: &Target, q: &OpQuery) -> Result<OpConstraints, OpError> {
         {
             let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(answer) = map.get(target).and_then(|m| m.get(q)) {
+            if let Some(answer) = answers_for(&map, target).and_then(|m| m.get(q)) {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return answer.clone();
             }
@@ -81,7 +83,14 @@ impl<M: OpModel> OpModel for CachedOpModel<M> {
         let answer = self.inner.query(target, q);
         self.misses.fetch_add(1, Ordering::Relaxed);
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-        let answers = map.entry(target.clone()).or_default();
+        let at = match map.iter().position(|(t, _)| t == target) {
+            Some(at) => at,
+            None => {
+                map.push((target.clone(), FxHashMap::default()));
+                map.len() - 1
+            }
+        };
+        let answers = &mut map[at].1;
         // A bounded table: when full it starts over. A 100k-op graph otherwise kept millions
         // of answers (a sixth of its memory) that an analytical model recomputes as fast as
         // it looks them up; tuning loops re-ask recent questions, which a fresh table keeps.
@@ -91,4 +100,12 @@ impl<M: OpModel> OpModel for CachedOpModel<M> {
         answers.insert(q.clone(), answer.clone());
         answer
     }
+}
+
+/// The answers kept for `target`.
+fn answers_for<'a>(
+    map: &'a [(Target, FxHashMap<OpQuery, Answer>)],
+    target: &Target,
+) -> Option<&'a FxHashMap<OpQuery, Answer>> {
+    map.iter().find(|(t, _)| t == target).map(|(_, m)| m)
 }

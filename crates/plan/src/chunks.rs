@@ -382,7 +382,6 @@ fn walk(
     };
     let (slice, carry) = walk_chunk(&ChunkInputs {
         src: &src,
-        n_ops: body.ops.len(),
         k,
         merging,
         l1_interleaved_fallback: layout::effective_options(db).l1_interleaved_fallback,

@@ -29,16 +29,18 @@ use std::{
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use ir::ValueRef;
-use opmodel::{OpConfig, OpKind, OpModel as _, OpQuery, OutputHint, TensorDesc};
+use opmodel::{OpConfig, OpKind, OpModel as _, OutputHint, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TensorMemoryLayout, TtnnLayout};
 
+use self::facts::{OpFacts, PerOp, Producer, Scratch};
 use crate::{
-    chunks::{ChunkChains, ChunkLayout, PlanSlice},
+    chunks::{ChunkChains, ChunkLayout, ForeignChain, PlanSlice},
     planning::{ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, SpillLocation},
     problem::ChainCost,
     scheduling::Topology,
 };
 
+mod facts;
 mod l1_fallback;
 #[cfg(test)]
 mod tests;
@@ -156,8 +158,6 @@ pub(crate) trait WalkSource {
 /// The inputs of one chunk's walk: plain values and services, and what it reads on demand.
 pub(crate) struct ChunkInputs<'a> {
     pub src: &'a dyn WalkSource,
-    /// The body's op count.
-    pub n_ops: usize,
     pub k: u32,
     /// Whether chain merging runs (`df-sharding-merge`) or only the spills and conversions.
     pub merging: bool,
@@ -187,13 +187,17 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         sched: &input.sched.order,
         pos: &input.sched.position,
         base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
-        foreign_plans: (0..input.n_ops).map(|_| OnceCell::new()).collect(),
-        foreign_chains: (0..input.n_ops).map(|_| OnceCell::new()).collect(),
-        plans: FxHashMap::default(),
+        foreign_plans: PerOp::new(input.layout),
+        foreign_chains: PerOp::new(input.layout),
+        facts: PerOp::new(input.layout),
+        no_facts: OpFacts::default(),
+        scratch: std::cell::RefCell::new(Scratch::new()),
+        own: Vec::new(),
+        others: FxHashMap::default(),
         chains: FxHashMap::default(),
         residents: input.carry.residents.clone(),
         reservations: input.carry.open.clone(),
-        live: vec![0; input.sched.order.len()],
+        live: Live::new(input.sched.order.len()),
         merged_target: input.carry.merged_target.iter().copied().collect(),
         touched: input.carry.touched.iter().copied().collect(),
         chain_info: (0..n_chunks).map(|_| OnceCell::new()).collect(),
@@ -206,25 +210,25 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         spill_layouts: std::cell::RefCell::default(),
     };
     for r in &m.reservations {
-        let to = (r.end as usize).min(m.live.len().saturating_sub(1));
-        for slot in m.live.iter_mut().take(to + 1).skip(r.start as usize) {
-            *slot = slot.saturating_add(r.bytes);
-        }
+        m.live.add(r.start, r.end, r.bytes);
     }
     // This chunk's plans and chains: the base, then what earlier chunks changed.
     let here: Vec<u32> = input.layout.ops(k as usize).to_vec();
     let base = m.base_chunk(k);
-    for (&i, p) in here.iter().zip(&base.ops) {
-        let p = input.carry.plans.get(&i).unwrap_or(p);
-        m.plans.insert(i, p.clone());
-    }
+    m.own = here
+        .iter()
+        .enumerate()
+        .map(|(at, i)| input.carry.plans.get(i).or(base.ops.get(at)).cloned())
+        .collect();
     for plan in &base.chains {
         let Some(&last) = plan.ops.last() else { continue };
         let plan = input.carry.chains.get(&last).unwrap_or(plan);
         m.chains.insert(last, plan.clone());
     }
     for (&i, p) in &input.carry.plans {
-        m.plans.entry(i).or_insert_with(|| p.clone());
+        if m.layout.locate(i).is_none_or(|(c, _)| c != k) {
+            m.others.insert(i, p.clone());
+        }
     }
     for (&last, p) in &input.carry.chains {
         m.chains.entry(last).or_insert_with(|| p.clone());
@@ -244,6 +248,51 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
     m.hand_on(&here)
 }
 
+/// The bytes the reservations hold at each schedule position, kept only over the positions
+/// some reservation covers: a walk's reservations span a few chunks, and zeroing a vector
+/// as long as the schedule cost as much as a small walk's decisions.
+struct Live {
+    /// The schedule's length: reservations end at its last position at the latest.
+    len: u32,
+    /// The position `bytes[0]` stands for.
+    base: u32,
+    bytes: Vec<u64>,
+}
+
+impl Live {
+    fn new(len: usize) -> Live {
+        Live { len: len as u32, base: 0, bytes: Vec::new() }
+    }
+
+    /// Adds `bytes` at positions `start..=end` (those in the schedule).
+    fn add(&mut self, start: u32, end: u32, bytes: u64) {
+        let Some(last) = self.len.checked_sub(1) else { return };
+        let end = end.min(last);
+        if start > end {
+            return;
+        }
+        if self.bytes.is_empty() {
+            self.base = start;
+        } else if start < self.base {
+            let grow = (self.base - start) as usize;
+            self.bytes.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = start;
+        }
+        let to = (end - self.base) as usize;
+        if self.bytes.len() <= to {
+            self.bytes.resize(to + 1, 0);
+        }
+        for slot in &mut self.bytes[(start - self.base) as usize..=to] {
+            *slot = slot.saturating_add(bytes);
+        }
+    }
+
+    /// The bytes held at position `pos`.
+    fn at(&self, pos: u32) -> u64 {
+        pos.checked_sub(self.base).and_then(|at| self.bytes.get(at as usize)).copied().unwrap_or(0)
+    }
+}
+
 struct Merger<'a> {
     src: &'a dyn WalkSource,
     merging: bool,
@@ -257,11 +306,20 @@ struct Merger<'a> {
     /// The base plan of each chunk this walk reads, fetched on first use.
     base: Vec<OnceCell<BaseChunk>>,
     /// Base plans of ops in other chunks, by body index, fetched on first use.
-    foreign_plans: Vec<OnceCell<Option<Arc<OpPlan>>>>,
+    foreign_plans: PerOp<Option<Arc<OpPlan>>>,
     /// Base plans and outcomes of chains in other chunks, by last op, fetched on first use.
-    foreign_chains: Vec<OnceCell<Option<Arc<crate::chunks::ForeignChain>>>>,
-    /// Plans of this chunk's ops, and of later ops decisions changed.
-    plans: FxHashMap<u32, OpPlan>,
+    foreign_chains: PerOp<Option<Arc<ForeignChain>>>,
+    /// What the walk reads of each op that does not change while it runs.
+    facts: PerOp<OpFacts<'a>>,
+    /// What is known of an op past the body: nothing.
+    no_facts: OpFacts<'a>,
+    /// The query and cost arguments validations fill in.
+    scratch: std::cell::RefCell<Scratch>,
+    /// Plans of this chunk's ops (by place in the chunk; `None` for an op without a base
+    /// plan until a decision changes it), and of other ops decisions changed: a vector for
+    /// the chunk's own, which the walk reads most.
+    own: Vec<Option<OpPlan>>,
+    others: FxHashMap<u32, OpPlan>,
     chains: FxHashMap<u32, ChainPlan>,
     /// Values kept in L1 by merges so far: producer op → its L1 layout.
     residents: BTreeMap<u32, TtnnLayout>,
@@ -269,7 +327,7 @@ struct Merger<'a> {
     /// Per schedule position: the bytes the reservations so far hold there. Every op of
     /// every window checked asks for it; summing the reservations each time made merging
     /// quadratic in the number of merges.
-    live: Vec<u64>,
+    live: Live,
     /// Chains that already received a merge (tt-mlir allows one per target chain).
     merged_target: FxHashSet<u32>,
     /// Chains a decision involves.
@@ -288,14 +346,21 @@ struct Merger<'a> {
     spill_layouts: std::cell::RefCell<FxHashMap<(u32, bool, DataType, PageLayout), TtnnLayout>>,
 }
 
-impl Merger<'_> {
+impl<'a> Merger<'a> {
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>> {
-        self.src.sig(i)
+        self.facts(i).sig.clone()
+    }
+
+    /// Op `i`'s signature, shapes and operand producers, looked up once per walk.
+    fn facts(&self, i: u32) -> &OpFacts<'a> {
+        self.facts
+            .get_or_init(self.layout, i, || OpFacts::new(self.src, i))
+            .unwrap_or(&self.no_facts)
     }
 
     /// Op `i` of the body (an empty op past the end).
-    fn op(&self, i: u32) -> &ir::OpData {
-        self.src.op(i).unwrap_or(&ir::NO_OP)
+    fn op(&self, i: u32) -> &'a ir::OpData {
+        self.facts(i).op.unwrap_or(&ir::NO_OP)
     }
 
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost
@@ -329,36 +394,44 @@ impl Merger<'_> {
     }
 
     fn plan(&self, i: u32) -> &OpPlan {
-        if let Some(p) = self.plans.get(&i) {
+        let Some((k, at)) = self.layout.locate(i) else {
+            return self.others.get(&i).unwrap_or(&NO_PLAN);
+        };
+        if k == self.k {
+            return self.own.get(at).and_then(Option::as_ref).unwrap_or(&NO_PLAN);
+        }
+        if let Some(p) = self.others.get(&i) {
             return p;
         }
-        let Some((k, at)) = self.layout.locate(i) else { return &NO_PLAN };
-        if k != self.k {
-            return self.foreign_plan(i).unwrap_or(&NO_PLAN);
-        }
-        self.base(k).and_then(|b| b.parts.ops.get(at)).unwrap_or(&NO_PLAN)
+        self.foreign_plan(i).unwrap_or(&NO_PLAN)
     }
 
     /// Op `i`'s base plan when it lies in another chunk: one memo per op read across
     /// chunks ([`crate::chunks::foreign_op_plan`]), fetched once per walk.
     fn foreign_plan(&self, i: u32) -> Option<&OpPlan> {
-        let cell = self.foreign_plans.get(i as usize)?;
-        cell.get_or_init(|| self.src.foreign_plan(i)).as_deref()
+        self.foreign_plans.get_or_init(self.layout, i, || self.src.foreign_plan(i))?.as_deref()
     }
 
     /// The base plan and outcome of the chain ending at `last` when it lies in another
     /// chunk (see [`Merger::foreign_plan`]).
     fn foreign_chain(&self, last: u32) -> Option<&(ChainPlan, crate::planning::ChainOutcome)> {
-        let cell = self.foreign_chains.get(last as usize)?;
-        cell.get_or_init(|| self.src.foreign_chain(last)).as_deref()
+        self.foreign_chains
+            .get_or_init(self.layout, last, || self.src.foreign_chain(last))?
+            .as_deref()
     }
 
     fn plan_mut(&mut self, i: u32) -> &mut OpPlan {
-        if !self.plans.contains_key(&i) {
-            let p = self.plan(i).clone();
-            self.plans.insert(i, p);
+        if let Some((k, at)) = self.layout.locate(i)
+            && k == self.k
+            && at < self.own.len()
+        {
+            return self.own[at].get_or_insert_with(|| NO_PLAN.clone());
         }
-        self.plans.entry(i).or_insert_with(|| NO_PLAN.clone())
+        if !self.others.contains_key(&i) {
+            let p = self.plan(i).clone();
+            self.others.insert(i, p);
+        }
+        self.others.entry(i).or_insert_with(|| NO_PLAN.clone())
     }
 
     fn chain(&self, c: usize) -> Option<&ChainPlan> {
@@ -394,17 +467,15 @@ impl Merger<'_> {
 
     /// The layout reaching operand `k` of op `i` from its producer (after its spill).
     fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        let v = *self.op(i).operands.get(k)?;
-        match v {
-            ValueRef::Result { .. } => {
-                let (op, _) = self.src.result_of(v)?;
+        match *self.facts(i).operands.get(k)? {
+            Producer::Op(op) => {
                 if let Some((l, s)) = self.outputs.get(&op) {
                     return s.clone().or_else(|| l.clone());
                 }
                 self.planned_spill(op).or_else(|| self.plan(op).layout.clone())
             }
-            ValueRef::Arg(a) => self.src.arg(a).and_then(|t| t.layout().cloned()),
-            ValueRef::Unknown => None,
+            Producer::Arg(a) => self.src.arg(a).and_then(|t| t.layout().cloned()),
+            Producer::Unknown => None,
         }
     }
 
@@ -578,9 +649,14 @@ impl Merger<'_> {
     /// A chain's spill after its last op, and a DRAM spill for any of its values returned
     /// while still in L1: the chain is final once the walk leaves its last op.
     fn finish_chain(&mut self, c: usize) {
-        let Some(chain) = self.chain(c).cloned() else { return };
-        for &i in &chain.ops {
-            if let Some((layout, why)) = self.chain_spill(i, &chain) {
+        // Each op's spill reads only its own plan and the chain, which placing the spills
+        // does not change: they are worked out first, without copying the chain.
+        let Some(chain) = self.chain(c) else { return };
+        let spills: Vec<(u32, Conversion)> = chain
+            .ops
+            .iter()
+            .filter_map(|&i| {
+                let (layout, why) = self.chain_spill(i, chain)?;
                 let reason = match why {
                     SpillWhy::ChainReturned => {
                         "spill to DRAM: the chain's output is returned".to_owned()
@@ -589,8 +665,11 @@ impl Merger<'_> {
                     SpillWhy::L1Interleaved => format!("to L1 interleaved: {}", chain.spill_reason),
                     SpillWhy::Returned => "spill to DRAM: the value is returned".to_owned(),
                 };
-                self.plan_mut(i).spill = Some(Conversion { layout, reason: reason.into() });
-            }
+                Some((i, Conversion { layout, reason: reason.into() }))
+            })
+            .collect();
+        for (i, spill) in spills {
+            self.plan_mut(i).spill = Some(spill);
         }
     }
 
@@ -655,10 +734,9 @@ impl Merger<'_> {
         let later = |i: u32| chunk_of(i).is_some_and(|c| c > k);
         let last_of = |c: u32| Some(c);
         let hi = layout.bounds.get(k as usize + 1).copied().unwrap_or(0);
-        let plans: Vec<OpPlan> = here
-            .iter()
-            .map(|&i| self.plans.remove(&i).unwrap_or_else(|| NO_PLAN.clone()))
-            .collect();
+        let mut own = std::mem::take(&mut self.own).into_iter();
+        let plans: Vec<OpPlan> =
+            here.iter().map(|_| own.next().flatten().unwrap_or_else(|| NO_PLAN.clone())).collect();
         let mut chains: Vec<(u32, ChainPlan)> = Vec::new();
         let mut carry = Carry::default();
         for (c, p) in self.chains.drain() {
@@ -671,7 +749,7 @@ impl Merger<'_> {
         }
         // In chunk order, as `chunk_chains` lists them: op plans name chains by that index.
         chains.sort_by_key(|(c, _)| layout.at.get(*c as usize).copied());
-        carry.plans = self.plans.into_iter().filter(|(i, _)| later(*i)).collect();
+        carry.plans = self.others.into_iter().filter(|(i, _)| later(*i)).collect();
         carry.open = self.reservations.into_iter().filter(|r| r.end >= hi).collect();
         carry.residents = self
             .residents
@@ -740,11 +818,11 @@ pub(crate) fn decline_op(
 
 impl Merger<'_> {
     fn active(&self, pos: u32) -> u64 {
-        self.live.get(pos as usize).copied().unwrap_or(0)
+        self.live.at(pos)
     }
 
-    fn shape(&self, i: u32) -> Option<Vec<u64>> {
-        self.op(i).results.first()?.as_tensor()?.static_shape()
+    fn shape(&self, i: u32) -> Option<&[u64]> {
+        self.facts(i).shape.as_deref()
     }
 
     /// Op `i`'s output interleaved in L1 (`l1`) or DRAM, with `from`'s data type and page
@@ -758,9 +836,9 @@ impl Merger<'_> {
         }
         let shape = self.shape(i)?;
         let l = if l1 {
-            TtnnLayout::l1_interleaved(&shape, dtype, page, self.target.worker_grid())
+            TtnnLayout::l1_interleaved(shape, dtype, page, self.target.worker_grid())
         } else {
-            TtnnLayout::dram_interleaved(&shape, dtype, page)
+            TtnnLayout::dram_interleaved(shape, dtype, page)
         };
         self.spill_layouts.borrow_mut().insert(key, l.clone());
         Some(l)
@@ -768,8 +846,7 @@ impl Merger<'_> {
 
     /// The layout of operand `k` of op `i` as the plan stands (residents included).
     fn input_layout(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        if let Some(&v) = self.op(i).operands.get(k)
-            && let Some((op, _)) = self.src.result_of(v)
+        if let Some(op) = self.facts(i).producer(k)
             && let Some(l) = self.residents.get(&op)
         {
             return Some(l.clone());
@@ -791,7 +868,8 @@ impl Merger<'_> {
         config: Option<&OpConfig>,
         extra: u64,
     ) -> Result<TtnnLayout, String> {
-        let Some(sig) = &self.sig(i) else { return Err("no signature".to_owned()) };
+        let facts = self.facts(i);
+        let Some(sig) = &facts.sig else { return Err("no signature".to_owned()) };
         // An op with several results is not placed, but it runs, with the layouts it was
         // written with, and needs L1 next to what is resident: it is validated with its
         // first result as the output, as the verifier reads it.
@@ -803,41 +881,36 @@ impl Merger<'_> {
         };
         let written = first.and_then(|t| t.layout.as_ref());
         let plan = self.plan(i);
-        let mut inputs = Vec::new();
-        for (k, operand) in sig.operands.iter().enumerate() {
-            let Some(t) = operand.ty.as_tensor() else { continue };
-            let shape = t.static_shape().unwrap_or_default();
-            let layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
-                TtnnLayout::dram_interleaved(
-                    &shape,
-                    t.data_type().unwrap_or(DataType::BF16),
-                    PageLayout::Tile,
-                )
+        // Filled in place: nothing below validates another op while it is borrowed.
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.query_inputs(sig.tensor_operands().count());
+        let q = &mut scratch.query;
+        let mut l1_inputs = 0u64;
+        for (slot, (k, t)) in q.inputs.iter_mut().zip(sig.tensor_operands()) {
+            facts::static_shape_into(t, &mut slot.shape);
+            slot.layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
+                let dtype = t.data_type().unwrap_or(DataType::BF16);
+                TtnnLayout::dram_interleaved(&slot.shape, dtype, PageLayout::Tile)
             });
-            inputs.push(TensorDesc { shape, layout });
+            l1_inputs += slot.layout.l1_bytes_per_core();
         }
         let out = output.or(plan.layout.as_ref()).or(written);
-        let hint = match (out, &sig.kind) {
+        q.output = match (out, &sig.kind) {
             (Some(l), OpKind::Matmul(_) | OpKind::Linear(_)) if l.is_sharded() => {
                 OutputHint::Partial(l.partial())
             }
             (Some(l), _) => OutputHint::Layout(l.clone()),
             (None, _) => OutputHint::Null,
         };
-        let l1_inputs: u64 = inputs.iter().map(|t| t.layout.l1_bytes_per_core()).sum();
-        let q = OpQuery {
-            kind: sig.kind.clone(),
-            inputs,
-            output_shape: result.static_shape().unwrap_or_default(),
-            output_dtype: out
-                .and_then(TtnnLayout::data_type)
-                .or_else(|| result.data_type())
-                .unwrap_or(DataType::BF16),
-            output: hint,
-            config: config.unwrap_or(&plan.config).clone(),
-            l1_in_use: extra.saturating_add(l1_inputs),
-        };
-        match self.model.query(self.target, &q) {
+        q.kind.clone_from(&sig.kind);
+        facts::static_shape_into(result, &mut q.output_shape);
+        q.output_dtype = out
+            .and_then(TtnnLayout::data_type)
+            .or_else(|| result.data_type())
+            .unwrap_or(DataType::BF16);
+        q.config.clone_from(config.unwrap_or(&plan.config));
+        q.l1_in_use = extra.saturating_add(l1_inputs);
+        match self.model.query(self.target, q) {
             Ok(r) => Ok(r.output_layout),
             Err(e) => Err(e.to_string()),
         }
@@ -864,21 +937,28 @@ impl Merger<'_> {
     /// The `to_memory_config` from op `i`'s planned output to `to` fits next to what is
     /// resident at that point (the source itself, reservations, and `extra`).
     fn spill_fits(&self, i: u32, to: &TtnnLayout, extra: u64) -> Result<(), String> {
-        let Some(from) = self.plan(i).layout.clone() else { return Ok(()) };
+        let Some(from) = &self.plan(i).layout else { return Ok(()) };
         let Some(shape) = self.shape(i) else { return Ok(()) };
-        let q = OpQuery {
-            kind: OpKind::ToMemoryConfig,
-            inputs: vec![TensorDesc::new(&shape, from.clone())],
-            output_shape: shape.clone(),
-            output_dtype: to.data_type().unwrap_or(DataType::BF16),
-            output: OutputHint::Layout(to.clone()),
-            config: OpConfig::None,
-            l1_in_use: from
-                .l1_bytes_per_core()
-                .saturating_add(extra)
-                .saturating_add(self.active(self.pos[i as usize])),
-        };
-        self.model.query(self.target, &q).map(|_| ()).map_err(|e| {
+        // Filled in place, as in `validate`.
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.query_inputs(1);
+        let q = &mut scratch.query;
+        q.kind = OpKind::ToMemoryConfig;
+        for input in &mut q.inputs {
+            input.shape.clear();
+            input.shape.extend_from_slice(shape);
+            input.layout.clone_from(from);
+        }
+        q.output_shape.clear();
+        q.output_shape.extend_from_slice(shape);
+        q.output_dtype = to.data_type().unwrap_or(DataType::BF16);
+        q.output = OutputHint::Layout(to.clone());
+        q.config = OpConfig::None;
+        q.l1_in_use = from
+            .l1_bytes_per_core()
+            .saturating_add(extra)
+            .saturating_add(self.active(self.pos[i as usize]));
+        self.model.query(self.target, q).map(|_| ()).map_err(|e| {
             format!("the copy of `{}` out of its shard would not fit: {e}", self.op(i).key)
         })
     }
@@ -900,21 +980,35 @@ impl Merger<'_> {
 
     /// The estimated time of op `i` with operand substitutions and an optional output.
     fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
-        let Some(sig) = &self.sig(i) else { return 0 };
+        let Some(sig) = &self.facts(i).sig else { return 0 };
         let Some(result) = sig.tensor_result() else { return 0 };
-        let Some(out) = output.or(self.plan(i).layout.as_ref()) else { return 0 };
-        let mut inputs = Vec::new();
-        for (k, operand) in sig.operands.iter().enumerate() {
-            let Some(t) = operand.ty.as_tensor() else { continue };
-            let layout = self.operand_layout(i, k, subst).or_else(|| t.layout.clone());
-            if let Some(layout) = layout {
-                inputs.push(TensorDesc { shape: t.static_shape().unwrap_or_default(), layout });
-            }
+        let plan = self.plan(i);
+        let Some(out) = output.or(plan.layout.as_ref()) else { return 0 };
+        // Filled in place, as in `validate`.
+        let mut scratch = self.scratch.borrow_mut();
+        let mut n = 0;
+        for (k, t) in sig.tensor_operands() {
+            // An operand with no layout at all is left out.
+            let Some(layout) = self.operand_layout(i, k, subst).or_else(|| t.layout.clone()) else {
+                continue;
+            };
+            let slot = scratch.cost_input(n);
+            facts::static_shape_into(t, &mut slot.shape);
+            slot.layout = layout;
+            n += 1;
         }
-        let output =
-            TensorDesc { shape: result.static_shape().unwrap_or_default(), layout: out.clone() };
+        let s = &mut *scratch;
+        facts::static_shape_into(result, &mut s.cost_output.shape);
+        s.cost_output.layout = out.clone();
         self.costs
-            .op_cost(self.target, &self.cost, &sig.kind, &inputs, &output, &self.plan(i).config)
+            .op_cost(
+                self.target,
+                &self.cost,
+                &sig.kind,
+                &s.cost_inputs[..n],
+                &s.cost_output,
+                &plan.config,
+            )
             .total_ns
     }
 
@@ -923,7 +1017,8 @@ impl Merger<'_> {
         let (Some(from), Some(shape)) = (self.plan(i).layout.clone(), self.shape(i)) else {
             return 0;
         };
-        self.cost.reshard_cost(&TensorDesc::new(&shape, from), to).total_ns
+        let from = TensorDesc::new(shape, from);
+        self.costs.reshard_cost(self.target, &self.cost, &from, to).total_ns
     }
 
     /// The layout op `i`'s output spills to after a completed DRAM chain, if it is one.
@@ -984,10 +1079,7 @@ impl Merger<'_> {
         let bytes = layout.l1_bytes_per_core();
         self.residents.insert(op, layout);
         let start = self.pos[op as usize];
-        let to = (end as usize).min(self.live.len().saturating_sub(1));
-        for slot in self.live.iter_mut().take(to + 1).skip(start as usize) {
-            *slot = slot.saturating_add(bytes);
-        }
+        self.live.add(start, end, bytes);
         self.plan_mut(op).reserved += bytes;
         self.touch_op(op);
         self.reservations.push(Reservation { op, start, end, bytes });
@@ -1037,7 +1129,7 @@ impl Merger<'_> {
         }
         let shape = self.shape(x).ok_or("dynamic shape")?;
         let out = TtnnLayout::sharded(
-            &shape,
+            shape,
             first.data_type().unwrap_or(DataType::BF16),
             first.page_layout(),
             needed,
@@ -1130,19 +1222,24 @@ impl Merger<'_> {
             && let Some(layout) = self.plan(src).layout.clone()
         {
             let l1 = TtnnLayout::l1_interleaved(
-                &shape,
+                shape,
                 layout.data_type().unwrap_or(DataType::BF16),
                 layout.page_layout(),
                 self.target.worker_grid(),
             );
-            let pays = self.dram_spill(src).is_some_and(|dram| {
-                let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
-                let after = self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
-                Self::pays_off(before, after).is_ok()
-            });
-            if pays
-                && self.validate(x, &[(0, l1.clone())], None, None, self.active(p)).is_ok()
+            // The checks are pure: the fit checks (one op-model answer each) go before the
+            // costs (two op costs and two reshards).
+            let pays = || {
+                self.dram_spill(src).is_some_and(|dram| {
+                    let before = self.copy_time(src, &dram) + self.op_time(x, &[(0, dram)], None);
+                    let after =
+                        self.copy_time(src, &l1) + self.op_time(x, &[(0, l1.clone())], None);
+                    after < before
+                })
+            };
+            if self.validate(x, &[(0, l1.clone())], None, None, self.active(p)).is_ok()
                 && self.spill_fits(src, &l1, 0).is_ok()
+                && pays()
             {
                 self.keep(
                     sc,
@@ -1172,7 +1269,7 @@ impl Merger<'_> {
             return;
         }
         let l1 = TtnnLayout::l1_interleaved(
-            &shape,
+            shape,
             cur.data_type().unwrap_or(DataType::BF16),
             cur.page_layout(),
             self.target.worker_grid(),
@@ -1184,19 +1281,25 @@ impl Merger<'_> {
         let bytes = l1.l1_bytes_per_core();
         let users: Vec<(u32, usize)> =
             self.topo.ops[x as usize].users.iter().map(|u| (u.user, u.operand as usize)).collect();
-        let users_ok = users.iter().all(|(u, k)| {
-            self.validate(*u, &[(*k, l1.clone())], None, None, self.active(self.pos[*u as usize]))
-                .is_ok()
-        });
+        let users_ok = || {
+            users.iter().all(|(u, k)| {
+                let at = self.active(self.pos[*u as usize]);
+                self.validate(*u, &[(*k, l1.clone())], None, None, at).is_ok()
+            })
+        };
         let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
-        let before: u64 = self.op_time(x, &[], None)
-            + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
-        let after: u64 = self.op_time(x, &[], Some(&l1))
-            + users.iter().map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None)).sum::<u64>();
-        if users_ok
-            && Self::pays_off(before, after).is_ok()
-            && self.window_fits(p + 1, end, bytes, &skip).is_ok()
-        {
+        // In order, each check only if the ones before it pass.
+        let pays = || {
+            let before: u64 = self.op_time(x, &[], None)
+                + users.iter().map(|&(u, _)| self.op_time(u, &[], None)).sum::<u64>();
+            let after: u64 = self.op_time(x, &[], Some(&l1))
+                + users
+                    .iter()
+                    .map(|&(u, k)| self.op_time(u, &[(k, l1.clone())], None))
+                    .sum::<u64>();
+            after < before
+        };
+        if users_ok() && pays() && self.window_fits(p + 1, end, bytes, &skip).is_ok() {
             let plan = self.plan_mut(x);
             plan.layout = Some(l1.clone());
             plan.reason = "reshape output kept in L1 interleaved for its consumers".into();
@@ -1222,20 +1325,25 @@ impl Merger<'_> {
             return;
         }
         let Some(sharded) = self.plan(last).layout.clone() else { return };
-        let Some(shape) = self.shape(last) else { return };
+        if self.shape(last).is_none() {
+            return;
+        }
         let users: Vec<(u32, usize)> =
             t.users.iter().map(|u| (u.user, u.operand as usize)).collect();
         let end = self.last_use_pos(last);
         let fork_pos = self.pos[last as usize];
-        let l1i = TtnnLayout::l1_interleaved(
-            &shape,
-            sharded.data_type().unwrap_or(DataType::BF16),
-            sharded.page_layout(),
-            self.target.worker_grid(),
-        );
-        for (layout, spill) in
-            [(sharded.clone(), SpillLocation::None), (l1i, SpillLocation::L1Interleaved)]
-        {
+        for spill in [SpillLocation::None, SpillLocation::L1Interleaved] {
+            // The L1-interleaved layout is built only when the sharded output did not stay.
+            let layout = match (spill, self.shape(last)) {
+                (SpillLocation::None, _) => sharded.clone(),
+                (_, Some(shape)) => TtnnLayout::l1_interleaved(
+                    shape,
+                    sharded.data_type().unwrap_or(DataType::BF16),
+                    sharded.page_layout(),
+                    self.target.worker_grid(),
+                ),
+                (_, None) => break,
+            };
             let mut keep_activation = Vec::new();
             let users_ok = users.iter().all(|&(u, k)| {
                 let sig = &self.sig(u);
@@ -1261,24 +1369,27 @@ impl Merger<'_> {
                 false
             });
             let skip: Vec<u32> = users.iter().map(|(u, _)| *u).collect();
+            // In order, each check only if the ones before it pass.
             let copy_fits =
-                spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
-            let pays = self.dram_spill(last).is_some_and(|dram| {
-                let before = self.copy_time(last, &dram)
-                    + users
-                        .iter()
-                        .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
-                        .sum::<u64>();
-                let after = self.copy_time(last, &layout)
-                    + users
-                        .iter()
-                        .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
-                        .sum::<u64>();
-                Self::pays_off(before, after).is_ok()
-            });
+                || spill == SpillLocation::None || self.spill_fits(last, &layout, 0).is_ok();
+            let pays = || {
+                self.dram_spill(last).is_some_and(|dram| {
+                    let before = self.copy_time(last, &dram)
+                        + users
+                            .iter()
+                            .map(|&(u, k)| self.op_time(u, &[(k, dram.clone())], None))
+                            .sum::<u64>();
+                    let after = self.copy_time(last, &layout)
+                        + users
+                            .iter()
+                            .map(|&(u, k)| self.op_time(u, &[(k, layout.clone())], None))
+                            .sum::<u64>();
+                    after < before
+                })
+            };
             if users_ok
-                && copy_fits
-                && pays
+                && copy_fits()
+                && pays()
                 && self.window_fits(fork_pos + 1, end, layout.l1_bytes_per_core(), &skip).is_ok()
             {
                 let reason = if spill == SpillLocation::None {

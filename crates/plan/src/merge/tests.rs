@@ -228,7 +228,6 @@ fn check(text: &str, chains: &[&[u32]], cuts: &[u32], carry: Carry, expect: Expe
     for k in 0..layout.len() as u32 {
         let (slice, next) = walk_chunk(&ChunkInputs {
             src: &src,
-            n_ops: n as usize,
             k,
             merging: true,
             l1_interleaved_fallback: false,

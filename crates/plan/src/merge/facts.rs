@@ -1,0 +1,166 @@
+//! What a walk reads of each op again and again, looked up once per walk: the op's
+//! signature, the producers of its operands and its shape; and the op-model query and cost
+//! arguments its validations fill in place.
+//!
+//! A walk validates about two op-model queries and costs one op per op of its chunk. Each
+//! of them read the signature (a group memo), resolved every operand by name and built its
+//! query from fresh vectors; none of that changes while the walk runs, and one query is
+//! built at a time.
+
+use std::{cell::OnceCell, sync::Arc};
+
+use ir::ValueRef;
+use opmodel::{OpConfig, OpKind, OpQuery, OutputHint, TensorDesc};
+use smallvec::SmallVec;
+use ttnn_types::{DataType, PageLayout, TensorType, TtnnLayout};
+
+use crate::{chunks::ChunkLayout, merge::WalkSource};
+
+/// A value per op, filled on first use and kept for the walk, in one slab per chunk: a walk
+/// reads few ops outside its chunk, so it allocates for the chunks it reads rather than for
+/// every op of the function.
+pub(super) struct PerOp<T> {
+    chunks: Vec<OnceCell<Box<[OnceCell<T>]>>>,
+}
+
+impl<T> PerOp<T> {
+    pub(super) fn new(layout: &ChunkLayout) -> PerOp<T> {
+        PerOp { chunks: (0..layout.len()).map(|_| OnceCell::new()).collect() }
+    }
+
+    /// Op `i`'s value, made by `init` on first use; `None` for an op past the body.
+    pub(super) fn get_or_init(
+        &self,
+        layout: &ChunkLayout,
+        i: u32,
+        init: impl FnOnce() -> T,
+    ) -> Option<&T> {
+        let (k, at) = layout.locate(i)?;
+        let slab = self
+            .chunks
+            .get(k as usize)?
+            .get_or_init(|| (0..layout.range(k as usize).len()).map(|_| OnceCell::new()).collect());
+        Some(slab.get(at)?.get_or_init(init))
+    }
+}
+
+/// Where an operand's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Producer {
+    /// A result of the op with this body index.
+    Op(u32),
+    /// The function's argument with this index.
+    Arg(u32),
+    /// Undefined, or defined where the body does not track it.
+    Unknown,
+}
+
+/// What a walk reads of op `i` that does not change while it runs.
+#[derive(Default)]
+pub(super) struct OpFacts<'a> {
+    /// The body's op (reading it anew goes through its group's memo).
+    pub(super) op: Option<&'a ir::OpData>,
+    pub(super) sig: Option<Arc<layout::OpSignature>>,
+    /// The producer of each operand of the body's op.
+    pub(super) operands: SmallVec<[Producer; 4]>,
+    /// The static shape of the body op's first result.
+    pub(super) shape: Option<SmallVec<[u64; 4]>>,
+}
+
+impl<'a> OpFacts<'a> {
+    pub(super) fn new(src: &'a dyn WalkSource, i: u32) -> OpFacts<'a> {
+        let Some(op) = src.op(i) else { return OpFacts { sig: src.sig(i), ..OpFacts::default() } };
+        let operands = op
+            .operands
+            .iter()
+            .map(|&v| match v {
+                ValueRef::Result { .. } => {
+                    src.result_of(v).map_or(Producer::Unknown, |(op, _)| Producer::Op(op))
+                }
+                ValueRef::Arg(a) => Producer::Arg(a),
+                ValueRef::Unknown => Producer::Unknown,
+            })
+            .collect();
+        let shape = op
+            .results
+            .first()
+            .and_then(|t| t.as_tensor()?.shape.iter().copied().collect::<Option<_>>());
+        OpFacts { op: Some(op), sig: src.sig(i), operands, shape }
+    }
+
+    /// The op producing operand `k`, if an op does.
+    pub(super) fn producer(&self, k: usize) -> Option<u32> {
+        match self.operands.get(k)? {
+            Producer::Op(op) => Some(*op),
+            Producer::Arg(_) | Producer::Unknown => None,
+        }
+    }
+}
+
+/// `t`'s static shape into `out` (left empty when a dim is dynamic), reusing its buffer.
+pub(super) fn static_shape_into(t: &TensorType, out: &mut Vec<u64>) {
+    out.clear();
+    for d in &t.shape {
+        let Some(d) = d else {
+            out.clear();
+            return;
+        };
+        out.push(*d);
+    }
+}
+
+/// The op-model query a validation fills in, and the arguments an op's cost is asked with:
+/// kept across the walk's validations so that their vectors are reused.
+pub(super) struct Scratch {
+    pub(super) query: OpQuery,
+    /// Descriptors the query's inputs had beyond what the last query needed, kept for their
+    /// shapes' buffers.
+    pub(super) spare: Vec<TensorDesc>,
+    /// An op's cost's operands: the first few, as many as the op has with a layout.
+    pub(super) cost_inputs: Vec<TensorDesc>,
+    pub(super) cost_output: TensorDesc,
+}
+
+impl Scratch {
+    pub(super) fn new() -> Scratch {
+        let placeholder = TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile);
+        Scratch {
+            query: OpQuery {
+                kind: OpKind::ToMemoryConfig,
+                inputs: Vec::new(),
+                output_shape: Vec::new(),
+                output_dtype: DataType::BF16,
+                output: OutputHint::Null,
+                config: OpConfig::None,
+                l1_in_use: 0,
+            },
+            spare: Vec::new(),
+            cost_inputs: Vec::new(),
+            cost_output: TensorDesc { shape: Vec::new(), layout: placeholder },
+        }
+    }
+
+    /// Gives the query `n` inputs, each to be filled in.
+    pub(super) fn query_inputs(&mut self, n: usize) {
+        let inputs = &mut self.query.inputs;
+        while inputs.len() > n {
+            self.spare.extend(inputs.pop());
+        }
+        while inputs.len() < n {
+            let desc = self.spare.pop().unwrap_or_else(|| TensorDesc {
+                shape: Vec::new(),
+                layout: self.cost_output.layout.clone(),
+            });
+            inputs.push(desc);
+        }
+    }
+
+    /// The cost's operand `at`, to be filled in.
+    pub(super) fn cost_input(&mut self, at: usize) -> &mut TensorDesc {
+        while self.cost_inputs.len() <= at {
+            let layout = self.cost_output.layout.clone();
+            self.cost_inputs.push(TensorDesc { shape: Vec::new(), layout });
+        }
+        &mut self.cost_inputs[at]
+    }
+}
