@@ -27,6 +27,7 @@ mod tests {
         ("plan::base_chunk", "plan chunks are cut along the schedule"),
         ("plan::base_carry", "plan chunks are cut along the schedule"),
         ("plan::base_slice", "plan chunks are cut along the schedule"),
+        ("plan::chunk_overridden", "plan chunks are cut along the schedule"),
         ("plan::overridden_chunk", "plan chunks (and a run's first) cut along the schedule"),
         ("plan::overridden_carry", "plan chunks (and a run's first) cut along the schedule"),
         ("plan::chunk_incoming", "plan chunks are cut along the schedule"),

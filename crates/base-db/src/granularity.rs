@@ -2,8 +2,8 @@
 //!
 //! Every memo that covers part of a function covers a group (per-group layouts, chains,
 //! verdicts, plans, signatures: `ir::func_groups`) or a segment of [`SEGMENT_GROUPS`] groups
-//! (the problems as written, the chain blocks, the plan's chunks by default). Changing
-//! [`GROUP_OPS`] scales them all together.
+//! (the problems as written, the chain blocks), and the plan's chunks span
+//! [`PLAN_CHUNK_GROUPS`] groups by default. Changing [`GROUP_OPS`] scales them all together.
 
 /// About how many ops a group holds: the one granularity of per-group memos, and what an
 /// edit to one op re-derives around it.
@@ -19,6 +19,18 @@ pub const MAX_GROUP_OPS: usize = 4 * GROUP_OPS;
 /// re-checked some 1,000 ops as written, more than all the verifying it saved on 10k ops.
 pub const SEGMENT_GROUPS: usize = 8;
 
-/// About how many ops a segment holds: the span of the per-segment memos, of a chain block
-/// (`plan::chain_block`) and, by default, of a plan chunk (`Options::plan_chunk_ops`).
+/// About how many ops a segment holds: the span of the per-segment memos and of a chain
+/// block (`plan::chain_block`).
 pub const SEGMENT_OPS: usize = SEGMENT_GROUPS * GROUP_OPS;
+
+/// About how many groups a plan chunk spans by default (`Options::plan_chunk_ops`): what one
+/// override re-walks. The plan with overrides is the plan without them walked again only in
+/// the chunks the overrides reach (`plan::override_reach`), so after an override salsa
+/// re-checks those chunks and no other, and a smaller chunk is a shorter walk; a chunk much
+/// smaller than a merge window (a fork's users, a reshape's) makes walks read more across
+/// cuts. On the 10k-op generated graphs, one override's cost at 2 groups was 1.7-1.8 ms
+/// against 3.7-4.8 ms at 8 (`override_rounds`, same run).
+pub const PLAN_CHUNK_GROUPS: usize = 2;
+
+/// About how many ops a plan chunk spans by default.
+pub const PLAN_CHUNK_OPS: usize = PLAN_CHUNK_GROUPS * GROUP_OPS;

@@ -179,7 +179,7 @@ pub struct Options {
     /// tt-mlir's `L1InterleavedFallbackAnalysis`; off by default, as in tt-mlir).
     pub l1_interleaved_fallback: bool,
     /// Scheduled ops per chunk of the plan (see `plan::chunk_layout`): how much an override
-    /// re-derives; [`granularity::SEGMENT_OPS`] unless set. Not a tt-mlir option; tests set
+    /// re-derives; [`granularity::PLAN_CHUNK_OPS`] unless set. Not a tt-mlir option; tests set
     /// it small to cover chunk boundaries.
     pub plan_chunk_ops: u32,
 }
@@ -194,7 +194,7 @@ impl Options {
             row_major_enabled: false,
             memory_layout_analysis: true,
             l1_interleaved_fallback: false,
-            plan_chunk_ops: granularity::SEGMENT_OPS as u32,
+            plan_chunk_ops: granularity::PLAN_CHUNK_OPS as u32,
         }
     }
 }

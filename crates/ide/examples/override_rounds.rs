@@ -7,7 +7,7 @@
 //! `set_override` to the cost, and (with `QUERIES=1`, which
 //! slows every step) the queries executed per set-and-cost step, averaged over the steps;
 //! with `VALIDATED=1` as well, the memos salsa re-validated without running them.
-//! `CHUNK_OPS=N` sets the option `plan_chunk_ops`.
+//! `CHUNK_OPS=N` sets the option `plan_chunk_ops`; `OPS=N` overrides N ops (default 20).
 //!
 //! ```text
 //! cargo run --release -p ide --example override_rounds -- FILE [ROUNDS]
@@ -57,7 +57,7 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
     let mut movable: Vec<(String, String)> = Vec::new();
     {
         let analysis = host.analysis();
-        let step = (report.ops.len() / 80).max(1);
+        let step = (report.ops.len() / 400).max(1);
         for d in report.ops.iter().step_by(step) {
             let Some(l) = analysis.op_layouts(file, &d.op).map_err(|_| "cancelled")? else {
                 continue;
@@ -71,8 +71,9 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
             }
         }
     }
-    let pick: Vec<_> = (0..movable.len().min(20))
-        .map(|i| &movable[i * movable.len() / movable.len().min(20)])
+    let n = std::env::var("OPS").ok().and_then(|n| n.parse().ok()).unwrap_or(20usize);
+    let pick: Vec<_> = (0..movable.len().min(n))
+        .map(|i| &movable[i * movable.len() / movable.len().min(n)])
         .collect();
     let _ = host.take_executed_queries();
     host.set_validation_log(validated);

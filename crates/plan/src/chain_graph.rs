@@ -527,7 +527,10 @@ impl<'a> ChainBlocks<'a> {
     pub(crate) fn at(&self, pos: usize) -> Option<(BlockChain<'_>, usize)> {
         let mut j = pos / BLOCK;
         loop {
-            let found = self.block(j).iter().rev().find(|(members, _)| self.start(members) <= pos);
+            // A block's chains are in schedule order of their first ops.
+            let block = self.block(j);
+            let after = block.partition_point(|(members, _)| self.start(members) <= pos);
+            let found = after.checked_sub(1).and_then(|c| block.get(c));
             if let Some((members, id)) = found {
                 let at = pos - self.start(members);
                 return (at < members.len()).then_some(((members.as_slice(), *id), at));

@@ -30,8 +30,10 @@ use crate::{
 
 /// At most about this many chunks per function: chunk `k` reads the carry of chunk `k - 1`,
 /// so re-validating the last chunk recurses through all of them, and the stack (2 MiB on a
-/// server worker thread) bounds how deep that may go.
-const MAX_CHUNKS: usize = 64;
+/// test thread, 8 MiB on a language server worker) bounds how deep that may go. Asking for
+/// the last chunk's plan after an edit at the first, 1,000 chunks needed 1-2 MiB in a
+/// release build; 256 chunks fit in 1 MiB in a debug build.
+const MAX_CHUNKS: usize = 256;
 
 /// How a function's ops split into chunks.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -378,7 +380,9 @@ fn walk(
         reads,
         sigs: crate::planning::Signatures::new(db, func),
         body: &body,
+        layout: &layout,
         read: std::cell::RefCell::new(WalkReads::default()),
+        reads_of: std::cell::RefCell::default(),
     };
     let (slice, carry) = walk_chunk(&ChunkInputs {
         src: &src,
@@ -429,13 +433,40 @@ struct DbWalkSource<'a> {
     reads: Reads,
     sigs: crate::planning::Signatures,
     body: &'a ir::BodyView<'a>,
+    layout: &'a ChunkLayout,
     /// What the walk read so far.
     read: std::cell::RefCell<WalkReads>,
+    /// Per chunk read, what to read of it (see [`DbWalkSource::reads_of`]).
+    reads_of: std::cell::RefCell<rustc_hash::FxHashMap<u32, Reads>>,
 }
 
 impl DbWalkSource<'_> {
     fn note(&self, list: impl FnOnce(&mut WalkReads) -> &mut Vec<u32>, x: u32) {
         list(&mut self.read.borrow_mut()).push(x);
+    }
+
+    /// What a walk with overrides reads of chunk `k`: the plan without overrides where the
+    /// overrides change nothing of the chunk's parts, chains and legality
+    /// ([`crate::chunk_overridden`]), the same values from memos that are valid already.
+    fn reads_of(&self, k: u32) -> Reads {
+        if self.reads == Reads::Base {
+            return Reads::Base;
+        }
+        *self.reads_of.borrow_mut().entry(k).or_insert_with(|| {
+            if crate::reach::chunk_overridden(self.db, self.func, k) {
+                Reads::Overrides
+            } else {
+                Reads::Base
+            }
+        })
+    }
+
+    /// [`DbWalkSource::reads_of`] the chunk holding op `i`.
+    fn reads_at(&self, i: u32) -> Reads {
+        match self.layout.locate(i) {
+            Some((k, _)) => self.reads_of(k),
+            None => self.reads,
+        }
     }
 }
 
@@ -458,21 +489,21 @@ impl WalkSource for DbWalkSource<'_> {
 
     fn base(&self, k: u32) -> Arc<PartsChunk> {
         self.note(|r| &mut r.chunks, k);
-        base_parts(self.db, self.func, self.merging, k, self.reads)
+        base_parts(self.db, self.func, self.merging, k, self.reads_of(k))
     }
 
     fn foreign_plan(&self, i: u32) -> Option<Arc<OpPlan>> {
         self.note(|r| &mut r.plans, i);
-        foreign_op_plan(self.db, self.func, self.merging, i, self.reads)
+        foreign_op_plan(self.db, self.func, self.merging, i, self.reads_at(i))
     }
 
     fn foreign_chain(&self, last: u32) -> Option<Arc<ForeignChain>> {
         self.note(|r| &mut r.chains, last);
-        foreign_chain(self.db, self.func, self.merging, last, self.reads)
+        foreign_chain(self.db, self.func, self.merging, last, self.reads_at(last))
     }
 
     fn chunk_chains(&self, k: u32) -> Arc<ChunkChains> {
-        chunk_chains(self.db, self.func, k, self.reads)
+        chunk_chains(self.db, self.func, k, self.reads_of(k))
     }
 
     fn chain_read(&self, i: u32) {
@@ -483,7 +514,7 @@ impl WalkSource for DbWalkSource<'_> {
         self.note(|r| &mut r.legal, i);
         let key = self.body.ops.get(i as usize)?.key.clone();
         let op = ir::OpId::new(self.db, self.func, key);
-        Some(crate::problem::legal_layouts(self.db, op, self.reads))
+        Some(crate::problem::legal_layouts(self.db, op, self.reads_at(i)))
     }
 }
 

@@ -65,7 +65,7 @@ pub use crate::{
         OpPlan, PartsChunk, Plan, SpillLocation, plan, plan_for, plan_parts_chunk,
     },
     problem::{ChainCost, Reads, SingleChains, overridden_solve_chain, solve_single_chains},
-    reach::{Reach, base_readers, overridden_chunks, override_reach},
+    reach::{Reach, base_readers, chunk_overridden, overridden_chunks, override_reach},
     scheduling::{
         OpFlow, Schedule, TopoOp, Topology, Use, flow_block, flow_of_group, func_topology, schedule,
     },

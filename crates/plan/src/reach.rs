@@ -46,10 +46,11 @@ impl Reach {
     }
 }
 
-/// The chunks whose parts the overrides may change, sorted: the chunk of each op with
-/// overrides, and of each op reading one (a chain whose op reads an overridden producer
-/// reads the overrides too). Reads the override slots of every group (inputs) and the
-/// overrides of the groups whose slots hold some.
+/// The chunks whose parts or chains the overrides may change, sorted: the chunk of each op
+/// with overrides, of each op reading one (a chain whose op reads an overridden producer
+/// reads the overrides too), and of each op it reads (a chain's concat preference reads its
+/// users' chainability). Reads the override slots of every group (inputs) and the overrides
+/// of the groups whose slots hold some.
 #[salsa::tracked(returns(clone))]
 pub fn overridden_chunks(db: &dyn Db, func: FuncId) -> Arc<[u32]> {
     let slots = layout::func_slots(db, func);
@@ -73,7 +74,9 @@ pub fn overridden_chunks(db: &dyn Db, func: FuncId) -> Arc<[u32]> {
             }
             let i = first + at;
             let users = topo.ops.get(i).map(|o| o.users.as_slice()).unwrap_or_default();
-            for op in std::iter::once(i as u32).chain(users.iter().map(|u| u.user)) {
+            let deps = topo.ops.get(i).map(|o| o.deps.as_slice()).unwrap_or_default();
+            let near = users.iter().map(|u| u.user).chain(deps.iter().copied());
+            for op in std::iter::once(i as u32).chain(near) {
                 if let Some((k, _)) = layout.locate(op) {
                     out.insert(k);
                 }
@@ -81,6 +84,13 @@ pub fn overridden_chunks(db: &dyn Db, func: FuncId) -> Arc<[u32]> {
         }
     }
     out.into_iter().collect()
+}
+
+/// Whether the overrides may change chunk `k`'s parts or chains ([`overridden_chunks`]): a
+/// firewall per chunk, so that a walk that read chunk `k` re-runs only when that changes.
+#[salsa::tracked(returns(copy))]
+pub fn chunk_overridden(db: &dyn Db, func: FuncId, k: u32) -> bool {
+    overridden_chunks(db, func).binary_search(&k).is_ok()
 }
 
 /// Per chunk, the chunks whose walk without overrides read its parts, chains or ops'

@@ -190,8 +190,11 @@ pub(crate) fn run(connection: Connection, options: ServerOptions) -> anyhow::Res
     let (job_tx, job_rx) = unbounded::<Box<dyn FnOnce() + Send>>();
     for i in 0..options.workers.max(1) {
         let rx = job_rx.clone();
+        // Queries recurse through the plan's chunks when they re-validate them (see
+        // `plan::chunks`): more stack than a thread's default 2 MiB, for headroom.
         thread::Builder::new()
             .name(format!("lsp-worker-{i}"))
+            .stack_size(8 << 20)
             .spawn(move || {
                 for job in rx {
                     job();
