@@ -2,7 +2,7 @@
 //!
 //! Every memo that covers part of a function covers a group (per-group layouts, chains,
 //! verdicts, plans, signatures: `ir::func_groups`) or a segment of [`SEGMENT_GROUPS`] groups
-//! (the problems as written, the chain blocks), and the plan's chunks span
+//! (the problems as written), and the plan's chunks and chain blocks span
 //! [`PLAN_CHUNK_GROUPS`] groups by default. Changing [`GROUP_OPS`] scales them all together.
 
 /// About how many ops a group holds: the one granularity of per-group memos, and what an
@@ -19,8 +19,7 @@ pub const MAX_GROUP_OPS: usize = 4 * GROUP_OPS;
 /// re-checked some 1,000 ops as written, more than all the verifying it saved on 10k ops.
 pub const SEGMENT_GROUPS: usize = 8;
 
-/// About how many ops a segment holds: the span of the per-segment memos and of a chain
-/// block (`plan::chain_block`).
+/// About how many ops a segment holds: the span of the per-segment memos.
 pub const SEGMENT_OPS: usize = SEGMENT_GROUPS * GROUP_OPS;
 
 /// About how many groups a plan chunk spans by default (`Options::plan_chunk_ops`): what one
@@ -32,5 +31,6 @@ pub const SEGMENT_OPS: usize = SEGMENT_GROUPS * GROUP_OPS;
 /// against 3.7-4.8 ms at 8 (`override_rounds`, same run).
 pub const PLAN_CHUNK_GROUPS: usize = 2;
 
-/// About how many ops a plan chunk spans by default.
+/// About how many ops a plan chunk spans by default, and a block of chains
+/// (`plan::chain_block`) always.
 pub const PLAN_CHUNK_OPS: usize = PLAN_CHUNK_GROUPS * GROUP_OPS;

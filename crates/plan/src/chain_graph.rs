@@ -156,9 +156,10 @@ impl GroupOp<'_> {
     }
 }
 
-/// Schedule positions per block of [`chain_block`]: a segment's worth of groups, since a
-/// block walks the chains that start in it.
-const BLOCK: usize = ir::SEGMENT_OPS;
+/// Schedule positions per block of [`chain_block`]: a plan chunk's worth, since an override
+/// builds the chains with overrides of the block holding its op for its chunk (a segment's
+/// 256 positions took an eighth of a first override's time on the 10k-op graphs).
+const BLOCK: usize = base_db::granularity::PLAN_CHUNK_OPS;
 
 /// [`op_chainable`] for the ops of the group of a function that starts with the op keyed
 /// `start` (`ir::func_group_at`).
