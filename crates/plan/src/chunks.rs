@@ -578,8 +578,8 @@ pub fn chunk_incoming(
     Arc::new(out)
 }
 
-/// Op `op`'s plan in its chunk's base (`merge_base_chunk` when `merging`, else
-/// `plan_parts_chunk`), for a walk of another chunk that reads it.
+/// Op `op`'s plan in its chunk's base ([`base_parts`]: with `reads` overrides or without
+/// any), for a walk of another chunk that reads it.
 ///
 /// A firewall per op read across chunks: a walk whose merge windows reach into the next
 /// chunk read that chunk's whole base memo, so an override anywhere in it re-walked the

@@ -70,11 +70,7 @@ pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
     for &(k, _) in &reach.chunks {
         let before = chunk_cost(db, func, policy, k, Reads::Base);
         let after = chunk_cost(db, func, policy, k, Reads::Overrides);
-        for (&i, &ns) in chunk_ops(db, func, k).iter().zip(&after.per_op) {
-            if let Some(slot) = out.per_op.get_mut(i as usize) {
-                *slot = ns;
-            }
-        }
+        place_per_op(&mut out.per_op, &chunk_ops(db, func, k), &after.per_op);
         let swap = |total: u64, from: u64, to: u64| total.saturating_sub(from).saturating_add(to);
         out.op_ns = swap(out.op_ns, before.op_ns, after.op_ns);
         out.reshard_ns = swap(out.reshard_ns, before.reshard_ns, after.reshard_ns);
@@ -93,6 +89,15 @@ pub fn base_plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost
     summed_cost(db, func, policy, Reads::Base)
 }
 
+/// Writes a chunk's per-op times (parallel to its ops, body indices) into the function's.
+fn place_per_op(per_op: &mut [u64], ops: &[u32], times: &[u64]) {
+    for (&i, &ns) in ops.iter().zip(times) {
+        if let Some(slot) = per_op.get_mut(i as usize) {
+            *slot = ns;
+        }
+    }
+}
+
 /// The sum of a function's chunks' costs, with or without overrides (`reads`).
 fn summed_cost(db: &dyn Db, func: FuncId, policy: Policy, reads: Reads) -> Arc<PlanCost> {
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
@@ -102,11 +107,7 @@ fn summed_cost(db: &dyn Db, func: FuncId, policy: Policy, reads: Reads) -> Arc<P
     let mut out = PlanCost { per_op: vec![0; frame.n_ops], ..PlanCost::default() };
     for k in 0..n_chunks {
         let c = chunk_cost(db, func, policy, k, reads);
-        for (&i, &ns) in chunk_ops(db, func, k).iter().zip(&c.per_op) {
-            if let Some(slot) = out.per_op.get_mut(i as usize) {
-                *slot = ns;
-            }
-        }
+        place_per_op(&mut out.per_op, &chunk_ops(db, func, k), &c.per_op);
         out.op_ns = out.op_ns.saturating_add(c.op_ns);
         out.reshard_ns = out.reshard_ns.saturating_add(c.reshard_ns);
         out.spill_ns = out.spill_ns.saturating_add(c.spill_ns);

@@ -140,7 +140,7 @@ pub(crate) trait WalkSource {
     fn arg(&self, a: u32) -> Option<&ir::Ty>;
     /// Op `i`'s signature.
     fn sig(&self, i: u32) -> Option<Arc<layout::OpSignature>>;
-    /// Chunk `k`'s base plan: `merge_base_chunk` when merging, else `plan_parts_chunk`.
+    /// Chunk `k`'s base plan: `merge_base_chunk` when merging, else its parts.
     fn base(&self, k: u32) -> Arc<PartsChunk>;
     /// Op `i`'s plan in its own chunk's base, read from a walk of another chunk.
     fn foreign_plan(&self, i: u32) -> Option<Arc<OpPlan>>;

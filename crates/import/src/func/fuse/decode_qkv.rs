@@ -397,36 +397,8 @@ impl FuncOut {
         if u.count.get(mm.operands.get(1)?).copied() != Some(1) || concat.operands.len() < 3 {
             return None;
         }
-        // Roles: where each chain goes, else the head counts.
-        let traced: Option<Vec<Role>> =
-            heads.iter().map(|h| self.qkv_role(h.reshape_result)).collect();
-        let roles = match traced {
-            Some(r)
-                if r.contains(&Role::Query)
-                    && r.contains(&Role::Key)
-                    && r.contains(&Role::Value) =>
-            {
-                r
-            }
-            _ => {
-                let hs: Vec<u64> = heads.iter().map(|h| h.shape[1]).collect();
-                let q = (0..3).fold(0, |q, k| if hs[k] > hs[q] { k } else { q });
-                let kv: Vec<usize> = (0..3).filter(|k| *k != q).collect();
-                if hs[kv[0]] != hs[kv[1]] || heads[kv[0]].shape[3] != heads[kv[1]].shape[3] {
-                    return None;
-                }
-                let mut r = vec![Role::Key; 3];
-                r[q] = Role::Query;
-                r[kv[1]] = Role::Value;
-                r
-            }
-        };
-        let pos = |role: Role| roles.iter().position(|r| *r == role);
-        let order = [pos(Role::Query)?, pos(Role::Key)?, pos(Role::Value)?];
-        let [q, k, v] = order.map(|o| heads[o].shape);
-        if q[3] != k[3] || k[3] != v[3] || k[1] != v[1] {
-            return None;
-        }
+        let order = self.qkv_order(&heads)?;
+        let [q, k, _] = order.map(|o| heads[o].shape);
         // tt-metal's validate (tt-mlir asks its op model).
         let dtype_ok = matches!(out_t.dtype, DataType::BF16 | DataType::F32);
         let users = q[0];
@@ -449,6 +421,45 @@ impl FuncOut {
         let mut slots: Vec<Option<Head>> = heads.into_iter().map(Some).collect();
         let [Some(hq), Some(hk), Some(hv)] = order.map(|o| slots[o].take()) else { return None };
         Some(CreateHeads { matmul_at: i, heads: [hq, hk, hv], order })
+    }
+
+    /// The order of three head chains as Q, K and V: where each chain goes (`qkv_role`), else
+    /// by head counts (the query has the most heads, key and value the same), with the
+    /// shapes a split into heads needs (one head size, as many key as value heads).
+    pub(super) fn qkv_order(&self, heads: &[Head]) -> Option<[usize; 3]> {
+        let traced: Option<Vec<Role>> =
+            heads.iter().map(|h| self.qkv_role(h.reshape_result)).collect();
+        let roles = match traced {
+            Some(r)
+                if r.contains(&Role::Query)
+                    && r.contains(&Role::Key)
+                    && r.contains(&Role::Value) =>
+            {
+                r
+            }
+            _ => {
+                let hs: Vec<u64> = heads.iter().map(|h| h.shape[1]).collect();
+                if hs.len() != 3 {
+                    return None;
+                }
+                let q = (0..3).fold(0, |q, k| if hs[k] > hs[q] { k } else { q });
+                let kv: Vec<usize> = (0..3).filter(|k| *k != q).collect();
+                if hs[kv[0]] != hs[kv[1]] || heads[kv[0]].shape[3] != heads[kv[1]].shape[3] {
+                    return None;
+                }
+                let mut r = vec![Role::Key; 3];
+                r[q] = Role::Query;
+                r[kv[1]] = Role::Value;
+                r
+            }
+        };
+        let pos = |role: Role| roles.iter().position(|r| *r == role);
+        let order = [pos(Role::Query)?, pos(Role::Key)?, pos(Role::Value)?];
+        let [q, k, v] = order.map(|o| heads[o].shape);
+        if q[3] != k[3] || k[3] != v[3] || k[1] != v[1] {
+            return None;
+        }
+        Some(order)
     }
 
     /// The attention operand a chain reaches, walking forward through every op (and from a

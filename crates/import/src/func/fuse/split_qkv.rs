@@ -33,7 +33,7 @@
 use ttnn_types::DataType;
 
 use super::Uses;
-use super::decode_qkv::{Head as Chain, Role, int_list, one, parse_perm, tile_the_width};
+use super::decode_qkv::{Head as Chain, int_list, one, parse_perm, tile_the_width};
 use crate::func::{FuncOut, OutOp, ValueId};
 
 /// A matched prefill head split.
@@ -135,36 +135,8 @@ impl FuncOut {
         }
         let weight = *mm.operands.get(1)?;
         self.def(weight, "ttnn.concat", u)?;
-        // Roles: where each chain goes, else the head counts.
-        let traced: Option<Vec<Role>> =
-            chains.iter().map(|c| self.qkv_role(c.reshape_result)).collect();
-        let roles = match traced {
-            Some(r)
-                if r.contains(&Role::Query)
-                    && r.contains(&Role::Key)
-                    && r.contains(&Role::Value) =>
-            {
-                r
-            }
-            _ => {
-                let hs: Vec<u64> = chains.iter().map(|c| c.shape[1]).collect();
-                let q = (0..3).fold(0, |q, k| if hs[k] > hs[q] { k } else { q });
-                let kv: Vec<usize> = (0..3).filter(|k| *k != q).collect();
-                if hs[kv[0]] != hs[kv[1]] || chains[kv[0]].shape[3] != chains[kv[1]].shape[3] {
-                    return None;
-                }
-                let mut r = vec![Role::Key; 3];
-                r[q] = Role::Query;
-                r[kv[1]] = Role::Value;
-                r
-            }
-        };
-        let pos = |role: Role| roles.iter().position(|r| *r == role);
-        let order = [pos(Role::Query)?, pos(Role::Key)?, pos(Role::Value)?];
-        let [q, k, v] = order.map(|o| chains[o].shape);
-        if q[3] != k[3] || k[3] != v[3] || k[1] != v[1] {
-            return None;
-        }
+        let order = self.qkv_order(&chains)?;
+        let [q, _, _] = order.map(|o| chains[o].shape);
         // What tt-mlir's op-model validation and its head-size workaround leave fused.
         let dtype_ok = matches!(out_t.dtype, DataType::BF16 | DataType::BfpBF8 | DataType::F32);
         if !dtype_ok || q[3] % 32 != 0 {
