@@ -25,6 +25,7 @@
 //! solution.
 
 mod bitset;
+mod reshard_memo;
 mod solve;
 
 use std::sync::Arc;
@@ -32,7 +33,11 @@ use std::sync::Arc;
 use opmodel::{OpKind, TensorDesc};
 use ttnn_types::{DataType, TtnnLayout};
 
-pub use crate::{bitset::Bitset, solve::solve};
+pub use crate::{
+    bitset::Bitset,
+    reshard_memo::ReshardMemo,
+    solve::{solve, solve_with},
+};
 
 pub use opmodel::Candidate;
 

@@ -1,20 +1,35 @@
 //! The solving steps: first-op preprocessing, edge path sets, reshard insertion,
 //! propagation, core-usage maximization and picking.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 use opmodel::{OpConfig, OpConstraints, OpError, OpKind, OpModel, OpQuery, OutputHint, TensorDesc};
 use target::Target;
 use ttnn_types::{PageLayout, TensorMemoryLayout, TtnnLayout};
 
-use crate::{Bitset, ChainProblem, ChainSolution, Edge, Failure, Reshard};
+use crate::{
+    Bitset, ChainProblem, ChainSolution, Edge, Failure, Reshard,
+    reshard_memo::{Enabled, Key, ReshardMemo},
+};
 
 /// Solves one chain. Deterministic: the same problem always gives the same solution.
 pub fn solve(problem: &ChainProblem, model: &dyn OpModel, target: &Target) -> ChainSolution {
+    solve_with(problem, model, target, None)
+}
+
+/// [`solve`], with the configs each reshard enables read from and kept in `memo` (see
+/// [`ReshardMemo`]); the solution is the same with or without it.
+pub fn solve_with(
+    problem: &ChainProblem,
+    model: &dyn OpModel,
+    target: &Target,
+    memo: Option<&ReshardMemo>,
+) -> ChainSolution {
     let mut s = Solver {
         p: problem,
         model,
         target,
+        memo,
         bits: problem.ops.iter().map(|o| Bitset::full(o.candidates.len())).collect(),
         path_sets: Vec::new(),
         reshards: BTreeMap::new(),
@@ -61,7 +76,7 @@ struct PathSet {
 
 /// The reshard layouts recorded on one edge, per consumer config they enable.
 struct ReshardEntry {
-    enabled: BTreeMap<usize, Vec<TtnnLayout>>,
+    enabled: Arc<Enabled>,
     user: bool,
     reason: String,
 }
@@ -70,6 +85,7 @@ struct Solver<'a> {
     p: &'a ChainProblem,
     model: &'a dyn OpModel,
     target: &'a Target,
+    memo: Option<&'a ReshardMemo>,
     bits: Vec<Bitset>,
     path_sets: Vec<PathSet>,
     /// Keyed by (consumer op, operand).
@@ -355,6 +371,29 @@ impl Solver<'_> {
 
     /// Tries every sharded layout of the operand's type as a reshard target and records
     /// which consumer configs each enables. Returns an error if none does.
+    /// Per config of op `c`: the reshard layouts of its operand `operand` the op model
+    /// accepts it with. Depends on op `c` alone (see [`ReshardMemo`]).
+    fn enabled(&mut self, c: usize, operand: u32) -> Enabled {
+        let targets =
+            self.p.ops[c].reshard_targets.get(operand as usize).cloned().unwrap_or_default();
+        let tests = self.test_configs(c);
+        let mut enabled: Enabled = BTreeMap::new();
+        for target in targets.iter() {
+            let operands = self.with_operand(c, operand, target);
+            for t in &tests {
+                if let Ok(r) = self.validate(c, &operands, t)
+                    && let Some(j) = self.match_output(c, &r, t)
+                {
+                    let list = enabled.entry(j).or_default();
+                    if !list.contains(target) {
+                        list.push(target.clone());
+                    }
+                }
+            }
+        }
+        enabled
+    }
+
     fn insert_reshard(
         &mut self,
         c: usize,
@@ -378,23 +417,13 @@ impl Solver<'_> {
                 ),
             ));
         }
-        let targets =
-            self.p.ops[c].reshard_targets.get(operand as usize).cloned().unwrap_or_default();
-        let tests = self.test_configs(c);
-        let mut enabled: BTreeMap<usize, Vec<TtnnLayout>> = BTreeMap::new();
-        for target in targets.iter() {
-            let operands = self.with_operand(c, operand, target);
-            for t in &tests {
-                if let Ok(r) = self.validate(c, &operands, t)
-                    && let Some(j) = self.match_output(c, &r, t)
-                {
-                    let list = enabled.entry(j).or_default();
-                    if !list.contains(target) {
-                        list.push(target.clone());
-                    }
-                }
+        let enabled = match self.memo {
+            Some(memo) => {
+                let key = Key::new(&self.p.ops[c], operand);
+                memo.get_or_compute(self.target, key, || self.enabled(c, operand))
             }
-        }
+            None => Arc::new(self.enabled(c, operand)),
+        };
         if enabled.is_empty() {
             let name = &self.p.ops[c].name;
             return Err(fail(
