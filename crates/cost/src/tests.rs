@@ -1131,6 +1131,9 @@ fn the_validation_table_in_the_docs_is_current() {
                 include_str!("../../../test-data/models/bert_encoder_block.txt")
             }
             "resnet_hf" => include_str!("../../../test-data/models/resnet_hf.txt"),
+            "resnet_hf.weight_dtype_bfp_bf8.math_fidelity_lofi" => include_str!(
+                "../../../test-data/models/resnet_hf.weight_dtype_bfp_bf8.math_fidelity_lofi.txt"
+            ),
             _ => return None,
         };
         Some(text.to_owned())
