@@ -243,6 +243,7 @@ const IGNORED_OPTIONS: &[(&str, Option<&[&str]>)] = &[
 const UNSUPPORTED_OPTIONS: &[&str] = &[
     "optimization-level",
     "experimental-weight-dtype",
+    "compute-cfg-math-fidelity",
     "experimental-kv-cache-dtype",
     "mesh-shape",
     "mesh-topology",
@@ -263,6 +264,10 @@ fn unsupported_reason(name: &str, value: &str) -> String {
         "enable-greedy-optimizer" | "memory-layout-analysis-policy" => {
             "the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`".to_owned()
         }
+        // Both rewrite the graph before tt-mlir's optimizer runs, which the import does when
+        // it is asked to; an overrides text is read after the graph is made.
+        "experimental-weight-dtype" => "the import does it, with `--weight-dtype`".to_owned(),
+        "compute-cfg-math-fidelity" => "the import does it, with `--math-fidelity`".to_owned(),
         _ => format!("`{name}={value}` has no equivalent in this analysis"),
     }
 }
@@ -797,6 +802,17 @@ mod tests {
                 warning[unsupported-option] 22..42 "optimization-level=0": `optimization-level=0` changes tt-mlir's plan and is not supported here: only levels 1 (no memory-layout analysis) and 2 (with it) are modelled
                 warning[unsupported-option] 89..117 "enable-greedy-optimizer=true": `enable-greedy-optimizer=true` changes tt-mlir's plan and is not supported here: the policy is `df-sharding` or `df-sharding-merge`, chosen by `--policy`
                 warning[ignored-option] 142..158 "system-desc-path": `system-desc-path` is a tt-mlir pipeline option with no effect on this analysis
+            "#]],
+        );
+    }
+
+    #[test]
+    fn options_the_import_takes_point_to_its_flags() {
+        check(
+            "experimental-weight-dtype=bfp_bf8 compute-cfg-math-fidelity=lofi\n",
+            expect![[r#"
+                warning[unsupported-option] 0..33 "experimental-weight-dtype=bfp_bf8": `experimental-weight-dtype=bfp_bf8` changes tt-mlir's plan and is not supported here: the import does it, with `--weight-dtype`
+                warning[unsupported-option] 34..64 "compute-cfg-math-fidelity=lofi": `compute-cfg-math-fidelity=lofi` changes tt-mlir's plan and is not supported here: the import does it, with `--math-fidelity`
             "#]],
         );
     }

@@ -29,6 +29,11 @@ pub(crate) struct PipelineArgs {
     /// the weight's argument still wins). tt-xla's LLM benchmarks compile with `bfp_bf8`.
     #[arg(long, value_enum, value_name = "DTYPE")]
     weight_dtype: Option<WeightDtypeArg>,
+    /// tt-mlir's `compute-cfg-math-fidelity`: the math fidelity written into the compute
+    /// config of every op that has one (matmuls, linears, convolutions, reductions, norms,
+    /// softmax). Without it none is written and the cost model takes HiFi4, tt-mlir's default.
+    #[arg(long, value_enum, value_name = "FIDELITY")]
+    math_fidelity: Option<MathFidelityArg>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -39,12 +44,30 @@ enum WeightDtypeArg {
     BfpBf4,
 }
 
+#[derive(ValueEnum, Debug, Clone, Copy)]
+enum MathFidelityArg {
+    #[value(name = "lofi")]
+    LoFi,
+    #[value(name = "hifi2")]
+    HiFi2,
+    #[value(name = "hifi3")]
+    HiFi3,
+    #[value(name = "hifi4")]
+    HiFi4,
+}
+
 impl PipelineArgs {
     pub(crate) fn options(&self) -> import::ImportOptions {
         import::ImportOptions {
             weight_dtype: self.weight_dtype.map(|d| match d {
                 WeightDtypeArg::BfpBf8 => import::WeightDtype::BfpBf8,
                 WeightDtypeArg::BfpBf4 => import::WeightDtype::BfpBf4,
+            }),
+            math_fidelity: self.math_fidelity.map(|f| match f {
+                MathFidelityArg::LoFi => ttnn_types::MathFidelity::LoFi,
+                MathFidelityArg::HiFi2 => ttnn_types::MathFidelity::HiFi2,
+                MathFidelityArg::HiFi3 => ttnn_types::MathFidelity::HiFi3,
+                MathFidelityArg::HiFi4 => ttnn_types::MathFidelity::HiFi4,
             }),
         }
     }

@@ -144,6 +144,47 @@ fn weight_dtype_casts_unmarked_parameter_weights_as_tt_mlirs_option_does() {
 }
 
 #[test]
+fn math_fidelity_writes_the_compute_config_as_tt_mlirs_option_does_and_the_estimate_follows() {
+    let input = TempPath::with_text("fidelity.mlir", UNMARKED_WEIGHT);
+    let (code, plain, stderr) = run(&["import", input.path()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!plain.contains("compute_config"), "{plain}");
+    let (code, lofi, stderr) = run(&["import", input.path(), "--math-fidelity", "lofi"]);
+    assert_eq!(code, 0, "{stderr}");
+    let matmul = lofi.lines().find(|l| l.contains("\"ttnn.matmul\"")).unwrap_or_default();
+    assert!(
+        matmul
+            .contains("compute_config = #ttnn.device_compute_kernel_config<math_fidelity = lofi>"),
+        "{lofi}"
+    );
+    // `report --compare` imports with the same option: the as-written time of a
+    // compute-bound matmul falls with the fidelity passes.
+    let big = TempPath::with_text(
+        "big.mlir",
+        &UNMARKED_WEIGHT
+            .replace("32x64", "2048x2048")
+            .replace("64x96", "2048x2048")
+            .replace("32x96", "2048x2048"),
+    );
+    let as_written = |extra: &[&str]| {
+        let mut args = vec!["report", "--compare", "--no-timing", "--format", "json", big.path()];
+        args.extend_from_slice(extra);
+        let (code, out, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let line =
+            out.lines().find(|l| l.contains("\"as-written\"")).unwrap_or_default().to_owned();
+        let ns = line.split("\"time_ns\":").nth(1).and_then(|r| r.split(',').next()).unwrap_or("");
+        ns.parse::<u64>().unwrap_or_else(|_| panic!("no time_ns in {line}"))
+    };
+    let (hifi4, lofi) = (as_written(&[]), as_written(&["--math-fidelity", "lofi"]));
+    assert!(lofi < hifi4, "LoFi {lofi} ns is not below the HiFi4 default {hifi4} ns");
+    assert_eq!(as_written(&["--math-fidelity", "hifi4"]), hifi4);
+    let (code, _, stderr) = run(&["import", input.path(), "--math-fidelity", "hifi8"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("lofi") && stderr.contains("hifi4"), "{stderr}");
+}
+
+#[test]
 fn import_refuses_to_overwrite_its_input() {
     let input = TempPath::with_text("self.mlir", UNSUPPORTED);
     let (code, stdout, stderr) = run(&["import", input.path(), "-o", input.path()]);

@@ -924,6 +924,52 @@ fn a_3x3_conv_reads_its_activation_once_per_window_position_from_l1() {
 }
 
 #[test]
+fn a_conv_runs_at_the_fidelity_of_its_compute_config_and_reads_weights_in_its_weights_dtype() {
+    // What tt-mlir's `compute-cfg-math-fidelity=lofi` writes on a conv (its compute config)
+    // and what a conv config's `weights_dtype` asks of tt-metal's weight preparation: the same
+    // 3x3 conv as above at LoFi has a quarter of the fidelity passes (compute at LoFi's
+    // sustained share of peak, not HiFi4's: 47.9 to 17.4 µs) but stays bound by its memory
+    // traffic; with `bfp_bf8` weights it reads 1088 bytes per weight tile instead of 2048
+    // from DRAM, and moves the smaller tiles over the NoC and through L1 too.
+    let x = dram(&[1, 1, 392, 512]);
+    let y = dram(&[1, 1, 392, 512]);
+    let kind = conv(512, 512, 7, 3, 1);
+    let inputs = [x, dram(&[512, 512, 3, 3])];
+    let config = |f: Option<MathFidelity>, w: Option<DataType>| OpConfig::Conv2d {
+        conv: Box::new(ttnn_types::Conv2dConfig { weights_dtype: w, ..Default::default() }),
+        compute: f.map(|f| DeviceComputeKernelConfig {
+            math_fidelity: Some(f),
+            ..DeviceComputeKernelConfig::default()
+        }),
+        slice: None,
+    };
+    let model = n150();
+    let hifi4 = model.op_cost(&kind, &inputs, &y, &OpConfig::None);
+    assert_eq!(model.op_cost(&kind, &inputs, &y, &config(Some(MathFidelity::HiFi4), None)), hifi4);
+    let lofi = model.op_cost(&kind, &inputs, &y, &config(Some(MathFidelity::LoFi), None));
+    let bfp8 = model.op_cost(
+        &kind,
+        &inputs,
+        &y,
+        &config(Some(MathFidelity::LoFi), Some(DataType::BfpBF8)),
+    );
+    let weight_tiles = 16 * 9 * 16;
+    assert_eq!(hifi4.dram_bytes - bfp8.dram_bytes, weight_tiles * (2048 - 1088));
+    check(
+        &lofi,
+        expect![[r#"
+            52724 ns = dispatch 3000 + max(compute 17389, memory 49724 ~ dram 21025 + noc 17463 + l1 11237), dram-bound
+            1962934272 flops on 56 cores; bytes dram 5570560, noc 31293440, l1 40271872"#]],
+    );
+    check(
+        &bfp8,
+        expect![[r#"
+            32651 ns = dispatch 3000 + max(compute 17389, memory 29651 ~ dram 12677 + noc 10058 + l1 6917), dram-bound
+            1962934272 flops on 56 cores; bytes dram 3358720, noc 18022400, l1 24788992"#]],
+    );
+}
+
+#[test]
 fn a_conv_weight_and_bias_on_host_cost_what_the_prepared_device_copies_cost() {
     // tt-mlir leaves a conv's weight and bias on host, row-major; tt-metal's conv2d prepares
     // them and moves them to DRAM, and the kernel reads the prepared copies from there. For a
@@ -1085,6 +1131,9 @@ fn the_validation_table_in_the_docs_is_current() {
                 include_str!("../../../test-data/models/bert_encoder_block.txt")
             }
             "resnet_hf" => include_str!("../../../test-data/models/resnet_hf.txt"),
+            "resnet_hf.weight_dtype_bfp_bf8.math_fidelity_lofi" => include_str!(
+                "../../../test-data/models/resnet_hf.weight_dtype_bfp_bf8.math_fidelity_lofi.txt"
+            ),
             _ => return None,
         };
         Some(text.to_owned())

@@ -5,6 +5,7 @@
 //! dropped the way tt-mlir's canonicalizer drops them, and so that SSA numbers and location
 //! names are handed out only to the ops that survive.
 
+mod compute_config;
 mod fuse;
 
 use std::fmt::Write as _;

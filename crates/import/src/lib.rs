@@ -69,6 +69,11 @@ pub struct ImportOptions {
     /// (a `ttcore.weight_dtype` mark on the weight's argument still wins). tt-xla's LLM
     /// benchmarks and tt-mlir's model perf tests compile with `bfp_bf8`.
     pub weight_dtype: Option<WeightDtype>,
+    /// tt-mlir's `compute-cfg-math-fidelity`: every op with a compute kernel config (matmuls,
+    /// linears, convolutions, reductions, norms, softmax, ...) gets this fidelity in its
+    /// `compute_config`. Without it nothing is written, and the cost model takes HiFi4,
+    /// tt-mlir's default at optimization level 0.
+    pub math_fidelity: Option<ttnn_types::MathFidelity>,
 }
 
 /// The block floats tt-mlir's global weight conversion accepts.

@@ -364,6 +364,11 @@ impl<'a> ChunkCx<'a, '_> {
             &const_args,
             self.options.weight_dtype.map(crate::WeightDtype::data_type),
         );
+        // tt-mlir sets compute configs after the weight casts and before const-eval, so ops
+        // hoisted to load time carry the fidelity too.
+        if let Some(fidelity) = self.options.math_fidelity {
+            fo.set_math_fidelity(fidelity);
+        }
         let const_eval = self.hoist_const_eval(&mut fo, body, ast_func, mesh);
         for name in fo.op_names().chain(const_eval.iter().flat_map(|(_, c)| c.body.op_names())) {
             self.stats.ops_out += 1;

@@ -920,7 +920,7 @@ fn the_global_weight_dtype_casts_every_matmul_weight_made_only_of_parameters() {
   return %2, %4, %5 : tensor<32x96xbf16>, tensor<32x96xbf16>, tensor<32x96xbf16>
 }
 "#,
-        ImportOptions { weight_dtype: Some(WeightDtype::BfpBf8) },
+        ImportOptions { weight_dtype: Some(WeightDtype::BfpBf8), math_fidelity: None },
         expect![[r#"
             // TTNN imported by ttnn-analyzer from test.mlir
             #dram = #ttnn.buffer_type<dram>
@@ -943,6 +943,47 @@ fn the_global_weight_dtype_casts_every_matmul_weight_made_only_of_parameters() {
                 %1 = "ttnn.add"(%0, %arg1) : (tensor<64x96xbf16, #ttnn_layout2>, tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout2> loc("merged")
                 %2 = "ttnn.typecast"(%1) : (tensor<64x96xbf16, #ttnn_layout2>) -> tensor<64x96xbf16, #ttnn_layout4> loc("proj_weight_dtype")
                 return %2 : tensor<64x96xbf16, #ttnn_layout4>
+              }
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn the_math_fidelity_option_sets_the_compute_config_of_every_op_that_has_one() {
+    // tt-mlir's `compute-cfg-math-fidelity=lofi`: the conv (with its fused relu), the mean
+    // and the linear (the bias add fused into it) carry a compute kernel config in tt-mlir,
+    // and get the fidelity; the reshapes around the conv have none.
+    check_with(
+        r#"func.func @f(%x: tensor<2x7x7x64xbf16>, %w: tensor<64x64x1x1xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %fc: tensor<64x32xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %fb: tensor<32xbf16> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> tensor<2x32xbf16> {
+  %0 = "ttir.conv2d"(%x, %w) <{dilation = array<i32: 1, 1>, groups = 1 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> {channel_last = 1 : si32} : (tensor<2x7x7x64xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x7x7x64xbf16> loc("conv")
+  %1 = "ttir.relu"(%0) : (tensor<2x7x7x64xbf16>) -> tensor<2x7x7x64xbf16> loc("act")
+  %2 = "ttir.mean"(%1) <{dim_arg = [1 : i32, 2 : i32], keep_dim = false}> : (tensor<2x7x7x64xbf16>) -> tensor<2x64xbf16> loc("pool")
+  %3 = "ttir.matmul"(%2, %fc) : (tensor<2x64xbf16>, tensor<64x32xbf16>) -> tensor<2x32xbf16> loc("fc")
+  %4 = "ttir.add"(%3, %fb) : (tensor<2x32xbf16>, tensor<32xbf16>) -> tensor<2x32xbf16> loc("fc_bias")
+  return %4 : tensor<2x32xbf16>
+}
+"#,
+        ImportOptions { weight_dtype: None, math_fidelity: Some(ttnn_types::MathFidelity::LoFi) },
+        expect![[r#"
+            // TTNN imported by ttnn-analyzer from test.mlir
+            #dram = #ttnn.buffer_type<dram>
+            #ttnn_layout = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 224 + d1 * 32 + d2, d3), <1x1>, memref<14x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout1 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 2048 + d1 * 32 + d2, d3), <1x1>, memref<4096x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<2x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout3 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout4 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 128 + d1 * 128 + d2, d3), <1x1>, memref<4x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x2x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
+            module {
+              func.func @f(%arg0: tensor<2x7x7x64xbf16, #ttnn_layout>, %arg1: tensor<64x64x1x1xbf16, #ttnn_layout1> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg2: tensor<64x32xbf16, #ttnn_layout2> {ttcore.argument_type = #ttcore.argument_type<parameter>}, %arg3: tensor<32xbf16, #ttnn_layout3> {ttcore.argument_type = #ttcore.argument_type<parameter>}) -> tensor<2x32xbf16, #ttnn_layout4> {
+                %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
+                %1 = "ttnn.reshape"(%arg0) <{shape = [1 : i32, 1 : i32, 98 : i32, 64 : i32]}> : (tensor<2x7x7x64xbf16, #ttnn_layout>) -> tensor<1x1x98x64xbf16, #ttnn_layout5> loc("conv_flatten")
+                %2 = "ttnn.conv2d"(%1, %arg1, %0) <{batch_size = 2 : i32, compute_config = #ttnn.device_compute_kernel_config<math_fidelity = lofi>, conv2d_config = #ttnn.conv2d_config<activation = <op_type = relu>>, dilation = array<i32: 1, 1>, groups = 1 : i32, in_channels = 64 : i32, input_height = 7 : i32, input_width = 7 : i32, kernel_size = array<i32: 1, 1>, out_channels = 64 : i32, padding = array<i32: 0, 0, 0, 0>, stride = array<i32: 1, 1>}> : (tensor<1x1x98x64xbf16, #ttnn_layout5>, tensor<64x64x1x1xbf16, #ttnn_layout1>, !ttnn.device) -> tensor<1x1x98x64xbf16, #ttnn_layout5> loc("conv")
+                %3 = "ttnn.reshape"(%2) <{shape = [2 : i32, 7 : i32, 7 : i32, 64 : i32]}> : (tensor<1x1x98x64xbf16, #ttnn_layout5>) -> tensor<2x7x7x64xbf16, #ttnn_layout> loc("conv_unflatten")
+                %4 = "ttnn.mean"(%3) <{compute_config = #ttnn.device_compute_kernel_config<math_fidelity = lofi>, dim_arg = [1 : i32, 2 : i32], keep_dim = false}> : (tensor<2x7x7x64xbf16, #ttnn_layout>) -> tensor<2x64xbf16, #ttnn_layout6> loc("pool")
+                %5 = "ttnn.linear"(%4, %arg2, %arg3) <{compute_config = #ttnn.device_compute_kernel_config<math_fidelity = lofi>, transpose_a = false, transpose_b = false}> : (tensor<2x64xbf16, #ttnn_layout6>, tensor<64x32xbf16, #ttnn_layout2>, tensor<32xbf16, #ttnn_layout3>) -> tensor<2x32xbf16, #ttnn_layout4> loc("fc")
+                return %5 : tensor<2x32xbf16, #ttnn_layout4>
               }
             }
         "#]],
