@@ -506,8 +506,8 @@ pub struct ChainPart {
 /// from its own `solve_chain` or `overridden_solve_chain`.
 fn solved_chains(
     db: &dyn Db,
-    chains: &[ChainId],
-    members: &[Vec<u32>],
+    (chains, members): (&[ChainId], &[Vec<u32>]),
+    grouping: Option<(&[ChainId], &[Vec<u32>])>,
     (keys, topo, probe): (&[ir::Name], &crate::Topology, Option<&layout::OverrideProbe<'_>>),
     layout: &ir::GroupLayout,
 ) -> Vec<Arc<ChainPart>> {
@@ -515,11 +515,15 @@ fn solved_chains(
         .iter()
         .map(|m| probe.map_or(Reads::Base, |p| crate::problem::chain_reads(m, keys, topo, p)))
         .collect();
-    // Single-op chains by the group of their op, in chunk order. Whether a chain has
-    // overrides does not decide its group's key, so that an override re-runs no group.
+    // Single-op chains by the group of their op, in chunk order, as `grouping` (the chunk's
+    // chains without overrides) has them, else as `chains` has. Whether a chain has
+    // overrides does not decide its group's key, and neither do the chains an override
+    // splits or joins (a single chain it makes is solved on its own), so that an override
+    // re-runs no group.
+    let (grouped, grouped_members) = grouping.unwrap_or((chains, members));
     let mut groups: Vec<(u32, Vec<ChainId>)> = Vec::new();
-    let mut place: Vec<Option<(usize, usize)>> = vec![None; chains.len()];
-    for (c, (&chain, m)) in chains.iter().zip(members).enumerate() {
+    let mut place: rustc_hash::FxHashMap<ChainId, (usize, usize)> = Default::default();
+    for (&chain, m) in grouped.iter().zip(grouped_members) {
         let Some(&op) = m.first().filter(|_| crate::problem::is_single(db, chain)) else {
             continue;
         };
@@ -531,14 +535,14 @@ fn solved_chains(
                 groups.len() - 1
             }
         };
-        place[c] = Some((at, groups[at].1.len()));
+        place.insert(chain, (at, groups[at].1.len()));
         groups[at].1.push(chain);
     }
     let mut solved: Vec<Option<Arc<[Arc<ChainPart>]>>> = vec![None; groups.len()];
     chains
         .iter()
         .enumerate()
-        .map(|(c, &chain)| match (reads[c], place[c]) {
+        .map(|(c, &chain)| match (reads[c], place.get(&chain).copied()) {
             (Reads::Base, Some((at, k))) => {
                 let group = solved[at].get_or_insert_with(|| {
                     let key = crate::problem::SingleChains::new(db, groups[at].1.clone());
@@ -707,6 +711,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
     let probe = layout::OverrideProbe::new(db, func);
     let topo = crate::scheduling::func_topology(db, func);
     let all_members = chain_members(db, &body, &chunk_chains.ids);
+    let mut grouping = None;
     if db.memo_style() == layout::MemoStyle::Tuning {
         let ops = ir::func_ops(db, func);
         let overridden = members_here
@@ -727,8 +732,21 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
             );
             return parts_without_overrides(db, content);
         }
+        // Single-op chains solved in the groups the chunk's chains without overrides make,
+        // whose memos the plan without overrides made.
+        let base = crate::chunks::chunk_chains(db, func, k, Reads::Base);
+        let members = chain_members(db, &body, &base.ids);
+        grouping = Some((base, members));
     }
-    parts_of(db, func, (&body, &members_here), (&chunk_chains.ids, all_members), Some(&probe))
+    let grouping = grouping.as_ref().map(|(base, members)| (&base.ids[..], &members[..]));
+    parts_of(
+        db,
+        func,
+        (&body, &members_here),
+        (&chunk_chains.ids, all_members),
+        grouping,
+        Some(&probe),
+    )
 }
 
 /// What a chunk holds, by ids from names: the key of [`parts_without_overrides`].
@@ -755,7 +773,7 @@ pub fn parts_without_overrides(db: &dyn Db, content: ChunkContent) -> Arc<PartsC
         content.ops(db).iter().filter_map(|o| body.op_index(o.key(db)).map(|i| i as u32)).collect();
     let chains = content.chains(db);
     let all_members = chain_members(db, &body, chains);
-    parts_of(db, func, (&body, &members_here), (chains, all_members), None)
+    parts_of(db, func, (&body, &members_here), (chains, all_members), None, None)
 }
 
 /// The ops (body indices) of each chain.
@@ -774,11 +792,14 @@ fn chain_members(db: &dyn Db, body: &ir::BodyView<'_>, chains: &[ChainId]) -> Ve
 
 /// A chunk's parts: its ops' plans (`members_here`, body indices) and its chains' solutions
 /// (`chains`, with their ops). Reads the overrides through `probe`; with `None`, none.
+/// `grouping` (chains with their ops) decides which single-op chains are solved together
+/// (see [`solved_chains`]); with `None`, `chains` does.
 fn parts_of(
     db: &dyn Db,
     func: FuncId,
     (body, members_here): (&ir::BodyView<'_>, &[u32]),
     (chains, all_members): (&[ChainId], Vec<Vec<u32>>),
+    grouping: Option<(&[ChainId], &[Vec<u32>])>,
     probe: Option<&layout::OverrideProbe<'_>>,
 ) -> Arc<PartsChunk> {
     let blocks = Blocks::new(db, func);
@@ -813,7 +834,8 @@ fn parts_of(
     let mut chain_plans: Vec<ChainPlan> = Vec::new();
     let mut outcomes: Vec<ChainOutcome> = Vec::new();
     let groups = ir::func_groups(db, func);
-    let solved = solved_chains(db, chains, &all_members, (&body.keys, &topo, probe), &groups);
+    let solved =
+        solved_chains(db, (chains, &all_members), grouping, (&body.keys, &topo, probe), &groups);
     for (local, (members, part)) in all_members.into_iter().zip(solved).enumerate() {
         outcomes.push(part.outcome.clone());
         for (pos, (&i, m)) in members.iter().zip(&part.members).enumerate() {
