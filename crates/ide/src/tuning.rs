@@ -168,7 +168,7 @@ impl Analysis {
                 }
             }
             for func in optimizable_funcs(db, file) {
-                let c = plan::plan_cost(db, func, policy);
+                let c = plan::plan_totals(db, func, policy);
                 s.total_ns += c.total_ns;
                 s.op_ns += c.op_ns;
                 s.reshard_ns += c.reshard_ns;

@@ -549,10 +549,15 @@ fn assert_every_chunk_walked_gives_the_plan(host: &AnalysisHost, when: &str) {
                 );
                 summed += plan::chunk_cost(db, func, policy, k, plan::Reads::Overrides).total_ns;
             }
+            let cost = plan::plan_cost(db, func, policy);
             assert_eq!(
-                plan::plan_cost(db, func, policy).total_ns,
-                summed,
+                cost.total_ns, summed,
                 "{when}: the cost under {policy:?} differs from the sum of its chunks'"
+            );
+            assert_eq!(
+                plan::plan_totals(db, func, policy),
+                cost.totals(),
+                "{when}: the totals under {policy:?} differ from the cost's"
             );
         }
     }

@@ -298,9 +298,9 @@ fn an_override_on_one_op_resolves_only_its_chain() {
             merge_base_chunk
             overridden_solve_chain(@main:[%4 %5])
             plan_chunk
-            plan_cost
             plan_parts_chunk
-            plan_slice"#]],
+            plan_slice
+            plan_totals"#]],
     );
 }
 
@@ -466,9 +466,9 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
         overridden_chunk
         overridden_chunks
         overridden_solve_chain(@main:[%1100])
-        plan_cost
         plan_parts_chunk
         plan_slice
+        plan_totals
         rewrite_chunk"#]]
     .assert_eq(&long_function_after("override-output-layout=r1100=l1:height_sharded\n"));
 }
@@ -491,9 +491,9 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
         fixed_block
         overridden_chunk
         overridden_chunks
-        plan_cost
         plan_parts_chunk
         plan_slice
+        plan_totals
         rewrite_chunk"#]]
     .assert_eq(&long_function_after(
         "override-output-layout=r1100=1x1:dram:interleaved:tile:bf16\n",
@@ -573,12 +573,13 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
         overridden_carry 1
         overridden_chunk 1
         overridden_chunks 1
+        overridden_groups 1
         overridden_legality 1
         overridden_solve_chain 1
         plan_carry 1
-        plan_cost 1
         plan_parts_chunk 1
         plan_slice 1
+        plan_totals 1
         rewrite_chunk 1"#]]
     .assert_eq(&executed_counts(
         &host,
@@ -587,6 +588,7 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
             "chunk_incoming",
             "plan_carry",
             "plan_cost",
+            "plan_totals",
             "plan_parts",
             "plan_slice",
             "overridden_",

@@ -36,8 +36,8 @@ pub use crate::{
     },
     overrides::{
         FuncSlots, OpOverrides, OverrideProbe, effective_options, func_slots,
-        group_has_no_override_slots, group_has_overrides, op_overrides, override_file,
-        overrides_block,
+        group_has_no_override_slots, group_has_overrides, op_overrides, overridden_groups,
+        override_file, overrides_block,
     },
     signature::{
         GroupSignatures, OpSignature, OperandSig, OperandSource, group_signatures, op_signature,

@@ -150,6 +150,20 @@ pub fn func_slots(db: &dyn Db, func: FuncId) -> Arc<FuncSlots> {
     Arc::new(out)
 }
 
+/// The named groups of a function (by their first op's key, in group order) whose override
+/// slots hold something. Reads every slot of the function (inputs): the one scan of them
+/// after an override, shared by the readers that look for overridden groups (the plan's
+/// reach, the lower bound), and a firewall: it comes out equal when an override changes on
+/// an op that had one, and its readers are not re-run.
+#[salsa::tracked(returns(clone))]
+pub fn overridden_groups(db: &dyn Db, func: FuncId) -> Arc<[Name]> {
+    let slots = func_slots(db, func);
+    let mut out: Vec<Name> =
+        slots.pairs.iter().filter(|(s, _)| !s.values(db).is_empty()).map(|&(_, g)| g).collect();
+    out.dedup();
+    out.into()
+}
+
 /// The overrides of each op of the group of a function that starts with the op keyed
 /// `start` (`ir::func_group_at`), so that one op's override re-runs the readers of its group
 /// alone. Keyed by name: ops inserted or pasted elsewhere leave it as it was. Readers look an

@@ -42,35 +42,76 @@ fn shape_of(ty: &Ty) -> Option<Vec<u64>> {
     ty.as_tensor()?.static_shape()
 }
 
-/// The cost of a function under a policy's plan: the cost of the plan without overrides
-/// ([`base_plan_cost`]), with the chunks the overrides reach ([`crate::override_reach`])
-/// costed again. Without overrides it reads that one memo and the override slots, so after
-/// an override salsa re-checks the chunks the override reaches and no other.
-#[salsa::tracked(returns(clone))]
-pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
-    if policy == Policy::Greedy {
-        return summed_cost(db, func, policy, Reads::Overrides);
+/// A plan's totals: [`PlanCost`] without the per-op times, what a tuning loop reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct CostTotals {
+    pub total_ns: u64,
+    pub op_ns: u64,
+    pub reshard_ns: u64,
+    pub spill_ns: u64,
+    pub dram_bytes: u64,
+    pub flops: u64,
+}
+
+impl PlanCost {
+    #[must_use]
+    pub fn totals(&self) -> CostTotals {
+        CostTotals {
+            total_ns: self.total_ns,
+            op_ns: self.op_ns,
+            reshard_ns: self.reshard_ns,
+            spill_ns: self.spill_ns,
+            dram_bytes: self.dram_bytes,
+            flops: self.flops,
+        }
     }
-    let base = base_plan_cost(db, func, policy);
+}
+
+/// What the cost of a plan with overrides is made of, beside the plan without them.
+enum Correction {
+    /// The plan without overrides' cost as it is (the overrides reach no chunk).
+    None,
+    /// Every chunk costed again: the overrides change the plans of the unscheduled ops (the
+    /// last chunk), which every chunk reads.
+    Everything,
+    /// These chunks costed again.
+    Chunks(Vec<u32>),
+}
+
+fn correction(db: &dyn Db, func: FuncId, policy: Policy) -> Correction {
+    if policy == Policy::Greedy {
+        return Correction::Everything;
+    }
     let reach = crate::override_reach(db, func, policy);
     if reach.chunks.is_empty() {
-        return base;
+        return Correction::None;
     }
-    // Every chunk reads the plans of the unscheduled ops (the last chunk): where the
-    // overrides change those, every chunk is costed again.
     if let Some(last) = crate::chunks::chunk_layout(db, func).unscheduled_chunk()
         && reach.start_of(last).is_some()
         && plan_slice(db, func, policy, last) != base_slice(db, func, policy, last)
     {
-        return summed_cost(db, func, policy, Reads::Overrides);
+        return Correction::Everything;
     }
-    let _p =
-        tracing::debug_span!("plan_cost", func = %func.name(db), policy = policy.name()).entered();
-    let mut out = (*base).clone();
-    for &(k, _) in &reach.chunks {
+    Correction::Chunks(reach.chunks.iter().map(|&(k, _)| k).collect())
+}
+
+/// The totals of a function's cost under a policy's plan ([`plan_cost`] without the per-op
+/// times): the plan without overrides' totals, with the chunks the overrides reach
+/// ([`crate::override_reach`]) costed again. Reads no per-op list, so an override costs the
+/// chunks it reaches and nothing proportional to the function.
+#[salsa::tracked(returns(copy))]
+pub fn plan_totals(db: &dyn Db, func: FuncId, policy: Policy) -> CostTotals {
+    let chunks = match correction(db, func, policy) {
+        Correction::None => return base_plan_cost(db, func, policy).totals(),
+        Correction::Everything => return summed_cost(db, func, policy, Reads::Overrides).totals(),
+        Correction::Chunks(chunks) => chunks,
+    };
+    let _p = tracing::debug_span!("plan_totals", func = %func.name(db), policy = policy.name())
+        .entered();
+    let mut out = base_plan_cost(db, func, policy).totals();
+    for k in chunks {
         let before = chunk_cost(db, func, policy, k, Reads::Base);
         let after = chunk_cost(db, func, policy, k, Reads::Overrides);
-        place_per_op(&mut out.per_op, &chunk_ops(db, func, k), &after.per_op);
         let swap = |total: u64, from: u64, to: u64| total.saturating_sub(from).saturating_add(to);
         out.op_ns = swap(out.op_ns, before.op_ns, after.op_ns);
         out.reshard_ns = swap(out.reshard_ns, before.reshard_ns, after.reshard_ns);
@@ -79,6 +120,32 @@ pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
         out.dram_bytes = swap(out.dram_bytes, before.dram_bytes, after.dram_bytes);
     }
     out.total_ns = out.op_ns.saturating_add(out.reshard_ns).saturating_add(out.spill_ns);
+    out
+}
+
+/// The cost of a function under a policy's plan, with each op's time: the cost of the plan
+/// without overrides ([`base_plan_cost`]), with the chunks the overrides reach costed again
+/// and the totals of [`plan_totals`]. Without overrides it reads that one memo and the
+/// override slots, so after an override salsa re-checks the chunks the override reaches and
+/// no other.
+#[salsa::tracked(returns(clone))]
+pub fn plan_cost(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<PlanCost> {
+    let chunks = match correction(db, func, policy) {
+        Correction::None => return base_plan_cost(db, func, policy),
+        Correction::Everything => return summed_cost(db, func, policy, Reads::Overrides),
+        Correction::Chunks(chunks) => chunks,
+    };
+    let _p =
+        tracing::debug_span!("plan_cost", func = %func.name(db), policy = policy.name()).entered();
+    let mut out = (*base_plan_cost(db, func, policy)).clone();
+    for k in chunks {
+        let after = chunk_cost(db, func, policy, k, Reads::Overrides);
+        place_per_op(&mut out.per_op, &chunk_ops(db, func, k), &after.per_op);
+    }
+    let t = plan_totals(db, func, policy);
+    (out.total_ns, out.op_ns, out.reshard_ns, out.spill_ns) =
+        (t.total_ns, t.op_ns, t.reshard_ns, t.spill_ns);
+    (out.dram_bytes, out.flops) = (t.dram_bytes, t.flops);
     Arc::new(out)
 }
 
@@ -275,16 +342,12 @@ fn group_bound(bounds: &[(u64, u64)], fixed: &[bool]) -> u128 {
 
 /// [`cost_lower_bound`] on a tuning host: the bound without overrides
 /// ([`base_lower_bound_named`], graph only), corrected for the groups whose override slots
-/// hold something. Its edges are two graph-only memos and the function's slots (inputs), so
-/// after an override salsa walks no per-group memo for it. The sum is exact: every term is
+/// hold something ([`layout::overridden_groups`]). Its edges are graph-only memos and the
+/// overridden groups' memos, so after an override salsa walks no other per-group memo. The sum is exact: every term is
 /// non-negative, so the saturating sum is the true sum capped at `u64::MAX`.
 fn tuning_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
-    let slots = layout::func_slots(db, func);
-    let mut overridden: Vec<ir::Name> =
-        slots.pairs.iter().filter(|(s, _)| !s.values(db).is_empty()).map(|&(_, g)| g).collect();
-    overridden.dedup();
     let mut total = base_lower_bound_named(db, func);
-    for start in overridden {
+    for &start in layout::overridden_groups(db, func).iter() {
         let bounds = lower_bound_block(db, func, start);
         let without = group_bound(&bounds, &base_fixed_block(db, func, start));
         let with = group_bound(&bounds, &fixed_block(db, func, start));

@@ -58,7 +58,10 @@ pub use crate::{
         merge_base_chunk, overridden_carry, overridden_chunk, plan_carry, plan_chunk, plan_slice,
         plan_walking_every_chunk,
     },
-    costing::{PlanCost, base_plan_cost, chunk_cost, cost_lower_bound, plan_cost, written_cost},
+    costing::{
+        CostTotals, PlanCost, base_plan_cost, chunk_cost, cost_lower_bound, plan_cost, plan_totals,
+        written_cost,
+    },
     merge::{Carry, MergeKind, Reservation},
     planning::{
         ChainOutcome, ChainPart, ChainPlan, ChainState, Conversion, MemberPlan, MergeRecord,

@@ -49,22 +49,18 @@ impl Reach {
 /// The chunks whose parts or chains the overrides may change, sorted: the chunk of each op
 /// with overrides, of each op reading one (a chain whose op reads an overridden producer
 /// reads the overrides too), and of each op it reads (a chain's concat preference reads its
-/// users' chainability). Reads the override slots of every group (inputs) and the overrides
-/// of the groups whose slots hold some.
+/// users' chainability). Reads which groups have overrides ([`layout::overridden_groups`])
+/// and those groups' overrides.
 #[salsa::tracked(returns(clone))]
 pub fn overridden_chunks(db: &dyn Db, func: FuncId) -> Arc<[u32]> {
-    let slots = layout::func_slots(db, func);
+    let overridden = layout::overridden_groups(db, func);
     let groups = layout::Groups::new(db, func);
     let layout = chunk_layout(db, func);
     let topo = crate::scheduling::func_topology(db, func);
     let mut out = BTreeSet::new();
     for (g, group) in groups.iter().enumerate() {
         let overrides = match group {
-            GroupRef::Named(start)
-                if slots.of_group(start).iter().all(|s| s.values(db).is_empty()) =>
-            {
-                continue;
-            }
+            GroupRef::Named(start) if !overridden.contains(&start) => continue,
             _ => crate::chain_graph::group_overrides(db, func, group),
         };
         let first = groups.layout.range(g as u32).start;
