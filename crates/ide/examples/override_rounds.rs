@@ -8,7 +8,8 @@
 //! slows every step) the queries executed per set-and-cost step, averaged over the steps;
 //! with `VALIDATED=1` as well, the memos salsa re-validated without running them.
 //! `CHUNK_OPS=N` sets the option `plan_chunk_ops`; `OPS=N` overrides N ops (default 20);
-//! `PER_STEP=1` prints each step's op and time.
+//! `PER_STEP=1` prints each step's op and time; `IR=1` asks for the optimized IR after the
+//! cost in each step, as `xtask bench`'s one-override figure does.
 //!
 //! ```text
 //! cargo run --release -p ide --example override_rounds -- FILE [ROUNDS]
@@ -44,6 +45,7 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
     let queries = std::env::var_os("QUERIES").is_some();
     let validated = queries && std::env::var_os("VALIDATED").is_some();
     let per_step = std::env::var_os("PER_STEP").is_some();
+    let with_ir = std::env::var_os("IR").is_some();
     let config = HostConfig { mode: HostMode::Tuning, query_log: queries };
     let mut options = Options::tt_mlir_defaults();
     if let Some(n) = std::env::var("CHUNK_OPS").ok().and_then(|n| n.parse().ok()) {
@@ -88,6 +90,9 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
             let started = Instant::now();
             host.set_override(op, OverrideOption::OutputLayout, params);
             let _ = host.analysis().cost(file, policy).map_err(|_| "cancelled")?;
+            if with_ir {
+                let _ = host.analysis().final_ir_for(file, policy).map_err(|_| "cancelled")?;
+            }
             times.push(started.elapsed().as_secs_f64());
             if per_step {
                 let _ = writeln!(out, "step {op} {:.3} ms", started.elapsed().as_secs_f64() * 1e3);

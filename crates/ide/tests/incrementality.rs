@@ -451,14 +451,14 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // chunk, which is walked with the overrides (`overridden_chunk`) and whose cost and
     // rewritten text are the only ones made again; every other chunk keeps the plan
     // without overrides. The chunk's chains with overrides are built for the first time (the
-    // blocks of 64 schedule positions it overlaps, reading their groups' chainability with
+    // blocks of 32 schedule positions it overlaps, reading their groups' chainability with
     // overrides); its fixed outputs
     // are checked again; the blocks of base plans read no overrides (the chunk makes an
     // overridden op's base plan itself). The op's chain moves to the variant of the per-chain
     // queries that reads overrides (`overridden_solve_chain`); the other chains of the block
     // read no overrides and are not re-derived.
     expect![[r#"
-        chain_block x3
+        chain_block x6
         chainable_block x6
         chunk_cost
         final_ir_for
@@ -484,7 +484,7 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
     // block of fixed-output flags is read again and comes out the same (the op could still
     // go elsewhere), so no block of the cost bound re-runs.
     expect![[r#"
-        chain_block x3
+        chain_block x6
         chainable_block x6
         chunk_cost
         final_ir_for
@@ -1058,7 +1058,7 @@ fn inserting_an_op_in_a_long_function_reruns_only_what_reads_its_group() {
         base_chainable_block 1
         base_chunk 5
         base_plans_block 1
-        chain_block 19
+        chain_block 38
         chain_facts_block 1
         chunk_chains 5
         chunk_count 1
