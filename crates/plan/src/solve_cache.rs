@@ -32,9 +32,9 @@ const GENERATION: usize = 8192;
 #[derive(Default)]
 pub struct SolveCache {
     inner: Mutex<Generations>,
-    /// What each reshard enables, per op: a problem not solved before (a chain whose op an
-    /// override changed) shares most of its ops with problems that were.
-    reshards: solver::ReshardMemo,
+    /// The op model's answers to the solver's probes, per op: a problem not solved before (a
+    /// chain whose op an override changed) shares most of its ops with problems that were.
+    probes: solver::ProbeMemo,
 }
 
 impl std::fmt::Debug for SolveCache {
@@ -73,7 +73,7 @@ impl SolveCache {
             }
         }
         // Solved outside the lock: other threads solve other chains meanwhile.
-        let solution = Arc::new(solver::solve_with(problem, model, target, Some(&self.reshards)));
+        let solution = Arc::new(solver::solve_with(problem, model, target, Some(&self.probes)));
         let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if g.target.as_ref() != Some(target) {
             *g = Generations { target: Some(target.clone()), ..Generations::default() };

@@ -25,7 +25,7 @@
 //! solution.
 
 mod bitset;
-mod reshard_memo;
+mod probe_memo;
 mod solve;
 
 use std::sync::Arc;
@@ -35,7 +35,7 @@ use ttnn_types::{DataType, TtnnLayout};
 
 pub use crate::{
     bitset::Bitset,
-    reshard_memo::ReshardMemo,
+    probe_memo::ProbeMemo,
     solve::{solve, solve_with},
 };
 

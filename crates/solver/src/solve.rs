@@ -9,7 +9,7 @@ use ttnn_types::{PageLayout, TensorMemoryLayout, TtnnLayout};
 
 use crate::{
     Bitset, ChainProblem, ChainSolution, Edge, Failure, Reshard,
-    reshard_memo::{Enabled, Key, ReshardMemo},
+    probe_memo::{Enabled, Key, ProbeMemo},
 };
 
 /// Solves one chain. Deterministic: the same problem always gives the same solution.
@@ -18,12 +18,12 @@ pub fn solve(problem: &ChainProblem, model: &dyn OpModel, target: &Target) -> Ch
 }
 
 /// [`solve`], with the configs each reshard enables read from and kept in `memo` (see
-/// [`ReshardMemo`]); the solution is the same with or without it.
+/// [`ProbeMemo`]); the solution is the same with or without it.
 pub fn solve_with(
     problem: &ChainProblem,
     model: &dyn OpModel,
     target: &Target,
-    memo: Option<&ReshardMemo>,
+    memo: Option<&ProbeMemo>,
 ) -> ChainSolution {
     let mut s = Solver {
         p: problem,
@@ -85,7 +85,7 @@ struct Solver<'a> {
     p: &'a ChainProblem,
     model: &'a dyn OpModel,
     target: &'a Target,
-    memo: Option<&'a ReshardMemo>,
+    memo: Option<&'a ProbeMemo>,
     bits: Vec<Bitset>,
     path_sets: Vec<PathSet>,
     /// Keyed by (consumer op, operand).
@@ -372,7 +372,7 @@ impl Solver<'_> {
     /// Tries every sharded layout of the operand's type as a reshard target and records
     /// which consumer configs each enables. Returns an error if none does.
     /// Per config of op `c`: the reshard layouts of its operand `operand` the op model
-    /// accepts it with. Depends on op `c` alone (see [`ReshardMemo`]).
+    /// accepts it with. Depends on op `c` alone (see [`ProbeMemo`]).
     fn enabled(&mut self, c: usize, operand: u32) -> Enabled {
         let targets =
             self.p.ops[c].reshard_targets.get(operand as usize).cloned().unwrap_or_default();
@@ -419,8 +419,8 @@ impl Solver<'_> {
         }
         let enabled = match self.memo {
             Some(memo) => {
-                let key = Key::new(&self.p.ops[c], operand);
-                memo.get_or_compute(self.target, key, || self.enabled(c, operand))
+                let key = Key::reshards(&self.p.ops[c], operand);
+                memo.reshards(self.target, key, || self.enabled(c, operand))
             }
             None => Arc::new(self.enabled(c, operand)),
         };
@@ -515,31 +515,51 @@ impl Solver<'_> {
     /// Every (producer config, consumer config) pair the op model accepts on this edge.
     fn edge_paths(&mut self, edge: Edge) -> Vec<(u32, u32)> {
         let (p, c) = (edge.producer, edge.consumer);
-        let tests = self.test_configs(c);
         let producers: Vec<usize> = self.bits[p].iter().collect();
-        let rejects_shrink = self.p.ops[c].kind.rejects_eltwise_core_shrink();
         let mut paths = Vec::new();
         for pi in producers {
             let lp = self.p.ops[p].candidates[pi].layout.clone();
-            let operands = self.with_operand(c, edge.operand, &lp);
+            for &j in self.accepting(c, edge.operand, &lp).iter() {
+                if !paths.contains(&(pi as u32, j)) {
+                    paths.push((pi as u32, j));
+                }
+            }
+        }
+        paths
+    }
+
+    /// The configs of op `c` the op model accepts with `input` as its operand `operand`, in
+    /// the order its test configs find them. Depends on op `c` alone (see [`ProbeMemo`]).
+    fn accepting(&mut self, c: usize, operand: u32, input: &TtnnLayout) -> Arc<Vec<u32>> {
+        let (memo, target) = (self.memo, self.target);
+        let key = memo.map(|_| Key::input(&self.p.ops[c], operand, input));
+        let mut compute = || {
+            let tests = self.test_configs(c);
+            let rejects_shrink = self.p.ops[c].kind.rejects_eltwise_core_shrink();
+            let operands = self.with_operand(c, operand, input);
+            let mut out: Vec<u32> = Vec::new();
             for t in &tests {
                 let Ok(r) = self.validate(c, &operands, t) else { continue };
                 let Some(j) = self.match_output(c, &r, t) else { continue };
                 // tt-metal#34765: add/multiply/minimum hang when a sharded input is spread
                 // over more cores than the output.
                 if rejects_shrink
-                    && lp.is_l1()
-                    && lp.is_sharded()
-                    && self.p.ops[c].candidates[j].layout.num_cores() < lp.num_cores()
+                    && input.is_l1()
+                    && input.is_sharded()
+                    && self.p.ops[c].candidates[j].layout.num_cores() < input.num_cores()
                 {
                     continue;
                 }
-                if !paths.contains(&(pi as u32, j as u32)) {
-                    paths.push((pi as u32, j as u32));
+                if !out.contains(&(j as u32)) {
+                    out.push(j as u32);
                 }
             }
+            out
+        };
+        match (memo, key) {
+            (Some(memo), Some(key)) => memo.accepting(target, key, compute),
+            _ => Arc::new(compute()),
         }
-        paths
     }
 
     /// Bidirectional propagation to a fixpoint: drop paths whose endpoints are ruled out,

@@ -30,6 +30,9 @@ use crate::ProblemOp;
 /// Per consumer config (index into the op's candidates): the reshard layouts that enable it.
 pub(crate) type Enabled = BTreeMap<usize, Vec<TtnnLayout>>;
 
+/// The consumer configs (indices into the op's candidates) that accept one input layout.
+pub(crate) type Accepting = Vec<u32>;
+
 /// Answers kept per generation: when one fills up it becomes the previous generation and
 /// the one before is dropped, so a long tuning loop's memory stays bounded while the answers
 /// in use are carried over.
@@ -37,25 +40,32 @@ const GENERATION: usize = 16_384;
 
 /// The memo (see the module docs). Shared by every solve that passes it; thread-safe.
 #[derive(Default)]
-pub struct ReshardMemo {
-    inner: Mutex<Generations>,
+pub struct ProbeMemo {
+    reshards: Mutex<Generations<Enabled>>,
+    inputs: Mutex<Generations<Accepting>>,
 }
 
-impl std::fmt::Debug for ReshardMemo {
+impl std::fmt::Debug for ProbeMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReshardMemo").finish_non_exhaustive()
+        f.debug_struct("ProbeMemo").finish_non_exhaustive()
     }
 }
 
-#[derive(Default)]
-struct Generations {
+struct Generations<V> {
     /// The target the answers are for; another target empties the memo.
     target: Option<Target>,
-    current: FxHashMap<Key, Arc<Enabled>>,
-    previous: FxHashMap<Key, Arc<Enabled>>,
+    current: FxHashMap<Key, Arc<V>>,
+    previous: FxHashMap<Key, Arc<V>>,
 }
 
-/// Everything the configs a reshard of `operand` enables depend on.
+impl<V> Default for Generations<V> {
+    fn default() -> Self {
+        Generations { target: None, current: FxHashMap::default(), previous: FxHashMap::default() }
+    }
+}
+
+/// Everything the answers to one probe of operand `operand` depend on: the reshards of the
+/// operand (`input: None`) or one input layout.
 #[derive(PartialEq, Eq)]
 pub(crate) struct Key {
     kind: OpKind,
@@ -65,10 +75,12 @@ pub(crate) struct Key {
     operand: u32,
     candidates: Arc<[Candidate]>,
     targets: Option<Arc<[TtnnLayout]>>,
+    input: Option<TtnnLayout>,
 }
 
 impl Key {
-    pub(crate) fn new(op: &ProblemOp, operand: u32) -> Key {
+    /// The key of the reshards of `operand`.
+    pub(crate) fn reshards(op: &ProblemOp, operand: u32) -> Key {
         Key {
             kind: op.kind.clone(),
             operands: op.operands.clone(),
@@ -77,6 +89,21 @@ impl Key {
             operand,
             candidates: Arc::clone(&op.candidates),
             targets: op.reshard_targets.get(operand as usize).cloned(),
+            input: None,
+        }
+    }
+
+    /// The key of `input` as operand `operand`.
+    pub(crate) fn input(op: &ProblemOp, operand: u32, input: &TtnnLayout) -> Key {
+        Key {
+            kind: op.kind.clone(),
+            operands: op.operands.clone(),
+            output_shape: op.output_shape.clone(),
+            output_dtype: op.output_dtype,
+            operand,
+            candidates: Arc::clone(&op.candidates),
+            targets: None,
+            input: Some(input.clone()),
         }
     }
 }
@@ -92,51 +119,75 @@ impl Hash for Key {
         // saves. Equality still compares them (see the module docs).
         self.candidates.len().hash(state);
         self.targets.as_ref().map(|t| t.len()).hash(state);
+        self.input.hash(state);
     }
 }
 
-impl ReshardMemo {
-    /// The answer kept for `key` on `target`, or `compute`'s, kept.
-    pub(crate) fn get_or_compute(
+impl ProbeMemo {
+    /// The configs each reshard enables, kept for `key` on `target`, or `compute`'s, kept.
+    pub(crate) fn reshards(
         &self,
         target: &Target,
         key: Key,
         compute: impl FnOnce() -> Enabled,
     ) -> Arc<Enabled> {
-        {
-            let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if g.target.as_ref() == Some(target) {
-                if let Some(hit) = g.current.get(&key) {
-                    return Arc::clone(hit);
-                }
-                if let Some((key, hit)) = g.previous.remove_entry(&key) {
-                    g.current.insert(key, Arc::clone(&hit));
-                    return hit;
-                }
-            }
-        }
-        // Computed outside the lock: other threads solve other chains meanwhile.
-        let enabled = Arc::new(compute());
-        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if g.target.as_ref() != Some(target) {
-            *g = Generations { target: Some(target.clone()), ..Generations::default() };
-        }
-        if g.current.len() >= GENERATION {
-            g.previous = std::mem::take(&mut g.current);
-        }
-        g.current.insert(key, Arc::clone(&enabled));
-        enabled
+        get_or_compute(&self.reshards, target, key, compute)
+    }
+
+    /// The configs accepting an input layout, kept for `key` on `target`, or `compute`'s,
+    /// kept.
+    pub(crate) fn accepting(
+        &self,
+        target: &Target,
+        key: Key,
+        compute: impl FnOnce() -> Accepting,
+    ) -> Arc<Accepting> {
+        get_or_compute(&self.inputs, target, key, compute)
     }
 
     /// The number of answers kept.
     pub fn len(&self) -> usize {
-        let g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        g.current.len() + g.previous.len()
+        fn count<V>(g: &Mutex<Generations<V>>) -> usize {
+            let g = g.lock().unwrap_or_else(PoisonError::into_inner);
+            g.current.len() + g.previous.len()
+        }
+        count(&self.reshards) + count(&self.inputs)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+fn get_or_compute<V>(
+    table: &Mutex<Generations<V>>,
+    target: &Target,
+    key: Key,
+    compute: impl FnOnce() -> V,
+) -> Arc<V> {
+    {
+        let mut g = table.lock().unwrap_or_else(PoisonError::into_inner);
+        if g.target.as_ref() == Some(target) {
+            if let Some(hit) = g.current.get(&key) {
+                return Arc::clone(hit);
+            }
+            if let Some((key, hit)) = g.previous.remove_entry(&key) {
+                g.current.insert(key, Arc::clone(&hit));
+                return hit;
+            }
+        }
+    }
+    // Computed outside the lock: other threads solve other chains meanwhile.
+    let answer = Arc::new(compute());
+    let mut g = table.lock().unwrap_or_else(PoisonError::into_inner);
+    if g.target.as_ref() != Some(target) {
+        *g = Generations { target: Some(target.clone()), ..Generations::default() };
+    }
+    if g.current.len() >= GENERATION {
+        g.previous = std::mem::take(&mut g.current);
+    }
+    g.current.insert(key, Arc::clone(&answer));
+    answer
 }
 
 #[cfg(test)]
@@ -159,23 +210,23 @@ mod tests {
     #[test]
     fn an_op_solved_again_reads_its_reshards_from_the_memo_and_another_operand_does_not() {
         let target = Target::n150();
-        let memo = ReshardMemo::default();
+        let memo = ProbeMemo::default();
         let (candidates, targets): (Arc<[Candidate]>, Arc<[TtnnLayout]>) =
             (Arc::from(Vec::new()), Arc::from(Vec::new()));
         let answer = || BTreeMap::from([(0, Vec::new())]);
         let first = op(Arc::clone(&candidates), Arc::clone(&targets));
-        let _ = memo.get_or_compute(&target, Key::new(&first, 0), answer);
+        let _ = memo.reshards(&target, Key::reshards(&first, 0), answer);
         // The same op in another problem (its lists shared, its name another): the answer
         // kept, without asking again.
         let again = ProblemOp { name: "b".to_owned(), ..first.clone() };
-        let kept = memo.get_or_compute(&target, Key::new(&again, 0), || unreachable!());
+        let kept = memo.reshards(&target, Key::reshards(&again, 0), || unreachable!());
         assert_eq!(*kept, answer());
         // Equal lists in other allocations compare by content: the same key.
         let copied = op(Arc::from(Vec::new()), Arc::from(Vec::new()));
-        let _ = memo.get_or_compute(&target, Key::new(&copied, 0), || unreachable!());
+        let _ = memo.reshards(&target, Key::reshards(&copied, 0), || unreachable!());
         assert_eq!(memo.len(), 1);
         // Another operand is another question.
-        let other = memo.get_or_compute(&target, Key::new(&first, 1), BTreeMap::new);
+        let other = memo.reshards(&target, Key::reshards(&first, 1), BTreeMap::new);
         assert!(other.is_empty());
         assert_eq!(memo.len(), 2);
     }
