@@ -343,8 +343,9 @@ fn group_bound(bounds: &[(u64, u64)], fixed: &[bool]) -> u128 {
 /// [`cost_lower_bound`] on a tuning host: the bound without overrides
 /// ([`base_lower_bound_named`], graph only), corrected for the groups whose override slots
 /// hold something ([`layout::overridden_groups`]). Its edges are graph-only memos and the
-/// overridden groups' memos, so after an override salsa walks no other per-group memo. The sum is exact: every term is
-/// non-negative, so the saturating sum is the true sum capped at `u64::MAX`.
+/// overridden groups' memos, so after an override salsa walks no other per-group memo. The
+/// sum is exact: every term is non-negative, so the saturating sum is the true sum capped at
+/// `u64::MAX`.
 fn tuning_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
     let mut total = base_lower_bound_named(db, func);
     for &start in layout::overridden_groups(db, func).iter() {

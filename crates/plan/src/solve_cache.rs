@@ -16,39 +16,34 @@
 
 use std::{
     hash::{Hash, Hasher},
-    sync::{Arc, Mutex, PoisonError},
+    sync::Arc,
 };
 
-use rustc_hash::FxHashMap;
-use solver::{ChainProblem, ChainSolution, ProblemOp};
+use solver::{ChainProblem, ChainSolution, Generations, ProblemOp};
 use target::Target;
 
-/// Solutions kept per generation; when one fills up it becomes the previous generation and
-/// the one before it is dropped, so the memory stays bounded in a long tuning loop while the
-/// solutions still in use are carried over.
+/// Solutions kept per generation (see [`Generations`]): the memory stays bounded in a long
+/// tuning loop while the solutions still in use are carried over.
 const GENERATION: usize = 8192;
 
 /// The cache (see the module docs). Shared by every snapshot of a database.
-#[derive(Default)]
 pub struct SolveCache {
-    inner: Mutex<Generations>,
+    solutions: Generations<ProblemKey, ChainSolution>,
     /// The op model's answers to the solver's probes, per op: a problem not solved before (a
     /// chain whose op an override changed) shares most of its ops with problems that were.
     probes: solver::ProbeMemo,
+}
+
+impl Default for SolveCache {
+    fn default() -> Self {
+        SolveCache { solutions: Generations::new(GENERATION), probes: solver::ProbeMemo::default() }
+    }
 }
 
 impl std::fmt::Debug for SolveCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SolveCache").finish_non_exhaustive()
     }
-}
-
-#[derive(Default)]
-struct Generations {
-    /// The target the solutions are for; another target empties the cache.
-    target: Option<Target>,
-    current: FxHashMap<ProblemKey, Arc<ChainSolution>>,
-    previous: FxHashMap<ProblemKey, Arc<ChainSolution>>,
 }
 
 impl SolveCache {
@@ -59,30 +54,9 @@ impl SolveCache {
         model: &dyn opmodel::OpModel,
         target: &Target,
     ) -> Arc<ChainSolution> {
-        let key = ProblemKey(Arc::clone(problem));
-        {
-            let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if g.target.as_ref() == Some(target) {
-                if let Some(hit) = g.current.get(&key) {
-                    return Arc::clone(hit);
-                }
-                if let Some(hit) = g.previous.remove(&key) {
-                    g.current.insert(ProblemKey(Arc::clone(&key.0)), Arc::clone(&hit));
-                    return hit;
-                }
-            }
-        }
-        // Solved outside the lock: other threads solve other chains meanwhile.
-        let solution = Arc::new(solver::solve_with(problem, model, target, Some(&self.probes)));
-        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if g.target.as_ref() != Some(target) {
-            *g = Generations { target: Some(target.clone()), ..Generations::default() };
-        }
-        if g.current.len() >= GENERATION {
-            g.previous = std::mem::take(&mut g.current);
-        }
-        g.current.insert(key, Arc::clone(&solution));
-        solution
+        self.solutions.get_or_compute(target, ProblemKey(Arc::clone(problem)), || {
+            solver::solve_with(problem, model, target, Some(&self.probes))
+        })
     }
 }
 

@@ -25,6 +25,7 @@
 //! solution.
 
 mod bitset;
+mod generations;
 mod probe_memo;
 mod solve;
 
@@ -35,6 +36,7 @@ use ttnn_types::{DataType, TtnnLayout};
 
 pub use crate::{
     bitset::Bitset,
+    generations::Generations,
     probe_memo::ProbeMemo,
     solve::{solve, solve_with},
 };

@@ -17,15 +17,14 @@
 use std::{
     collections::BTreeMap,
     hash::{Hash, Hasher},
-    sync::{Arc, Mutex, PoisonError},
+    sync::Arc,
 };
 
 use opmodel::{Candidate, OpKind, TensorDesc};
-use rustc_hash::FxHashMap;
 use target::Target;
 use ttnn_types::{DataType, TtnnLayout};
 
-use crate::ProblemOp;
+use crate::{Generations, ProblemOp};
 
 /// Per consumer config (index into the op's candidates): the reshard layouts that enable it.
 pub(crate) type Enabled = BTreeMap<usize, Vec<TtnnLayout>>;
@@ -33,34 +32,24 @@ pub(crate) type Enabled = BTreeMap<usize, Vec<TtnnLayout>>;
 /// The consumer configs (indices into the op's candidates) that accept one input layout.
 pub(crate) type Accepting = Vec<u32>;
 
-/// Answers kept per generation: when one fills up it becomes the previous generation and
-/// the one before is dropped, so a long tuning loop's memory stays bounded while the answers
-/// in use are carried over.
+/// Answers kept per generation (see [`Generations`]).
 const GENERATION: usize = 16_384;
 
 /// The memo (see the module docs). Shared by every solve that passes it; thread-safe.
-#[derive(Default)]
 pub struct ProbeMemo {
-    reshards: Mutex<Generations<Enabled>>,
-    inputs: Mutex<Generations<Accepting>>,
+    reshards: Generations<Key, Enabled>,
+    inputs: Generations<Key, Accepting>,
+}
+
+impl Default for ProbeMemo {
+    fn default() -> Self {
+        ProbeMemo { reshards: Generations::new(GENERATION), inputs: Generations::new(GENERATION) }
+    }
 }
 
 impl std::fmt::Debug for ProbeMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProbeMemo").finish_non_exhaustive()
-    }
-}
-
-struct Generations<V> {
-    /// The target the answers are for; another target empties the memo.
-    target: Option<Target>,
-    current: FxHashMap<Key, Arc<V>>,
-    previous: FxHashMap<Key, Arc<V>>,
-}
-
-impl<V> Default for Generations<V> {
-    fn default() -> Self {
-        Generations { target: None, current: FxHashMap::default(), previous: FxHashMap::default() }
     }
 }
 
@@ -131,7 +120,7 @@ impl ProbeMemo {
         key: Key,
         compute: impl FnOnce() -> Enabled,
     ) -> Arc<Enabled> {
-        get_or_compute(&self.reshards, target, key, compute)
+        self.reshards.get_or_compute(target, key, compute)
     }
 
     /// The configs accepting an input layout, kept for `key` on `target`, or `compute`'s,
@@ -142,52 +131,17 @@ impl ProbeMemo {
         key: Key,
         compute: impl FnOnce() -> Accepting,
     ) -> Arc<Accepting> {
-        get_or_compute(&self.inputs, target, key, compute)
+        self.inputs.get_or_compute(target, key, compute)
     }
 
     /// The number of answers kept.
     pub fn len(&self) -> usize {
-        fn count<V>(g: &Mutex<Generations<V>>) -> usize {
-            let g = g.lock().unwrap_or_else(PoisonError::into_inner);
-            g.current.len() + g.previous.len()
-        }
-        count(&self.reshards) + count(&self.inputs)
+        self.reshards.len() + self.inputs.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-fn get_or_compute<V>(
-    table: &Mutex<Generations<V>>,
-    target: &Target,
-    key: Key,
-    compute: impl FnOnce() -> V,
-) -> Arc<V> {
-    {
-        let mut g = table.lock().unwrap_or_else(PoisonError::into_inner);
-        if g.target.as_ref() == Some(target) {
-            if let Some(hit) = g.current.get(&key) {
-                return Arc::clone(hit);
-            }
-            if let Some((key, hit)) = g.previous.remove_entry(&key) {
-                g.current.insert(key, Arc::clone(&hit));
-                return hit;
-            }
-        }
-    }
-    // Computed outside the lock: other threads solve other chains meanwhile.
-    let answer = Arc::new(compute());
-    let mut g = table.lock().unwrap_or_else(PoisonError::into_inner);
-    if g.target.as_ref() != Some(target) {
-        *g = Generations { target: Some(target.clone()), ..Generations::default() };
-    }
-    if g.current.len() >= GENERATION {
-        g.previous = std::mem::take(&mut g.current);
-    }
-    g.current.insert(key, Arc::clone(&answer));
-    answer
 }
 
 #[cfg(test)]
