@@ -70,20 +70,20 @@ pub(crate) struct Key {
 impl Key {
     /// The key of the reshards of `operand`.
     pub(crate) fn reshards(op: &ProblemOp, operand: u32) -> Key {
-        Key {
-            kind: op.kind.clone(),
-            operands: op.operands.clone(),
-            output_shape: op.output_shape.clone(),
-            output_dtype: op.output_dtype,
-            operand,
-            candidates: Arc::clone(&op.candidates),
-            targets: op.reshard_targets.get(operand as usize).cloned(),
-            input: None,
-        }
+        Key::of(op, operand, op.reshard_targets.get(operand as usize).cloned(), None)
     }
 
     /// The key of `input` as operand `operand`.
     pub(crate) fn input(op: &ProblemOp, operand: u32, input: &TtnnLayout) -> Key {
+        Key::of(op, operand, None, Some(input.clone()))
+    }
+
+    fn of(
+        op: &ProblemOp,
+        operand: u32,
+        targets: Option<Arc<[TtnnLayout]>>,
+        input: Option<TtnnLayout>,
+    ) -> Key {
         Key {
             kind: op.kind.clone(),
             operands: op.operands.clone(),
@@ -91,8 +91,8 @@ impl Key {
             output_dtype: op.output_dtype,
             operand,
             candidates: Arc::clone(&op.candidates),
-            targets: None,
-            input: Some(input.clone()),
+            targets,
+            input,
         }
     }
 }
