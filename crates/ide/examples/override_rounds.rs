@@ -3,13 +3,17 @@
 //! to a legal layout other than the planned one, ask for the cost, clear it and ask again,
 //! `ROUNDS` times over.
 //!
+//! Allocates with mimalloc, as the `ttnn-analyzer` binary and `xtask bench` do, so that
+//! a profile of it shows the allocator they run with.
+//!
 //! Prints the median (and least, which a shared machine's load disturbs least) time from
 //! `set_override` to the cost, and (with `QUERIES=1`, which
 //! slows every step) the queries executed per set-and-cost step, averaged over the steps;
 //! with `VALIDATED=1` as well, the memos salsa re-validated without running them.
 //! `CHUNK_OPS=N` sets the option `plan_chunk_ops`; `OPS=N` overrides N ops (default 20);
 //! `PER_STEP=1` prints each step's op and time; `IR=1` asks for the optimized IR after the
-//! cost in each step, as `xtask bench`'s one-override figure does.
+//! cost in each step and after each clear, as `xtask bench` does (the time stays the cost's:
+//! the IR in between leaves the caches as a tuning loop that reads the IR leaves them).
 //!
 //! ```text
 //! cargo run --release -p ide --example override_rounds -- FILE [ROUNDS]
@@ -21,6 +25,9 @@
 use std::{collections::BTreeMap, io::Write as _, process::ExitCode, time::Instant};
 
 use ide::{AnalysisHost, Change, HostConfig, HostMode, Options, OverrideOption, Policy};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -90,10 +97,10 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
             let started = Instant::now();
             host.set_override(op, OverrideOption::OutputLayout, params);
             let _ = host.analysis().cost(file, policy).map_err(|_| "cancelled")?;
+            times.push(started.elapsed().as_secs_f64());
             if with_ir {
                 let _ = host.analysis().final_ir_for(file, policy).map_err(|_| "cancelled")?;
             }
-            times.push(started.elapsed().as_secs_f64());
             if per_step {
                 let _ = writeln!(out, "step {op} {:.3} ms", started.elapsed().as_secs_f64() * 1e3);
             }
@@ -104,6 +111,9 @@ fn run(path: &str, rounds: usize) -> Result<(), String> {
                 *checked.entry(name).or_default() += n;
             }
             host.clear_override(op, None);
+            if with_ir {
+                let _ = host.analysis().final_ir_for(file, policy).map_err(|_| "cancelled")?;
+            }
             let _ = host.analysis().cost(file, policy).map_err(|_| "cancelled")?;
             let _ = host.take_executed_queries();
             let _ = host.take_validated_counts();
