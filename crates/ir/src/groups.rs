@@ -184,6 +184,10 @@ pub struct GroupLayout {
     segments: Vec<u32>,
     /// The number of ops.
     n_ops: u32,
+    /// Per op (body index): its group. Derived from `starts`; looking an op's group up is
+    /// the most frequent question asked of a layout (hundreds of times per re-planned chunk),
+    /// and a table answers it without a search.
+    group_of_op: Vec<u32>,
 }
 
 impl GroupLayout {
@@ -207,7 +211,14 @@ impl GroupLayout {
             starts.push(i as u32);
             last = i;
         }
-        GroupLayout { starts, segments, n_ops: keys.len() as u32 }
+        let mut group_of_op = vec![0u32; keys.len()];
+        for (g, w) in starts.windows(2).enumerate() {
+            group_of_op[w[0] as usize..w[1] as usize].fill(g as u32);
+        }
+        if let Some(&last) = starts.last() {
+            group_of_op[last as usize..].fill(starts.len() as u32 - 1);
+        }
+        GroupLayout { starts, segments, n_ops: keys.len() as u32, group_of_op }
     }
 
     /// The segment holding group `g`: its index and its groups.
@@ -260,8 +271,8 @@ impl GroupLayout {
         if i >= self.n_ops as usize {
             return None;
         }
-        let g = self.starts.partition_point(|&s| s as usize <= i).checked_sub(1)?;
-        Some((g as u32, i - self.starts[g] as usize))
+        let g = *self.group_of_op.get(i)?;
+        Some((g, i - *self.starts.get(g as usize)? as usize))
     }
 
     /// The group holding op `i` (`u32::MAX` past the end).

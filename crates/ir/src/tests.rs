@@ -387,3 +387,18 @@ fn a_tensor_whose_bytes_overflow_64_bits_is_an_error() {
         "##]],
     );
 }
+
+#[test]
+fn every_op_is_located_in_the_group_whose_range_holds_it() {
+    let keys: Vec<crate::Name> =
+        (0..2_000).map(|i| crate::Name::new(&format!("located_op_{i}"))).collect();
+    let groups = crate::GroupLayout::of_keys(&keys);
+    assert!(groups.len() > 10, "2,000 ops make more than ten groups");
+    for g in 0..groups.len() as u32 {
+        for (at, i) in groups.range(g).enumerate() {
+            assert_eq!(groups.locate(i), Some((g, at)));
+        }
+    }
+    assert_eq!(groups.locate(keys.len()), None);
+    assert_eq!(crate::GroupLayout::of_keys(&[]).locate(0), None);
+}
