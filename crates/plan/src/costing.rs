@@ -35,7 +35,8 @@ pub struct PlanCost {
 }
 
 fn desc(shape: Option<Vec<u64>>, layout: Option<TtnnLayout>) -> Option<TensorDesc> {
-    Some(TensorDesc::new(&shape?, layout?))
+    // The shape is moved in, not copied: `TensorDesc::new` copies a borrowed one.
+    Some(TensorDesc { shape: shape?, layout: layout? })
 }
 
 fn shape_of(ty: &Ty) -> Option<Vec<u64>> {
@@ -230,16 +231,21 @@ pub fn chunk_cost(
                 continue;
             }
             let arrived = data.operands.get(k).and_then(arriving).or_else(|| ty.layout().cloned());
-            let used =
-                p.expected_operands.get(k).cloned().flatten().map(|c| c.layout).or(arrived.clone());
-            if let (Some(from), Some(to)) = (desc(shape_of(ty), arrived), used.as_ref())
-                && &from.layout != to
+            let used = p
+                .expected_operands
+                .get(k)
+                .and_then(|c| c.as_ref().map(|c| c.layout.clone()))
+                .or_else(|| arrived.clone());
+            let shape = shape_of(ty);
+            // The shape is copied for the reshard only when there is one to price.
+            if let (Some(shape), Some(from), Some(to)) = (&shape, arrived, used.as_ref())
+                && &from != to
             {
-                let c = model.reshard_cost(&from, to);
+                let c = model.reshard_cost(&TensorDesc { shape: shape.clone(), layout: from }, to);
                 out.reshard_ns = out.reshard_ns.saturating_add(c.total_ns);
                 out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
             }
-            if let Some(d) = desc(shape_of(ty), used) {
+            if let Some(d) = desc(shape, used) {
                 inputs.push(d);
             }
         }
