@@ -80,6 +80,24 @@ impl Groups {
         (0..self.layout.len() as u32).map(|g| self.get(g))
     }
 
+    /// The indices of the groups without a name, in order: none unless some key repeats (a
+    /// file with errors), and then found without visiting every group.
+    pub fn unnamed(&self) -> impl Iterator<Item = u32> + '_ {
+        let repeats = self.frame.as_deref().is_some_and(|f| f.defs.len() != f.keys.len());
+        let n = if repeats { self.layout.len() as u32 } else { 0 };
+        (0..n).filter(|&g| matches!(self.get(g), GroupRef::Unnamed(_)))
+    }
+
+    /// The index of the group named `start` (its first op's key).
+    #[must_use]
+    pub fn index_of(&self, start: Name) -> Option<u32> {
+        let i = self.frame.as_deref()?.op_index(start.as_str())?;
+        match self.layout.locate(i)? {
+            (g, 0) if self.get(g) == GroupRef::Named(start) => Some(g),
+            _ => None,
+        }
+    }
+
     /// The group holding op `i` (body index): its index, how memos name it, and the op's
     /// place in it.
     #[must_use]

@@ -360,13 +360,10 @@ fn tuning_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
         let with = group_bound(&bounds, &fixed_block(db, func, start));
         total = total - without + with;
     }
-    for group in layout::Groups::new(db, func).iter() {
-        if let GroupRef::Unnamed(_) = group {
-            total += group_bound(
-                &lower_bounds_computed(db, func, group),
-                &fixed_computed(db, func, group),
-            );
-        }
+    for g in layout::Groups::new(db, func).unnamed() {
+        let group = GroupRef::Unnamed(g);
+        total +=
+            group_bound(&lower_bounds_computed(db, func, group), &fixed_computed(db, func, group));
     }
     u64::try_from(total).unwrap_or(u64::MAX)
 }

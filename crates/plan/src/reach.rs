@@ -17,7 +17,6 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use base_db::Policy;
 use ir::FuncId;
-use layout::GroupRef;
 
 use crate::{
     Db,
@@ -58,12 +57,16 @@ pub fn overridden_chunks(db: &dyn Db, func: FuncId) -> Arc<[u32]> {
     let layout = chunk_layout(db, func);
     let topo = crate::scheduling::func_topology(db, func);
     let mut out = BTreeSet::new();
-    for (g, group) in groups.iter().enumerate() {
-        let overrides = match group {
-            GroupRef::Named(start) if !overridden.contains(&start) => continue,
-            _ => crate::chain_graph::group_overrides(db, func, group),
-        };
-        let first = groups.layout.range(g as u32).start;
+    // The groups with overrides and those without a name (whose overrides are not among
+    // `overridden`), not every group: this runs after every override.
+    let named = overridden.iter().filter_map(|&start| groups.index_of(start));
+    let mut visit: Vec<u32> = named.chain(groups.unnamed()).collect();
+    visit.sort_unstable();
+    visit.dedup();
+    for g in visit {
+        let group = groups.get(g);
+        let overrides = crate::chain_graph::group_overrides(db, func, group);
+        let first = groups.layout.range(g).start;
         for (at, o) in overrides.iter().enumerate() {
             if o.is_none() {
                 continue;
