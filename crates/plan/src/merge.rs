@@ -702,8 +702,14 @@ impl<'a> Merger<'a> {
     /// Decisions validate ops ahead of the walk, which must see those spills as tt-mlir's
     /// merge pass sees them on the finished `df-sharding` plan.
     fn planned_spill(&self, i: u32) -> Option<TtnnLayout> {
-        if let Some(s) = &self.plan(i).spill {
+        let p = self.plan(i);
+        if let Some(s) = &p.spill {
             return Some(s.layout.clone());
+        }
+        // An output outside L1 gets no spill whatever its chain (`chain_spill`): the chain
+        // is not looked up, which for an op of another chunk is a memo fetch or two.
+        if !p.layout.as_ref().is_some_and(TtnnLayout::is_l1) {
+            return None;
         }
         let chain = self.chain(self.chain_of(i)? as usize)?;
         self.chain_spill(i, chain).map(|(layout, _)| layout)
