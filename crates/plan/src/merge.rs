@@ -470,7 +470,12 @@ impl<'a> Merger<'a> {
 
     /// The layout reaching operand `k` of op `i` from its producer (after its spill).
     fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        match *self.facts(i).operands.get(k)? {
+        self.incoming_from(*self.facts(i).operands.get(k)?)
+    }
+
+    /// The layout reaching an operand from its producer (after its spill).
+    fn incoming_from(&self, producer: Producer) -> Option<TtnnLayout> {
+        match producer {
             Producer::Op(op) => {
                 if let Some((l, s)) = self.outputs.get(&op) {
                     return s.clone().or_else(|| l.clone());
@@ -679,7 +684,16 @@ impl<'a> Merger<'a> {
 
     /// The spill [`Self::finish_chain`] gives op `i` of `chain` as the plan stands, and why.
     fn chain_spill(&self, i: u32, chain: &ChainPlan) -> Option<(TtnnLayout, SpillWhy)> {
-        let p = self.plan(i);
+        self.chain_spill_of(i, self.plan(i), chain)
+    }
+
+    /// [`Merger::chain_spill`] of op `i` whose plan is `p`.
+    fn chain_spill_of(
+        &self,
+        i: u32,
+        p: &OpPlan,
+        chain: &ChainPlan,
+    ) -> Option<(TtnnLayout, SpillWhy)> {
         let layout = p.layout.as_ref().filter(|l| l.is_l1())?;
         if p.spill.is_some() {
             return None;
@@ -712,7 +726,7 @@ impl<'a> Merger<'a> {
             return None;
         }
         let chain = self.chain(self.chain_of(i)? as usize)?;
-        self.chain_spill(i, chain).map(|(layout, _)| layout)
+        self.chain_spill_of(i, p, chain).map(|(layout, _)| layout)
     }
 
     /// Drops expected operands that the incoming value already satisfies, so only real
@@ -826,7 +840,7 @@ pub(crate) fn decline_op(
     p.reason = format!("its chain was declined: {reason}").into();
 }
 
-impl Merger<'_> {
+impl<'a> Merger<'a> {
     fn active(&self, pos: u32) -> u64 {
         self.live.at(pos)
     }
@@ -854,17 +868,20 @@ impl Merger<'_> {
         Some(l)
     }
 
-    /// The layout of operand `k` of op `i` as the plan stands (residents included).
-    fn input_layout(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        if let Some(op) = self.facts(i).producer(k)
+    /// The layout of operand `k`, as the plan stands (residents included), of the op with
+    /// `facts` and plan `plan`: a validation reads every operand of the op and looks the op
+    /// up once.
+    fn input_layout(&self, facts: &OpFacts<'a>, plan: &OpPlan, k: usize) -> Option<TtnnLayout> {
+        let producer = facts.operands.get(k).copied();
+        if let Some(Producer::Op(op)) = producer
             && let Some(l) = self.residents.get(&op)
         {
             return Some(l.clone());
         }
-        if let Some(exp) = self.plan(i).expected_operands.get(k).and_then(Option::as_ref) {
+        if let Some(exp) = plan.expected_operands.get(k).and_then(Option::as_ref) {
             return Some(exp.layout.clone());
         }
-        self.incoming(i, k)
+        self.incoming_from(producer?)
     }
 
     /// Validates op `i` with its planned output, optional operand substitutions, and
@@ -900,7 +917,7 @@ impl Merger<'_> {
         let mut l1_inputs = 0u64;
         for (slot, (k, t)) in q.inputs.iter_mut().zip(sig.tensor_operands()) {
             facts::static_shape_into(t, &mut slot.shape);
-            slot.layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
+            slot.layout = self.operand_layout(facts, plan, k, subst).unwrap_or_else(|| {
                 let dtype = t.data_type().unwrap_or(DataType::BF16);
                 TtnnLayout::dram_interleaved(&slot.shape, dtype, PageLayout::Tile)
             });
@@ -986,7 +1003,8 @@ impl Merger<'_> {
     /// plan so far feeds it.
     fn operand_layout(
         &self,
-        i: u32,
+        facts: &OpFacts<'a>,
+        plan: &OpPlan,
         k: usize,
         subst: &[(usize, TtnnLayout)],
     ) -> Option<TtnnLayout> {
@@ -994,12 +1012,13 @@ impl Merger<'_> {
             .iter()
             .find(|(sk, _)| *sk == k)
             .map(|(_, l)| l.clone())
-            .or_else(|| self.input_layout(i, k))
+            .or_else(|| self.input_layout(facts, plan, k))
     }
 
     /// The estimated time of op `i` with operand substitutions and an optional output.
     fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
-        let Some(sig) = &self.facts(i).sig else { return 0 };
+        let facts = self.facts(i);
+        let Some(sig) = &facts.sig else { return 0 };
         let Some(result) = sig.tensor_result() else { return 0 };
         let plan = self.plan(i);
         let Some(out) = output.or(plan.layout.as_ref()) else { return 0 };
@@ -1008,7 +1027,9 @@ impl Merger<'_> {
         let mut n = 0;
         for (k, t) in sig.tensor_operands() {
             // An operand with no layout at all is left out.
-            let Some(layout) = self.operand_layout(i, k, subst).or_else(|| t.layout.clone()) else {
+            let Some(layout) =
+                self.operand_layout(facts, plan, k, subst).or_else(|| t.layout.clone())
+            else {
                 continue;
             };
             let slot = scratch.cost_input(n);

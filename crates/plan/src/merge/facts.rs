@@ -139,14 +139,6 @@ impl<'a> OpFacts<'a> {
             .and_then(|t| t.as_tensor()?.shape.iter().copied().collect::<Option<_>>());
         OpFacts { op: Some(op), sig: src.sig(i), operands, shape }
     }
-
-    /// The op producing operand `k`, if an op does.
-    pub(super) fn producer(&self, k: usize) -> Option<u32> {
-        match self.operands.get(k)? {
-            Producer::Op(op) => Some(*op),
-            Producer::Arg(_) | Producer::Unknown => None,
-        }
-    }
 }
 
 /// `t`'s static shape into `out` (left empty when a dim is dynamic), reusing its buffer.
