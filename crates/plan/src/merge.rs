@@ -21,7 +21,6 @@
 //! skipped instead of stopping the whole pass; the timeline is summed directly per position.
 
 use std::{
-    cell::OnceCell,
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
 };
@@ -32,7 +31,7 @@ use ir::ValueRef;
 use opmodel::{OpConfig, OpKind, OpModel as _, OutputHint, TensorDesc};
 use ttnn_types::{DataType, PageLayout, TensorMemoryLayout, TtnnLayout};
 
-use self::facts::{OpFacts, PerOp, Producer, Scratch};
+use self::facts::{OpFacts, PerChunk, PerOp, Producer, Scratch};
 use crate::{
     chunks::{ChunkChains, ChunkLayout, ForeignChain, PlanSlice},
     planning::{ChainPlan, ChainState, Conversion, MergeRecord, OpPlan, PartsChunk, SpillLocation},
@@ -127,6 +126,11 @@ struct BaseChunk {
 /// A plan with nothing in it, for lookups that miss.
 static NO_PLAN: std::sync::LazyLock<OpPlan> = std::sync::LazyLock::new(OpPlan::empty);
 
+/// What validating an op without a tensor result answers (it holds no L1 of its own).
+static NO_RESULT: std::sync::LazyLock<TtnnLayout> = std::sync::LazyLock::new(|| {
+    TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile)
+});
+
 /// What a chunk's walk reads of its function beyond the carry, asked for when a decision
 /// first needs it (a window reads few ops outside its chunk). The database answers each read
 /// from a memo of its own, so that a walk re-runs only when something it read changed
@@ -186,7 +190,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         topo: input.topo,
         sched: &input.sched.order,
         pos: &input.sched.position,
-        base: (0..n_chunks).map(|_| OnceCell::new()).collect(),
+        base: PerChunk::new(n_chunks),
         foreign_plans: PerOp::new(input.layout),
         foreign_chains: PerOp::new(input.layout),
         facts: PerOp::new(input.layout),
@@ -200,7 +204,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         live: Live::new(input.sched.order.len()),
         merged_target: input.carry.merged_target.iter().copied().collect(),
         touched: input.carry.touched.iter().copied().collect(),
-        chain_info: (0..n_chunks).map(|_| OnceCell::new()).collect(),
+        chain_info: PerChunk::new(n_chunks),
         outputs: &input.carry.outputs,
         records: Vec::new(),
         model: input.model,
@@ -213,7 +217,7 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         m.live.add(r.start, r.end, r.bytes);
     }
     // This chunk's plans and chains: the base, then what earlier chunks changed.
-    let here: Vec<u32> = input.layout.ops(k as usize).to_vec();
+    let here: &[u32] = input.layout.ops(k as usize);
     let base = m.base_chunk(k);
     m.own = here
         .iter()
@@ -234,18 +238,18 @@ pub(crate) fn walk_chunk(input: &ChunkInputs<'_>) -> (PlanSlice, Carry) {
         m.chains.entry(last).or_insert_with(|| p.clone());
     }
     if m.merging {
-        m.decide(&here);
+        m.decide(here);
     }
-    for &x in &here {
+    for &x in here {
         if let Some(c) = m.chain_ending_at(x) {
             m.finish_chain(c as usize);
         }
     }
     if input.l1_interleaved_fallback {
-        m.l1_interleaved_fallback(&here);
+        m.l1_interleaved_fallback(here);
     }
-    m.prune_conversions(&here);
-    m.hand_on(&here)
+    m.prune_conversions(here);
+    m.hand_on(here)
 }
 
 /// The bytes the reservations hold at each schedule position, kept only over the positions
@@ -299,12 +303,12 @@ struct Merger<'a> {
     k: u32,
     layout: &'a ChunkLayout,
     /// Each chunk's chains, fetched on first use.
-    chain_info: Vec<OnceCell<Arc<ChunkChains>>>,
+    chain_info: PerChunk<Arc<ChunkChains>>,
     topo: &'a Topology,
     sched: &'a [u32],
     pos: &'a [u32],
     /// The base plan of each chunk this walk reads, fetched on first use.
-    base: Vec<OnceCell<BaseChunk>>,
+    base: PerChunk<BaseChunk>,
     /// Base plans of ops in other chunks, by body index, fetched on first use.
     foreign_plans: PerOp<Option<Arc<OpPlan>>>,
     /// Base plans and outcomes of chains in other chunks, by last op, fetched on first use.
@@ -366,8 +370,7 @@ impl<'a> Merger<'a> {
     /// The base plan of chunk `k`: the solved chains, and under merging the chains the cost
     /// model declines up front; with its chains indexed by their last op.
     fn base(&self, k: u32) -> Option<&BaseChunk> {
-        let cell = self.base.get(k as usize)?;
-        Some(cell.get_or_init(|| {
+        self.base.get_or_init(k, || {
             let parts = self.src.base(k);
             let by_last = parts
                 .chains
@@ -376,7 +379,7 @@ impl<'a> Merger<'a> {
                 .filter_map(|(c, ch)| Some((*ch.ops.last()?, c)))
                 .collect();
             BaseChunk { parts, by_last }
-        }))
+        })
     }
 
     /// The cost and fallback of the chain whose last op is `last`, from its base chunk.
@@ -467,7 +470,12 @@ impl<'a> Merger<'a> {
 
     /// The layout reaching operand `k` of op `i` from its producer (after its spill).
     fn incoming(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        match *self.facts(i).operands.get(k)? {
+        self.incoming_from(*self.facts(i).operands.get(k)?)
+    }
+
+    /// The layout reaching an operand from its producer (after its spill).
+    fn incoming_from(&self, producer: Producer) -> Option<TtnnLayout> {
+        match producer {
             Producer::Op(op) => {
                 if let Some((l, s)) = self.outputs.get(&op) {
                     return s.clone().or_else(|| l.clone());
@@ -487,8 +495,7 @@ impl<'a> Merger<'a> {
         if k != self.k {
             self.src.chain_read(i);
         }
-        let cell = self.chain_info.get(k as usize)?;
-        let info = cell.get_or_init(|| self.src.chunk_chains(k));
+        let info = self.chain_info.get_or_init(k, || self.src.chunk_chains(k))?;
         info.of_op.get(at).copied().flatten().map(|(last, _)| last)
     }
 
@@ -583,12 +590,14 @@ impl<'a> Merger<'a> {
     /// Concat chains resolved at `x`: a concat is resolved at the earliest of its
     /// producers, so that every source is still ahead or here.
     fn concats_at(&mut self, x: u32) {
-        let users: Vec<u32> = {
-            let mut u: Vec<u32> = self.topo.ops[x as usize].users.iter().map(|u| u.user).collect();
-            u.dedup();
-            u
-        };
-        for y in users {
+        // The topology outlives the walk's state: its users are read in place, a user that
+        // repeats (two operands of one op) once.
+        let topo = self.topo;
+        let mut before = None;
+        for y in topo.ops[x as usize].users.iter().map(|u| u.user) {
+            if before.replace(y) == Some(y) {
+                continue;
+            }
             if let Some(cy) = self.chain_of(y).map(|c| c as usize)
                 && self.chain_is(cy, |ch| ch.concat && ch.state == ChainState::Built)
                 && self.earliest_producer(y) == Some(x)
@@ -675,7 +684,16 @@ impl<'a> Merger<'a> {
 
     /// The spill [`Self::finish_chain`] gives op `i` of `chain` as the plan stands, and why.
     fn chain_spill(&self, i: u32, chain: &ChainPlan) -> Option<(TtnnLayout, SpillWhy)> {
-        let p = self.plan(i);
+        self.chain_spill_of(i, self.plan(i), chain)
+    }
+
+    /// [`Merger::chain_spill`] of op `i` whose plan is `p`.
+    fn chain_spill_of(
+        &self,
+        i: u32,
+        p: &OpPlan,
+        chain: &ChainPlan,
+    ) -> Option<(TtnnLayout, SpillWhy)> {
         let layout = p.layout.as_ref().filter(|l| l.is_l1())?;
         if p.spill.is_some() {
             return None;
@@ -698,11 +716,17 @@ impl<'a> Merger<'a> {
     /// Decisions validate ops ahead of the walk, which must see those spills as tt-mlir's
     /// merge pass sees them on the finished `df-sharding` plan.
     fn planned_spill(&self, i: u32) -> Option<TtnnLayout> {
-        if let Some(s) = &self.plan(i).spill {
+        let p = self.plan(i);
+        if let Some(s) = &p.spill {
             return Some(s.layout.clone());
         }
+        // An output outside L1 gets no spill whatever its chain (`chain_spill`): the chain
+        // is not looked up, which for an op of another chunk is a memo fetch or two.
+        if !p.layout.as_ref().is_some_and(TtnnLayout::is_l1) {
+            return None;
+        }
         let chain = self.chain(self.chain_of(i)? as usize)?;
-        self.chain_spill(i, chain).map(|(layout, _)| layout)
+        self.chain_spill_of(i, p, chain).map(|(layout, _)| layout)
     }
 
     /// Drops expected operands that the incoming value already satisfies, so only real
@@ -816,7 +840,7 @@ pub(crate) fn decline_op(
     p.reason = format!("its chain was declined: {reason}").into();
 }
 
-impl Merger<'_> {
+impl<'a> Merger<'a> {
     fn active(&self, pos: u32) -> u64 {
         self.live.at(pos)
     }
@@ -844,17 +868,20 @@ impl Merger<'_> {
         Some(l)
     }
 
-    /// The layout of operand `k` of op `i` as the plan stands (residents included).
-    fn input_layout(&self, i: u32, k: usize) -> Option<TtnnLayout> {
-        if let Some(op) = self.facts(i).producer(k)
+    /// The layout of operand `k`, as the plan stands (residents included), of the op with
+    /// `facts` and plan `plan`: a validation reads every operand of the op and looks the op
+    /// up once.
+    fn input_layout(&self, facts: &OpFacts<'a>, plan: &OpPlan, k: usize) -> Option<TtnnLayout> {
+        let producer = facts.operands.get(k).copied();
+        if let Some(Producer::Op(op)) = producer
             && let Some(l) = self.residents.get(&op)
         {
             return Some(l.clone());
         }
-        if let Some(exp) = self.plan(i).expected_operands.get(k).and_then(Option::as_ref) {
+        if let Some(exp) = plan.expected_operands.get(k).and_then(Option::as_ref) {
             return Some(exp.layout.clone());
         }
-        self.incoming(i, k)
+        self.incoming_from(producer?)
     }
 
     /// Validates op `i` with its planned output, optional operand substitutions, and
@@ -873,11 +900,13 @@ impl Merger<'_> {
         // An op with several results is not placed, but it runs, with the layouts it was
         // written with, and needs L1 next to what is resident: it is validated with its
         // first result as the output, as the verifier reads it.
-        let several = sig.tensor_result().is_none() && self.op(i).results.len() > 1;
-        let first = self.op(i).results.first().and_then(ir::Ty::as_tensor).filter(|_| several);
-        let Some(result) = sig.tensor_result().or(first) else {
+        let op = facts.op.unwrap_or(&ir::NO_OP);
+        let tensor_result = sig.tensor_result();
+        let several = tensor_result.is_none() && op.results.len() > 1;
+        let first = op.results.first().and_then(ir::Ty::as_tensor).filter(|_| several);
+        let Some(result) = tensor_result.or(first) else {
             // Ops without a tensor result hold no L1 of their own; they pass.
-            return Ok(TtnnLayout::dram_interleaved(&[1], DataType::BF16, PageLayout::Tile));
+            return Ok(NO_RESULT.clone());
         };
         let written = first.and_then(|t| t.layout.as_ref());
         let plan = self.plan(i);
@@ -888,7 +917,7 @@ impl Merger<'_> {
         let mut l1_inputs = 0u64;
         for (slot, (k, t)) in q.inputs.iter_mut().zip(sig.tensor_operands()) {
             facts::static_shape_into(t, &mut slot.shape);
-            slot.layout = self.operand_layout(i, k, subst).unwrap_or_else(|| {
+            slot.layout = self.operand_layout(facts, plan, k, subst).unwrap_or_else(|| {
                 let dtype = t.data_type().unwrap_or(DataType::BF16);
                 TtnnLayout::dram_interleaved(&slot.shape, dtype, PageLayout::Tile)
             });
@@ -902,13 +931,20 @@ impl Merger<'_> {
             (Some(l), _) => OutputHint::Layout(l.clone()),
             (None, _) => OutputHint::Null,
         };
-        q.kind.clone_from(&sig.kind);
+        // The kind and config are often the last query's (a window validates ops of a few
+        // kinds): a config with a matmul program or a conv's knobs allocates to clone.
+        if q.kind != sig.kind {
+            q.kind.clone_from(&sig.kind);
+        }
         facts::static_shape_into(result, &mut q.output_shape);
         q.output_dtype = out
             .and_then(TtnnLayout::data_type)
             .or_else(|| result.data_type())
             .unwrap_or(DataType::BF16);
-        q.config.clone_from(config.unwrap_or(&plan.config));
+        let config = config.unwrap_or(&plan.config);
+        if q.config != *config {
+            q.config.clone_from(config);
+        }
         q.l1_in_use = extra.saturating_add(l1_inputs);
         match self.model.query(self.target, q) {
             Ok(r) => Ok(r.output_layout),
@@ -967,7 +1003,8 @@ impl Merger<'_> {
     /// plan so far feeds it.
     fn operand_layout(
         &self,
-        i: u32,
+        facts: &OpFacts<'a>,
+        plan: &OpPlan,
         k: usize,
         subst: &[(usize, TtnnLayout)],
     ) -> Option<TtnnLayout> {
@@ -975,12 +1012,13 @@ impl Merger<'_> {
             .iter()
             .find(|(sk, _)| *sk == k)
             .map(|(_, l)| l.clone())
-            .or_else(|| self.input_layout(i, k))
+            .or_else(|| self.input_layout(facts, plan, k))
     }
 
     /// The estimated time of op `i` with operand substitutions and an optional output.
     fn op_time(&self, i: u32, subst: &[(usize, TtnnLayout)], output: Option<&TtnnLayout>) -> u64 {
-        let Some(sig) = &self.facts(i).sig else { return 0 };
+        let facts = self.facts(i);
+        let Some(sig) = &facts.sig else { return 0 };
         let Some(result) = sig.tensor_result() else { return 0 };
         let plan = self.plan(i);
         let Some(out) = output.or(plan.layout.as_ref()) else { return 0 };
@@ -989,7 +1027,9 @@ impl Merger<'_> {
         let mut n = 0;
         for (k, t) in sig.tensor_operands() {
             // An operand with no layout at all is left out.
-            let Some(layout) = self.operand_layout(i, k, subst).or_else(|| t.layout.clone()) else {
+            let Some(layout) =
+                self.operand_layout(facts, plan, k, subst).or_else(|| t.layout.clone())
+            else {
                 continue;
             };
             let slot = scratch.cost_input(n);

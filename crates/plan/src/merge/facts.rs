@@ -7,7 +7,10 @@
 //! query from fresh vectors; none of that changes while the walk runs, and one query is
 //! built at a time.
 
-use std::{cell::OnceCell, sync::Arc};
+use std::{
+    cell::{Cell, OnceCell},
+    sync::Arc,
+};
 
 use ir::ValueRef;
 use opmodel::{OpConfig, OpKind, OpQuery, OutputHint, TensorDesc};
@@ -16,16 +19,66 @@ use ttnn_types::{DataType, PageLayout, TensorType, TtnnLayout};
 
 use crate::{chunks::ChunkLayout, merge::WalkSource};
 
+/// How many chunks a [`PerChunk`] holds in place before it makes room for every chunk of the
+/// function: a walk reads its own chunk and a few near it.
+const NEAR: usize = 16;
+
+/// A value per chunk, filled on first use and kept for the walk. The first chunks read get
+/// the slots of a small array, so that a walk does not build (and drop) a table as long as
+/// the function's chunks for each thing it memoizes: five such tables of 300-odd chunks cost
+/// as much as the rest of a small walk's bookkeeping.
+pub(super) struct PerChunk<T> {
+    /// Per chunk of the function: 1 + its slot in `near`, or 0 if it has none.
+    slot_of: Box<[Cell<u8>]>,
+    /// How many slots of `near` are taken.
+    used: Cell<u8>,
+    near: [OnceCell<T>; NEAR],
+    /// One slot per chunk, for the chunks read after `near` is full.
+    far: OnceCell<Box<[OnceCell<T>]>>,
+}
+
+impl<T> PerChunk<T> {
+    pub(super) fn new(chunks: usize) -> PerChunk<T> {
+        PerChunk {
+            slot_of: vec![Cell::new(0); chunks].into_boxed_slice(),
+            used: Cell::new(0),
+            near: Default::default(),
+            far: OnceCell::new(),
+        }
+    }
+
+    /// Chunk `k`'s value, made by `init` on first use; `None` for a chunk past the last.
+    pub(super) fn get_or_init(&self, k: u32, init: impl FnOnce() -> T) -> Option<&T> {
+        let slot = self.slot_of.get(k as usize)?;
+        let at = match slot.get() {
+            0 if usize::from(self.used.get()) < NEAR => {
+                let taken = self.used.get() + 1;
+                self.used.set(taken);
+                slot.set(taken);
+                taken
+            }
+            0 => {
+                let far = self
+                    .far
+                    .get_or_init(|| (0..self.slot_of.len()).map(|_| OnceCell::new()).collect());
+                return Some(far.get(k as usize)?.get_or_init(init));
+            }
+            taken => taken,
+        };
+        Some(self.near.get(usize::from(at) - 1)?.get_or_init(init))
+    }
+}
+
 /// A value per op, filled on first use and kept for the walk, in one slab per chunk: a walk
 /// reads few ops outside its chunk, so it allocates for the chunks it reads rather than for
 /// every op of the function.
 pub(super) struct PerOp<T> {
-    chunks: Vec<OnceCell<Box<[OnceCell<T>]>>>,
+    chunks: PerChunk<Box<[OnceCell<T>]>>,
 }
 
 impl<T> PerOp<T> {
     pub(super) fn new(layout: &ChunkLayout) -> PerOp<T> {
-        PerOp { chunks: (0..layout.len()).map(|_| OnceCell::new()).collect() }
+        PerOp { chunks: PerChunk::new(layout.len()) }
     }
 
     /// Op `i`'s value, made by `init` on first use; `None` for an op past the body.
@@ -36,10 +89,9 @@ impl<T> PerOp<T> {
         init: impl FnOnce() -> T,
     ) -> Option<&T> {
         let (k, at) = layout.locate(i)?;
-        let slab = self
-            .chunks
-            .get(k as usize)?
-            .get_or_init(|| (0..layout.range(k as usize).len()).map(|_| OnceCell::new()).collect());
+        let slab = self.chunks.get_or_init(k, || {
+            (0..layout.range(k as usize).len()).map(|_| OnceCell::new()).collect()
+        })?;
         Some(slab.get(at)?.get_or_init(init))
     }
 }
@@ -86,14 +138,6 @@ impl<'a> OpFacts<'a> {
             .first()
             .and_then(|t| t.as_tensor()?.shape.iter().copied().collect::<Option<_>>());
         OpFacts { op: Some(op), sig: src.sig(i), operands, shape }
-    }
-
-    /// The op producing operand `k`, if an op does.
-    pub(super) fn producer(&self, k: usize) -> Option<u32> {
-        match self.operands.get(k)? {
-            Producer::Op(op) => Some(*op),
-            Producer::Arg(_) | Producer::Unknown => None,
-        }
     }
 }
 
