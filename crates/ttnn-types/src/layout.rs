@@ -2,7 +2,11 @@
 
 use std::{
     fmt::{self, Write as _},
-    sync::Arc,
+    hash::{Hash, Hasher},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering::Relaxed},
+    },
 };
 
 use crate::{
@@ -215,32 +219,105 @@ impl fmt::Display for LayoutError {
 /// A layout is a pointer to its [`LayoutData`]: every op's legal layouts, every candidate,
 /// chain problem and plan holds layouts, mostly the same few per tensor shape, and a 100k-op
 /// graph held gigabytes of copies. Fields read through `Deref`; a write (`DerefMut`) copies
-/// the data first if it is shared. Equality, ordering and hashing are the data's.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TtnnLayout(Arc<LayoutData>);
+/// the data first if it is shared. Equality and ordering are the data's.
+///
+/// Hashing writes one word, a hash of the data kept beside it: the op-model and cost caches
+/// hash every layout of a query on every lookup, and hashing the data field by field (the
+/// collapse map's text, the dims, the core ranges) was most of a lookup's cost. The hash is
+/// computed on first use and forgotten by any write.
+#[derive(Clone)]
+pub struct TtnnLayout(Arc<Stored>);
+
+/// A layout's data and its hash, `0` until computed.
+struct Stored {
+    data: LayoutData,
+    hash: AtomicU64,
+}
+
+impl Clone for Stored {
+    fn clone(&self) -> Stored {
+        Stored { data: self.data.clone(), hash: AtomicU64::new(self.hash.load(Relaxed)) }
+    }
+}
+
+impl TtnnLayout {
+    /// The hash of the data (FxHash, the same in every process), never `0`.
+    fn content_hash(&self) -> u64 {
+        let known = self.0.hash.load(Relaxed);
+        if known != 0 {
+            return known;
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        self.0.data.hash(&mut h);
+        let computed = h.finish().max(1);
+        // Racing threads store the same value.
+        self.0.hash.store(computed, Relaxed);
+        computed
+    }
+}
+
+impl PartialEq for TtnnLayout {
+    fn eq(&self, other: &TtnnLayout) -> bool {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return true;
+        }
+        // Two known hashes that differ settle it without comparing the data.
+        let (a, b) = (self.0.hash.load(Relaxed), other.0.hash.load(Relaxed));
+        if a != 0 && b != 0 && a != b {
+            return false;
+        }
+        self.0.data == other.0.data
+    }
+}
+
+impl Eq for TtnnLayout {}
+
+impl PartialOrd for TtnnLayout {
+    fn partial_cmp(&self, other: &TtnnLayout) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TtnnLayout {
+    fn cmp(&self, other: &TtnnLayout) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return std::cmp::Ordering::Equal;
+        }
+        self.0.data.cmp(&other.0.data)
+    }
+}
+
+impl Hash for TtnnLayout {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.content_hash());
+    }
+}
 
 impl std::ops::Deref for TtnnLayout {
     type Target = LayoutData;
     fn deref(&self) -> &LayoutData {
-        &self.0
+        &self.0.data
     }
 }
 
 impl std::ops::DerefMut for TtnnLayout {
     fn deref_mut(&mut self) -> &mut LayoutData {
-        Arc::make_mut(&mut self.0)
+        let stored = Arc::make_mut(&mut self.0);
+        // The caller may change the data: its hash is computed again when next asked for.
+        *stored.hash.get_mut() = 0;
+        &mut stored.data
     }
 }
 
 impl From<LayoutData> for TtnnLayout {
     fn from(data: LayoutData) -> TtnnLayout {
-        TtnnLayout(Arc::new(data))
+        TtnnLayout(Arc::new(Stored { data, hash: AtomicU64::new(0) }))
     }
 }
 
 impl fmt::Debug for TtnnLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = &*self.0;
+        let d = &self.0.data;
         f.debug_struct("TtnnLayout")
             .field("linear_map", &d.linear_map)
             .field("grid", &d.grid)
@@ -717,6 +794,36 @@ mod tests {
         let l = TtnnLayout::dram_interleaved(&[1, 12, 32, 64], DataType::BF16, PageLayout::Tile);
         expect![[r#"#ttnn.ttnn_layout<(d0, d1, d2, d3) -> (d0 * 384 + d1 * 32 + d2, d3), <1x1>, memref<12x2x!ttcore.tile<32x32, bf16>, #ttnn.buffer_type<dram>>, <interleaved>>"#]]
             .assert_eq(&l.to_string());
+    }
+
+    #[test]
+    fn a_layouts_kept_hash_follows_its_data_through_copies_and_writes() {
+        let hash = |l: &TtnnLayout| {
+            let mut h = rustc_hash::FxHasher::default();
+            l.hash(&mut h);
+            h.finish()
+        };
+        let a = TtnnLayout::dram_interleaved(&[1, 12, 32, 64], DataType::BF16, PageLayout::Tile);
+        let b = TtnnLayout::dram_interleaved(&[1, 12, 32, 64], DataType::BF16, PageLayout::Tile);
+        assert!(!Arc::ptr_eq(&a.0, &b.0), "built twice, not shared");
+        assert_eq!(a, b);
+        assert_eq!(hash(&a), hash(&b));
+        // A write to a shared copy leaves the original and its hash as they were, and the
+        // copy's hash is its new data's.
+        let mut c = a.clone();
+        c.buffer = BufferType::L1;
+        assert_ne!(a, c);
+        assert_ne!(hash(&a), hash(&c));
+        assert_eq!(hash(&a), hash(&b));
+        let mut d = b.clone();
+        d.buffer = BufferType::L1;
+        assert_eq!(c, d);
+        assert_eq!(hash(&c), hash(&d));
+        // A write after the hash was asked for is seen too.
+        d.buffer = BufferType::Dram;
+        assert_eq!(d, a);
+        assert_eq!(hash(&d), hash(&a));
+        assert_eq!(a.cmp(&d), std::cmp::Ordering::Equal);
     }
 
     #[test]
