@@ -612,3 +612,32 @@ fn a_change_of_many_edits_gives_what_the_edited_text_gives_from_scratch() {
         assert!(snapshot(&host) == snapshot(&fresh(&now, "")));
     }
 }
+
+/// A function with repeated definitions (an error the file keeps while it is typed) has
+/// groups that their first op's key does not name: overrides on their ops and around them,
+/// set and cleared on a tuning host, give what the same text and overrides give from scratch.
+#[test]
+fn overrides_around_repeated_definitions_give_what_from_scratch_gives() {
+    // Ops 20 to 99 defined twice each: some group starts with one of them.
+    let text: String = graph(&mut Rng(5), 120)
+        .lines()
+        .map(|l| {
+            let repeated = (20..100).any(|i| l.contains(&format!("loc(\"op{i}\")")));
+            if repeated { format!("{l}\n{l}\n") } else { format!("{l}\n") }
+        })
+        .collect();
+    let mut host = opened(AnalysisHost::for_tuning(target::Target::n150(), options()), &text, "");
+    let file = host.file(FILE).expect("file is open");
+    let errors = host.analysis().diagnostics(file).expect("not cancelled");
+    assert!(!errors.is_empty(), "the repeated definition is reported");
+    let mut overrides = String::new();
+    for (step, op) in ["op40", "op41", "op19", "op80", "op10", "op40"].into_iter().enumerate() {
+        let layout = LAYOUTS[step % LAYOUTS.len()];
+        overrides = ide::overrides_with(&overrides, op, ide::OverrideOption::OutputLayout, layout);
+        host.apply_change(Change::new().set_overrides("o", overrides.clone()));
+        assert_eq!(snapshot(&host), snapshot(&fresh(&text, &overrides)), "after setting {op}");
+        overrides = ide::overrides_without(&overrides, op, None);
+        host.apply_change(Change::new().set_overrides("o", overrides.clone()));
+        assert_eq!(snapshot(&host), snapshot(&fresh(&text, &overrides)), "after clearing {op}");
+    }
+}
