@@ -65,14 +65,14 @@ fn planned_l1(
     let topo = plan::func_topology(db, op.func(db));
     let mut live = 0u64;
     for (j, t) in topo.ops.iter().enumerate() {
-        let pj = plan.schedule.position[j];
+        let Some(&pj) = plan.schedule.position.get(j) else { continue };
         if pj == u32::MAX || pj >= pos {
             continue;
         }
         let last = t
             .users
             .iter()
-            .map(|u| plan.schedule.position[u.user as usize])
+            .filter_map(|u| plan.schedule.position.get(u.user as usize).copied())
             .filter(|&x| x != u32::MAX)
             .max()
             .unwrap_or(pj);

@@ -137,9 +137,11 @@ pub(crate) fn plan_report_for(
         report.spills += plan.spills();
         let cost = plan::plan_cost(db, func, policy);
         for (i, (data, p)) in body.ops.iter().zip(&plan.ops).enumerate() {
-            let chain = p.chain.map(|(c, pos)| {
-                let ch = &plan.chains[c as usize];
-                (c, pos + 1, ch.ops.len() as u32, ch.state.name())
+            // A chain index the plan's list lacks (a planner bug) reads as no chain, not a
+            // panic of the language server.
+            let chain = p.chain.and_then(|(c, pos)| {
+                let ch = plan.chains.get(c as usize)?;
+                Some((c, pos + 1, ch.ops.len() as u32, ch.state.name()))
             });
             report.ops.push(OpDecision {
                 func: func.name(db).clone(),

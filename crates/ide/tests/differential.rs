@@ -612,3 +612,64 @@ fn a_change_of_many_edits_gives_what_the_edited_text_gives_from_scratch() {
         assert!(snapshot(&host) == snapshot(&fresh(&now, "")));
     }
 }
+
+/// A function with repeated definitions (an error the file keeps while it is typed) has
+/// groups that their first op's key does not name: overrides on their ops and around them,
+/// set and cleared on a tuning host, give what the same text and overrides give from scratch.
+#[test]
+fn overrides_around_repeated_definitions_give_what_from_scratch_gives() {
+    // Ops 20 to 99 defined twice each: some group starts with one of them.
+    let text: String = graph(&mut Rng(5), 120)
+        .lines()
+        .map(|l| {
+            let repeated = (20..100).any(|i| l.contains(&format!("loc(\"op{i}\")")));
+            if repeated { format!("{l}\n{l}\n") } else { format!("{l}\n") }
+        })
+        .collect();
+    let mut host = opened(AnalysisHost::for_tuning(target::Target::n150(), options()), &text, "");
+    let file = host.file(FILE).expect("file is open");
+    let errors = host.analysis().diagnostics(file).expect("not cancelled");
+    assert!(!errors.is_empty(), "the repeated definition is reported");
+    let mut overrides = String::new();
+    for (step, op) in ["op40", "op41", "op19", "op80", "op10", "op40"].into_iter().enumerate() {
+        let layout = LAYOUTS[step % LAYOUTS.len()];
+        overrides = ide::overrides_with(&overrides, op, ide::OverrideOption::OutputLayout, layout);
+        host.apply_change(Change::new().set_overrides("o", overrides.clone()));
+        assert_eq!(snapshot(&host), snapshot(&fresh(&text, &overrides)), "after setting {op}");
+        assert_the_plan_holds_every_chain_once(&host, &format!("after setting {op}"));
+        overrides = ide::overrides_without(&overrides, op, None);
+        host.apply_change(Change::new().set_overrides("o", overrides.clone()));
+        assert_eq!(snapshot(&host), snapshot(&fresh(&text, &overrides)), "after clearing {op}");
+        assert_the_plan_holds_every_chain_once(&host, &format!("after clearing {op}"));
+    }
+}
+
+/// The gathered plan holds each chain of the function once, at its index, and each op names
+/// the chain that holds it at its place: no chain lost or shared between two ops of one key.
+fn assert_the_plan_holds_every_chain_once(host: &AnalysisHost, when: &str) {
+    let file = host.file(FILE).expect("file is open");
+    let analysis = host.analysis();
+    let db = analysis.db();
+    for &func in ir::file_funcs(db, file).iter() {
+        let graph = plan::chains(db, func);
+        for policy in Policy::ALL {
+            // The greedy policy builds no chains.
+            if policy == Policy::Greedy {
+                continue;
+            }
+            let plan = plan::plan_for(db, func, policy);
+            assert_eq!(plan.chains.len(), graph.chains.len(), "{when}: chains under {policy:?}");
+            for (i, p) in plan.ops.iter().enumerate() {
+                let i = i as u32;
+                let held = p.chain.and_then(|(c, pos)| {
+                    plan.chains.get(c as usize)?.ops.get(pos as usize).map(|&m| (c, m))
+                });
+                assert_eq!(
+                    held,
+                    graph.chain_of(i).map(|c| (c, i)),
+                    "{when}: op {i}'s chain under {policy:?}"
+                );
+            }
+        }
+    }
+}

@@ -346,10 +346,13 @@ pub fn func_group_at(db: &dyn Db, func: FuncId, start: Name) -> GroupOps {
     let Some(body) = &segment.ops.body else { return GroupOps::default() };
     let base = segment.ops.range.start;
     let key = start.as_str();
+    // The last group starting with the key: where keys repeat (a file with errors), the
+    // group a key names is the one its last op starts (`FuncFrame::index_of`), and an
+    // earlier group of the segment may start with the same key.
     let Some(k) = segment
         .groups
         .iter()
-        .position(|&at| body.ops.get(base + at as usize).is_some_and(|o| o.key.as_str() == &*key))
+        .rposition(|&at| body.ops.get(base + at as usize).is_some_and(|o| o.key.as_str() == &*key))
     else {
         return GroupOps::default();
     };

@@ -98,6 +98,17 @@ impl Groups {
         }
     }
 
+    /// Whether op `i`'s key names it: false where a later op repeats the key (a repeated
+    /// definition, an error; the key names the last), and for an op past the end. What names
+    /// ops by key (an `OpId`, a chain's ops) cannot tell such an op from the one its key names.
+    #[must_use]
+    pub fn key_names(&self, i: usize) -> bool {
+        let Some(frame) = self.frame.as_deref() else { return false };
+        let Some(&key) = frame.keys.get(i) else { return false };
+        // Where no key repeats (one index entry per op), every key names its op: no search.
+        frame.defs.len() == frame.keys.len() || frame.index_of(key) == Some(i as u32)
+    }
+
     /// The group holding op `i` (body index): its index, how memos name it, and the op's
     /// place in it.
     #[must_use]

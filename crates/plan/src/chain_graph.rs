@@ -315,6 +315,12 @@ impl<'a> Scan<'a> {
     }
 
     fn chainable(&self, i: u32) -> bool {
+        // A chain names its ops by key (its id is interned from their `OpId`s), so an op whose
+        // key names another (a repeated definition, an error) is in no chain: as a member it
+        // would give its chain the id of the other op's chain and its plan to the other op.
+        if !self.groups.key_names(i as usize) {
+            return false;
+        }
         let Some((g, group, at)) = self.groups.locate(i as usize) else { return false };
         let Some(cell) = self.chainable.get(g as usize) else { return false };
         let block = cell.get_or_init(|| match self.reads {

@@ -635,14 +635,9 @@ pub(crate) fn parts_chunk(db: &dyn Db, func: FuncId, k: u32, reads: Reads) -> Ar
     match reads {
         Reads::Overrides => plan_parts_chunk(db, func, k),
         Reads::Base => {
-            let ops = ir::func_ops(db, func);
-            let members: Vec<ir::OpId> = chunk_ops(db, func, k)
-                .iter()
-                .filter_map(|&i| ops.get(i as usize).copied())
-                .collect();
-            let chains = chunk_chains(db, func, k, Reads::Base).ids.clone();
-            let content = crate::planning::ChunkContent::new(db, func, members, chains);
-            crate::planning::parts_without_overrides(db, content)
+            let members = chunk_ops(db, func, k);
+            let chains = chunk_chains(db, func, k, Reads::Base);
+            crate::planning::parts_of_graph(db, func, &members, &chains.ids)
         }
     }
 }

@@ -721,16 +721,7 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
                 crate::problem::chain_reads(m, &body.keys, &topo, &probe) == Reads::Overrides
             });
         if !overridden {
-            let content = ChunkContent::new(
-                db,
-                func,
-                members_here
-                    .iter()
-                    .filter_map(|&i| ops.get(i as usize).copied())
-                    .collect::<Vec<OpId>>(),
-                chunk_chains.ids.clone(),
-            );
-            return parts_without_overrides(db, content);
+            return parts_of_graph(db, func, &members_here, &chunk_chains.ids);
         }
         // Single-op chains solved in the groups the chunk's chains without overrides make,
         // whose memos the plan without overrides made.
@@ -747,6 +738,29 @@ pub fn plan_parts_chunk(db: &dyn Db, func: FuncId, k: u32) -> Arc<PartsChunk> {
         grouping,
         Some(&probe),
     )
+}
+
+/// [`parts_without_overrides`] of a chunk's ops (`members_here`, body indices) and chains.
+///
+/// The memo names the ops by id, which cannot tell apart two ops of one key (a repeated
+/// definition, an error: the key names the last): where keys repeat, the parts are made here
+/// from the body indices, without a memo.
+pub(crate) fn parts_of_graph(
+    db: &dyn Db,
+    func: FuncId,
+    members_here: &[u32],
+    chains: &[ChainId],
+) -> Arc<PartsChunk> {
+    let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
+    if frame.defs.len() != frame.keys.len() {
+        let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
+        let all_members = chain_members(db, &body, chains);
+        return parts_of(db, func, (&body, members_here), (chains, all_members), None, None);
+    }
+    let ops = ir::func_ops(db, func);
+    let members: Vec<OpId> =
+        members_here.iter().filter_map(|&i| ops.get(i as usize).copied()).collect();
+    parts_without_overrides(db, ChunkContent::new(db, func, members, chains.to_vec()))
 }
 
 /// What a chunk holds, by ids from names: the key of [`parts_without_overrides`].
@@ -904,6 +918,17 @@ pub fn plan_for(db: &dyn Db, func: FuncId, policy: Policy) -> Arc<Plan> {
         merges.extend(slice.merges.iter().cloned());
     }
     chain_plans.sort_by_key(|(c, _)| *c);
+    // Each chain gathered once, a chain's index in the function is its place in the list.
+    // Where not (a chain gathered twice or not at all, a bug), ops name their chain by its
+    // place, so the plan never names a chain past its list for a reader to index.
+    if chain_plans.iter().enumerate().any(|(at, (c, _))| *c != at as u32) {
+        for p in &mut ops {
+            p.chain = p.chain.and_then(|(c, pos)| {
+                let at = chain_plans.binary_search_by_key(&c, |(g, _)| *g).ok()?;
+                Some((at as u32, pos))
+            });
+        }
+    }
     Arc::new(Plan {
         policy,
         schedule: sched,

@@ -64,13 +64,17 @@ pub fn unscheduled(db: &dyn Db, func: FuncId) -> Arc<Unscheduled> {
     let n = body.ops.len();
     let mut seen = vec![false; n];
     let mut out = Unscheduled::default();
+    // The schedule is indexed by the body's indices; where the two disagree (a bug upstream)
+    // an op either lacks is skipped, never indexed past the end.
     fn visit(i: u32, body: &FuncBody, pos: &[u32], seen: &mut [bool], into: &mut Vec<u32>) {
-        for v in &body.ops[i as usize].operands {
+        let Some(op) = body.ops.get(i as usize) else { return };
+        for v in &op.operands {
             if let Some((op, _)) = body.result_of(*v)
                 && pos.get(op as usize) == Some(&u32::MAX)
-                && !seen[op as usize]
+                && let Some(slot) = seen.get_mut(op as usize)
+                && !*slot
             {
-                seen[op as usize] = true;
+                *slot = true;
                 visit(op, body, pos, seen, into);
                 into.push(op);
             }
@@ -84,7 +88,7 @@ pub fn unscheduled(db: &dyn Db, func: FuncId) -> Arc<Unscheduled> {
         }
     }
     for i in 0..n as u32 {
-        if sched.position[i as usize] == u32::MAX && !seen[i as usize] {
+        if sched.position.get(i as usize) == Some(&u32::MAX) && !seen[i as usize] {
             seen[i as usize] = true;
             visit(i, &body, &sched.position, &mut seen, &mut out.rest);
             out.rest.push(i);
