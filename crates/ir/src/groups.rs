@@ -60,6 +60,13 @@ pub struct FuncFrame {
 }
 
 impl FuncFrame {
+    /// Whether some op's key repeats an earlier op's (a repeated definition, an error): the
+    /// index then has fewer entries than there are ops, and a key names only its last op.
+    #[must_use]
+    pub fn keys_repeat(&self) -> bool {
+        self.defs.len() != self.keys.len()
+    }
+
     /// The index of the op with `key`.
     #[must_use]
     pub fn op_index(&self, key: &str) -> Option<usize> {
@@ -477,7 +484,7 @@ pub fn group_start(frame: &FuncFrame, groups: &GroupLayout, g: u32) -> Option<Na
     }
     // Where no key repeats (the index has one entry per op), every key names its op: no
     // search per group (6,000 binary searches over 100k keys per edit of a large function).
-    if frame.defs.len() == frame.keys.len() {
+    if !frame.keys_repeat() {
         return Some(key);
     }
     (frame.index_of(key)? as usize == range.start).then_some(key)

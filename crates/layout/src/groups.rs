@@ -83,7 +83,7 @@ impl Groups {
     /// The indices of the groups without a name, in order: none unless some key repeats (a
     /// file with errors), and then found without visiting every group.
     pub fn unnamed(&self) -> impl Iterator<Item = u32> + '_ {
-        let repeats = self.frame.as_deref().is_some_and(|f| f.defs.len() != f.keys.len());
+        let repeats = self.frame.as_deref().is_some_and(ir::FuncFrame::keys_repeat);
         let n = if repeats { self.layout.len() as u32 } else { 0 };
         (0..n).filter(|&g| matches!(self.get(g), GroupRef::Unnamed(_)))
     }
@@ -106,7 +106,7 @@ impl Groups {
         let Some(frame) = self.frame.as_deref() else { return false };
         let Some(&key) = frame.keys.get(i) else { return false };
         // Where no key repeats (one index entry per op), every key names its op: no search.
-        frame.defs.len() == frame.keys.len() || frame.index_of(key) == Some(i as u32)
+        !frame.keys_repeat() || frame.index_of(key) == Some(i as u32)
     }
 
     /// The group holding op `i` (body index): its index, how memos name it, and the op's

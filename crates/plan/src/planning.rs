@@ -752,7 +752,7 @@ pub(crate) fn parts_of_graph(
     chains: &[ChainId],
 ) -> Arc<PartsChunk> {
     let Some(frame) = ir::func_frame(db, func) else { return Arc::default() };
-    if frame.defs.len() != frame.keys.len() {
+    if frame.keys_repeat() {
         let Some(body) = ir::BodyView::new(db, func) else { return Arc::default() };
         let all_members = chain_members(db, &body, chains);
         return parts_of(db, func, (&body, members_here), (chains, all_members), None, None);
