@@ -208,3 +208,69 @@ impl Scratch {
         &mut self.cost_inputs[at]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::{NEAR, PerChunk, PerOp};
+    use crate::chunks::ChunkLayout;
+
+    /// `n` ops in body order, cut into chunks of `size`.
+    fn layout(n: u32, size: u32) -> ChunkLayout {
+        let mut bounds: Vec<u32> = (0..n).step_by(size as usize).collect();
+        bounds.push(n);
+        ChunkLayout {
+            order: (0..n).collect(),
+            bounds,
+            chunk_of: (0..n).map(|i| i / size).collect(),
+            at: (0..n).collect(),
+            scheduled: n,
+        }
+    }
+
+    #[test]
+    fn per_chunk_keeps_each_chunks_first_value_past_the_near_slots() {
+        let chunks = 3 * NEAR;
+        let table: PerChunk<usize> = PerChunk::new(chunks);
+        let made = Cell::new(0);
+        let make = |k: usize| {
+            made.set(made.get() + 1);
+            k * 10
+        };
+        // Every chunk in a scattered order (so the near slots go to chunks of every part of
+        // the function), then every chunk again: each value is made once, on first use.
+        let order: Vec<usize> = (0..chunks).map(|i| (i * 7) % chunks).collect();
+        for &k in order.iter().chain(&order) {
+            assert_eq!(table.get_or_init(k as u32, || make(k)), Some(&(k * 10)));
+        }
+        assert_eq!(made.get(), chunks);
+        // Later inits of a filled chunk are not run.
+        assert_eq!(table.get_or_init(0, || 99), Some(&0));
+        assert_eq!(table.get_or_init(chunks as u32 - 1, || 99), Some(&((chunks - 1) * 10)));
+    }
+
+    #[test]
+    fn per_chunk_and_per_op_answer_none_past_the_end() {
+        let table: PerChunk<u8> = PerChunk::new(4);
+        assert_eq!(table.get_or_init(4, || 1), None);
+        assert_eq!(table.get_or_init(u32::MAX, || 1), None);
+
+        let layout = layout(10, 4);
+        let ops: PerOp<u32> = PerOp::new(&layout);
+        assert_eq!(ops.get_or_init(&layout, 10, || 1), None);
+    }
+
+    #[test]
+    fn per_op_gives_each_op_its_own_value_across_chunks_of_uneven_size() {
+        // 70 ops in chunks of 4: 18 chunks, the last of 2 ops, more than the near slots.
+        let layout = layout(70, 4);
+        let ops: PerOp<u32> = PerOp::new(&layout);
+        for i in (0..70).rev() {
+            assert_eq!(ops.get_or_init(&layout, i, || i + 1000), Some(&(i + 1000)));
+        }
+        for i in 0..70 {
+            assert_eq!(ops.get_or_init(&layout, i, || 0), Some(&(i + 1000)));
+        }
+    }
+}
