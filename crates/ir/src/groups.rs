@@ -371,9 +371,8 @@ pub fn func_group_at(db: &dyn Db, func: FuncId, start: Name) -> GroupOps {
 /// [`func_group_at`] read from the body directly.
 fn group_from_body(db: &dyn Db, func: FuncId, start: Name) -> GroupOps {
     let Some(frame) = func_frame(db, func) else { return GroupOps::default() };
-    let Some(i) = frame.index_of(start) else { return GroupOps::default() };
     let groups = func_groups(db, func);
-    let Some((g, 0)) = groups.locate(i as usize) else { return GroupOps::default() };
+    let Some(g) = group_named(&frame, &groups, start) else { return GroupOps::default() };
     let Some(body) = func_body(db, func) else { return GroupOps::default() };
     let range = groups.range(g);
     if body.ops.get(range.clone()).is_none() {
@@ -470,6 +469,17 @@ pub fn uses_of(ops: &[Arc<OpData>]) -> Arc<[(u32, Name)]> {
             })
         })
         .collect()
+}
+
+/// The group that [`group_start`] names `start`: the one whose first op is the op the key
+/// names (the last op with the key, where keys repeat). `None` when that op starts no group.
+#[must_use]
+pub fn group_named(frame: &FuncFrame, groups: &GroupLayout, start: Name) -> Option<u32> {
+    let i = frame.index_of(start)?;
+    match groups.locate(i as usize)? {
+        (g, 0) => Some(g),
+        _ => None,
+    }
 }
 
 /// The key of group `g`'s first op, when it names that group alone: what

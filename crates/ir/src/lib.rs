@@ -44,7 +44,8 @@ pub use crate::{
     groups::{
         BodyView, FuncFrame, GROUP_OPS, GroupLayout, GroupOps, MAX_GROUP_OPS, NO_OP, OpsView,
         SEGMENT_GROUPS, SEGMENT_OPS, func_frame, func_group, func_group_at, func_groups,
-        func_loc_names, func_segment_at, func_segments, group_start, segment_uses, uses_of,
+        func_loc_names, func_segment_at, func_segments, group_named, group_start, segment_uses,
+        uses_of,
     },
     lower::{lower_file as lower_parse, relower_edit},
     model::{

@@ -91,11 +91,7 @@ impl Groups {
     /// The index of the group named `start` (its first op's key).
     #[must_use]
     pub fn index_of(&self, start: Name) -> Option<u32> {
-        let i = self.frame.as_deref()?.op_index(start.as_str())?;
-        match self.layout.locate(i)? {
-            (g, 0) if self.get(g) == GroupRef::Named(start) => Some(g),
-            _ => None,
-        }
+        ir::group_named(self.frame.as_deref()?, &self.layout, start)
     }
 
     /// Whether op `i`'s key names it: false where a later op repeats the key (a repeated
