@@ -241,7 +241,8 @@ pub fn chunk_cost(
             if let (Some(shape), Some(from), Some(to)) = (&shape, arrived, used.as_ref())
                 && &from != to
             {
-                let c = model.reshard_cost(&TensorDesc { shape: shape.clone(), layout: from }, to);
+                let from = TensorDesc { shape: shape.clone(), layout: from };
+                let c = db.cost_cache().reshard_cost(target, &model, &from, to);
                 out.reshard_ns = out.reshard_ns.saturating_add(c.total_ns);
                 out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
             }
@@ -271,7 +272,7 @@ pub fn chunk_cost(
         out.dram_bytes = out.dram_bytes.saturating_add(c.dram_bytes);
         if let Some(spill) = &p.spill {
             let c = if spill.layout.is_l1() {
-                model.reshard_cost(&output, &spill.layout)
+                db.cost_cache().reshard_cost(target, &model, &output, &spill.layout)
             } else {
                 model.spill_cost(&output)
             };
