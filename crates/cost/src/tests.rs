@@ -357,6 +357,82 @@ fn no_placement_of_an_op_costs_less_than_its_lower_bound() {
 }
 
 #[test]
+fn an_operand_left_in_dram_bounds_reading_it_there_and_converting_it_first() {
+    // A weight the plan cannot move (a const-eval result, an argument) is in the bound read
+    // from DRAM by the one op that reads it. A plan either reads it there or converts it to
+    // L1 first and reads it there: both cost at least the bound.
+    let model = n150();
+    for (kind, n) in sweep_kinds() {
+        for shape in sweep_shapes() {
+            let out_shape = sweep_output(&kind, &shape);
+            let in_shapes: Vec<Vec<u64>> = (0..n)
+                .map(|i| {
+                    if i == 1 && kind.is_matmul_like() {
+                        vec![shape[1], shape[0]]
+                    } else {
+                        shape.clone()
+                    }
+                })
+                .collect();
+            for fixed in 0..n {
+                let inputs: Vec<UnitTensor> = in_shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        if i == fixed {
+                            UnitTensor::fixed(s, dram(s).layout)
+                        } else {
+                            UnitTensor::free(s, BF16, TILE)
+                        }
+                    })
+                    .collect();
+                let output = UnitTensor::free(&out_shape, BF16, TILE);
+                let unit = OpUnit { kind: kind.clone(), inputs, output, config: OpConfig::None };
+                let bound = model.op_lower_bound(&unit).total_ns;
+                let s = &in_shapes[fixed];
+                let (th, tw) = (s[0].div_ceil(32), s[1].div_ceil(32));
+                let mut arrivals = vec![dram(s), l1(s)];
+                for n in [2, 8, 64] {
+                    if n <= th {
+                        arrivals.push(hs(s, n));
+                    }
+                }
+                if th >= 8 && tw >= 8 {
+                    arrivals.push(bs(s, 8, 8));
+                }
+                for arrived in arrivals {
+                    let legal = arrived
+                        .layout
+                        .memory_layout
+                        .is_none_or(|ml| !kind.rejected_input_memory_layouts(fixed).contains(&ml));
+                    if !legal {
+                        continue;
+                    }
+                    let convert = if arrived == dram(s) {
+                        0
+                    } else {
+                        model.reshard_cost(&dram(s), &arrived.layout).total_ns
+                    };
+                    for out in [dram(&out_shape), l1(&out_shape)] {
+                        let inputs: Vec<TensorDesc> = in_shapes
+                            .iter()
+                            .enumerate()
+                            .map(|(i, s)| if i == fixed { arrived.clone() } else { l1(s) })
+                            .collect();
+                        let c = model.op_cost(&kind, &inputs, &out, &OpConfig::None).total_ns;
+                        assert!(
+                            convert + c >= bound,
+                            "{kind:?} {shape:?} operand {fixed} as {:?}: {convert} + {c} < {bound}",
+                            arrived.layout.memory_layout
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn plan_cost_adds_up_ops_reshards_and_spills() {
     let model = n150();
     let (x, y) = (dram(&[1024, 1024]), bs(&[1024, 1024], 8, 8));

@@ -1357,3 +1357,75 @@ fn changing_the_target_plans_as_a_fresh_host_for_that_target_does() {
     assert_ne!(on_n150, on_p150, "the fixture plans differently on the two targets");
     assert_eq!(final_ir(&switched), on_p150);
 }
+
+/// The 1200 relus of `relus` behind a two-result `ttcore.load_cached` `%w` (what const-eval
+/// hands a function: results no policy places), read by the relus `readers` names, the first
+/// reading `%w#0` and the others `%w#1`; every other relu reads `%a`.
+fn relus_reading_cached(readers: &[usize]) -> String {
+    let t = "tensor<256x256xbf16, #l>";
+    let text = relus(|i| match readers.iter().position(|&r| r == i) {
+        Some(0) => "%w#0".to_owned(),
+        Some(_) => "%w#1".to_owned(),
+        None => "%a".to_owned(),
+    });
+    let cached = format!(
+        "  %w:2 = \"ttcore.load_cached\"(%a) <{{callee = @main_const_eval_0}}> : ({t}) -> ({t}, {t}) loc(\"w\")\n"
+    );
+    let body = text.find("  %0 = ").expect("fixture has relu 0");
+    format!("{}{cached}{}", &text[..body], &text[body..])
+}
+
+#[test]
+fn the_values_read_as_written_are_one_firewall_for_every_groups_lower_bound() {
+    // The lower bound reads a const-eval result that one op reads where it is written, as it
+    // reads an argument. Which values those are is one memo per function, read by every
+    // group's bound: an edit that leaves the set as it was re-runs it and the edited group's
+    // bound; an edit that changes it (a second reader of `%w#1`) re-runs every group's.
+    let config = HostConfig { mode: HostMode::Editor, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), segment_chunks(), config),
+        relus_reading_cached(&[0, 600]),
+    );
+    let file = host.file(FILE).expect("file is open");
+    let bound = |host: &AnalysisHost| -> String {
+        let analysis = host.analysis();
+        let db = analysis.db();
+        let f = ir::file_funcs(db, file)[0];
+        let values = plan::values_read_as_written(db, f);
+        let names: Vec<String> = values.iter().map(|(op, i)| format!("{op}#{i}")).collect();
+        format!(
+            "read as written: [{}], bound {} ns",
+            names.join(", "),
+            plan::cost_lower_bound(db, f)
+        )
+    };
+    let before = bound(&host);
+    let _ = host.take_executed_queries();
+
+    // An attribute of relu 300 (`r300` gains a discardable attribute): the set comes out equal.
+    let text = relus_reading_cached(&[0, 600]);
+    let at = text.find("loc(\"r300\")").expect("fixture has r300") as u32;
+    host.apply_change(Change::new().edit_file(
+        FILE,
+        vec![TextEdit { range: TextRange::new(at, at), text: "{note = 1} ".to_owned() }],
+    ));
+    let unrelated = bound(&host);
+    let unrelated_runs = executed_counts(&host, &["values_read_as_written", "lower_bound_block"]);
+
+    // Relu 900 reads `%w#1` too: the value has two readers and leaves the set.
+    host.apply_change(Change::new().set_file(FILE, relus_reading_cached(&[0, 600, 900])));
+    let second_reader = bound(&host);
+    let second_reader_runs =
+        executed_counts(&host, &["values_read_as_written", "lower_bound_block"]);
+    expect![[r#"
+        before: read as written: [%w#0, %w#1], bound 4270800 ns
+        an attribute elsewhere: read as written: [%w#0, %w#1], bound 4270800 ns
+        lower_bound_block 1
+        values_read_as_written 1
+        a second reader: read as written: [%w#0], bound 4269874 ns
+        lower_bound_block 34
+        values_read_as_written 1"#]]
+    .assert_eq(&format!(
+        "before: {before}\nan attribute elsewhere: {unrelated}\n{unrelated_runs}\na second reader: {second_reader}\n{second_reader_runs}"
+    ));
+}

@@ -428,11 +428,51 @@ fn base_fixed_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[bool]
 
 /// Per op of the group of a function that starts with the op keyed `start`: its lower bound
 /// with its output free to take any placement, and kept in the layout it is written with.
-/// Reads the ops' signatures and types only, so overrides never re-run it. (A fixed output
-/// allows one placement, so the second bound costs little.)
+/// Reads the ops' signatures and types and [`values_read_as_written`], so overrides never
+/// re-run it. (A fixed output allows one placement, so the second bound costs little.)
 #[salsa::tracked(returns(clone))]
 pub fn lower_bound_block(db: &dyn Db, func: FuncId, start: ir::Name) -> Arc<[(u64, u64)]> {
     lower_bounds_computed(db, func, GroupRef::Named(start))
+}
+
+/// The values of a function that every plan leaves in the layout they are written with and
+/// that one operand of one op reads: the results of ops no policy places (an op without
+/// exactly one tensor result, such as `ttcore.load_cached`, whose results are the weights
+/// const-eval prepared at load), by their producer's key and result index.
+///
+/// The lower bound reads such an operand where it is written (from DRAM, for the weights),
+/// as it reads a function argument: a plan either reads it there or converts it first, and a
+/// conversion reads it there too. With one reader no conversion can serve two ops, so the
+/// bound stays below every plan; a value read twice stays free.
+///
+/// A firewall, as `layout::pinned_outputs`: it reads the whole body, and an edit that leaves
+/// the set as it was is backdated here, so no group's bound re-runs.
+#[salsa::tracked(returns(clone))]
+pub fn values_read_as_written(db: &dyn Db, func: FuncId) -> Arc<[(ir::Name, u32)]> {
+    let Some(body) = ir::func_body(db, func) else { return Arc::default() };
+    let placed =
+        |data: &ir::OpData| matches!(data.results.as_slice(), [t] if t.as_tensor().is_some());
+    let mut reads: rustc_hash::FxHashMap<(ir::Name, u32), u32> = rustc_hash::FxHashMap::default();
+    for data in &body.ops {
+        for v in &data.operands {
+            let ValueRef::Result { op, index } = *v else { continue };
+            *reads.entry((op, index)).or_default() += 1;
+        }
+    }
+    let mut out: Vec<(ir::Name, u32)> = reads
+        .into_iter()
+        .filter(|&((op, _), n)| {
+            n == 1
+                && body.result_of(ValueRef::Result { op, index: 0 }).is_some_and(|(i, _)| {
+                    body.ops.get(i as usize).is_some_and(|data| !placed(data))
+                })
+        })
+        .map(|(v, _)| v)
+        .collect();
+    // By the key's text, not its interning id, so the value does not depend on the order
+    // names were first seen.
+    out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()).then(a.1.cmp(&b.1)));
+    out.into()
 }
 
 /// [`lower_bound_block`] of a group: the memo where the group has a name, else computed.
@@ -446,6 +486,14 @@ fn lower_bounds_of_group(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[(u6
 fn lower_bounds_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[(u64, u64)]> {
     let block = group.ops(db, func);
     let sigs = layout::signatures_of_group(db, func, group);
+    let as_written = values_read_as_written(db, func);
+    let read_as_written = |v: &ValueRef| match *v {
+        ValueRef::Arg(_) => true,
+        ValueRef::Result { op, index } => as_written
+            .binary_search_by(|(o, i)| o.as_str().cmp(op.as_str()).then(i.cmp(&index)))
+            .is_ok(),
+        ValueRef::Unknown => false,
+    };
     let model = CostModel::for_target(TargetInput::get(db).target(db));
     let unit = |ty: &Ty, fixed: bool| -> Option<UnitTensor> {
         let t = ty.as_tensor()?;
@@ -469,7 +517,7 @@ fn lower_bounds_computed(db: &dyn Db, func: FuncId, group: GroupRef) -> Arc<[(u6
                 .operands
                 .iter()
                 .zip(&data.operand_types)
-                .filter_map(|(v, t)| unit(t, matches!(v, ValueRef::Arg(_))))
+                .filter_map(|(v, t)| unit(t, read_as_written(v)))
                 .collect();
             let Some(output) = data.results.first().and_then(|t| unit(t, fixed_out)) else {
                 return 0;

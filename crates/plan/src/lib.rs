@@ -60,7 +60,7 @@ pub use crate::{
     },
     costing::{
         CostTotals, PlanCost, base_plan_cost, chunk_cost, cost_lower_bound, plan_cost, plan_totals,
-        written_cost,
+        values_read_as_written, written_cost,
     },
     merge::{Carry, MergeKind, Reservation},
     planning::{
