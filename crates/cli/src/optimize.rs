@@ -189,20 +189,21 @@ pub(crate) fn summary(r: &PlanReport, conversions: usize) -> String {
 fn human_report(r: &PlanReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<28} {:<22} {:<12} {:<12} {:<20} {:>10} reason",
-        "op", "kind", "written", "planned", "chain", "device µs"
+        "{:<28} {:<22} {:<12} {:<12} {:<20} {:>10} {:>9} reason",
+        "op", "kind", "written", "planned", "chain", "device µs", "bound µs"
     )?;
     for d in &r.ops {
         let chain = d.chain.map_or("-".to_owned(), |(c, p, n, s)| format!("#{c} {p}/{n} {s}"));
         writeln!(
             out,
-            "{:<28} {:<22} {:<12} {:<12} {:<20} {:>10.1} {}",
+            "{:<28} {:<22} {:<12} {:<12} {:<20} {:>10.1} {:>9.1} {}",
             d.op,
             d.kind,
             short_layout(d.written.as_ref()),
             short_layout(d.planned.as_ref()),
             chain,
             d.time_ns as f64 / 1e3,
+            d.bound_ns as f64 / 1e3,
             d.reason
         )?;
         for (k, l, why) in &d.reshards {
@@ -256,6 +257,7 @@ fn json_report(
             "reshards": d.reshards.iter().map(|(k, l, why)| serde_json::json!({"operand": k, "layout": layout(Some(l)), "reason": why})).collect::<Vec<_>>(),
             "spill": d.spill.as_ref().map(|(l, why)| serde_json::json!({"layout": layout(Some(l)), "reason": why})),
             "time_ns": d.time_ns,
+            "bound_ns": d.bound_ns,
         });
         writeln!(out, "{v}")?;
     }

@@ -278,7 +278,7 @@ fn insert_memreconfig_converts_an_operand_of_an_op_outside_any_chain() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("\"ttnn.to_memory_config\""), "{stdout}");
     expect_test::expect![[r#"
-        r1                           ttnn.relu              DRAM il      L1 il        -                           3.2 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        r1                           ttnn.relu              DRAM il      L1 il        -                           3.2       3.1 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
             operand 0: reshard to L1 interleaved, 1x1 tiles per core (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
     "#]]
     .assert_eq(&report_lines(&stderr, "r1"));
@@ -326,9 +326,9 @@ fn without_the_memory_layout_analysis_an_op_takes_the_first_layout_its_override_
         "x1=block_sharded",
     ]);
     expect_test::expect![[r#"
-        x0                           ttnn.add               DRAM il      DRAM il      -                           3.6 not in an L1 chain: DRAM interleaved
-        x1                           ttnn.add               DRAM il      L1 bs 1x1    -                           3.4 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
-        x2                           ttnn.add               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+        x0                           ttnn.add               DRAM il      DRAM il      -                           3.6       3.4 not in an L1 chain: DRAM interleaved
+        x1                           ttnn.add               DRAM il      L1 bs 1x1    -                           3.4       3.3 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        x2                           ttnn.add               DRAM il      DRAM il      -                           3.4       3.3 not in an L1 chain: DRAM interleaved
     "#]]
     .assert_eq(&["x0", "x1", "x2"].map(|op| report_lines(&report, op)).concat());
 }
@@ -345,7 +345,7 @@ fn an_add_overridden_to_row_major_stays_tiled_and_is_converted_after_it() {
         "x1=1x1:dram:interleaved:row_major:bf16",
     ]);
     expect_test::expect![[r#"
-        x1                           ttnn.add               DRAM il      DRAM il      -                           3.5 the op model produces this rather than the layout chosen for the op, which it is converted to right after the op, as tt-mlir's operation validation and fallback does
+        x1                           ttnn.add               DRAM il      DRAM il      -                           3.5       3.3 the op model produces this rather than the layout chosen for the op, which it is converted to right after the op, as tt-mlir's operation validation and fallback does
             result: DRAM interleaved, 32x32 elements total (bf16, row-major) (the layout chosen for the op, which the op model does not produce)
     "#]]
     .assert_eq(&report_lines(&report, "x1"));
@@ -376,7 +376,7 @@ fn a_declined_chain_keeps_the_users_insert_memreconfig() {
     let _ = std::fs::remove_file(&input);
     assert_eq!(code, 0, "{stderr}");
     expect_test::expect![[r#"
-        r1                           ttnn.relu              DRAM il      DRAM il      #0 1/1 declined             4.1 its chain was declined: the cost model estimates 10.2 µs in L1 (reshards and spill included) against 4.1 µs out of it
+        r1                           ttnn.relu              DRAM il      DRAM il      #0 1/1 declined             4.1       3.1 its chain was declined: the cost model estimates 10.2 µs in L1 (reshards and spill included) against 4.1 µs out of it
             operand 0: reshard to DRAM interleaved, 8x8 tiles total (bf16) (requested by insert-memreconfig: converted to the op's own output layout, as tt-mlir does)
     "#]].assert_eq(&report_lines(&stderr, "r1"));
 }
@@ -540,8 +540,8 @@ fn an_override_of_a_location_two_ttir_ops_share_reaches_both() {
         &["op", "op_1"],
     );
     expect_test::expect![[r#"
-        op                           ttnn.neg               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
-        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        op                           ttnn.neg               DRAM il      L1 hs 2      -                           3.5       3.1 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5       3.1 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
     "#]]
     .assert_eq(&report);
 }
@@ -559,8 +559,8 @@ fn an_override_of_a_renamed_op_reaches_that_op_alone() {
         &["op", "op_1"],
     );
     expect_test::expect![[r#"
-        op                           ttnn.neg               DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
-        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
+        op                           ttnn.neg               DRAM il      DRAM il      -                           3.2       3.1 not in an L1 chain: DRAM interleaved
+        op_1                         ttnn.abs               DRAM il      L1 hs 2      -                           3.5       3.1 the first legal layout the output-layout override leaves, as tt-mlir's OpConfigAnalysis picks it
     "#]]
     .assert_eq(&report);
 }
@@ -596,12 +596,12 @@ fn the_l1_interleaved_fallback_moves_single_use_results_read_right_after_to_l1()
         &FALLBACK_OPS,
     );
     expect_test::expect![[r#"
-        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
-        neg                          ttnn.neg               DRAM il      L1 il        -                           3.2 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
-        add                          ttnn.add               DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
-        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
-        exp                          ttnn.exp               DRAM il      L1 il        -                           3.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
-        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2       3.1 not in an L1 chain: DRAM interleaved
+        neg                          ttnn.neg               DRAM il      L1 il        -                           3.2       3.1 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        add                          ttnn.add               DRAM il      DRAM il      -                           3.3       3.1 not in an L1 chain: DRAM interleaved
+        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3       3.1 not in an L1 chain: DRAM interleaved
+        exp                          ttnn.exp               DRAM il      L1 il        -                           3.4       3.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4       3.1 not in an L1 chain: DRAM interleaved
     "#]]
     .assert_eq(&report);
 }
@@ -615,12 +615,12 @@ fn without_the_l1_interleaved_fallback_every_op_stays_in_dram() {
         &FALLBACK_OPS,
     );
     expect_test::expect![[r#"
-        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
-        neg                          ttnn.neg               DRAM il      DRAM il      -                           3.2 not in an L1 chain: DRAM interleaved
-        add                          ttnn.add               DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
-        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3 not in an L1 chain: DRAM interleaved
-        exp                          ttnn.exp               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
-        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4 not in an L1 chain: DRAM interleaved
+        relu                         ttnn.relu              DRAM il      DRAM il      -                           3.2       3.1 not in an L1 chain: DRAM interleaved
+        neg                          ttnn.neg               DRAM il      DRAM il      -                           3.2       3.1 not in an L1 chain: DRAM interleaved
+        add                          ttnn.add               DRAM il      DRAM il      -                           3.3       3.1 not in an L1 chain: DRAM interleaved
+        typecast                     ttnn.typecast          DRAM il      DRAM il      -                           3.3       3.1 not in an L1 chain: DRAM interleaved
+        exp                          ttnn.exp               DRAM il      DRAM il      -                           3.4       3.4 not in an L1 chain: DRAM interleaved
+        abs                          ttnn.abs               DRAM il      DRAM il      -                           3.4       3.1 not in an L1 chain: DRAM interleaved
     "#]]
     .assert_eq(&report);
 }
@@ -646,7 +646,7 @@ fn the_l1_interleaved_fallback_leaves_in_dram_what_does_not_fit_l1() {
         &["big"],
     );
     expect_test::expect![[r#"
-        big                          ttnn.relu              DRAM il      DRAM il      -                        1081.7 not in an L1 chain: DRAM interleaved
+        big                          ttnn.relu              DRAM il      DRAM il      -                        1081.7     575.1 not in an L1 chain: DRAM interleaved
     "#]].assert_eq(&report);
 }
 
@@ -682,8 +682,8 @@ fn tensor_l1_usage_cap_shrinks_the_l1_the_fallback_may_use() {
         report
     };
     expect_test::expect![[r#"
-        relu                         ttnn.relu              DRAM il      L1 il        -                         162.4 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
-        relu                         ttnn.relu              DRAM il      DRAM il      -                         272.7 not in an L1 chain: DRAM interleaved
+        relu                         ttnn.relu              DRAM il      L1 il        -                         162.4     146.0 moved to L1 interleaved by the L1-interleaved fallback: its one user runs right after it and both fit L1, as in tt-mlir's L1InterleavedFallbackAnalysis
+        relu                         ttnn.relu              DRAM il      DRAM il      -                         272.7     146.0 not in an L1 chain: DRAM interleaved
     "#]]
     .assert_eq(&(with_cap("") + &with_cap("tensor-l1-usage-cap=0.6")));
 }

@@ -32,6 +32,11 @@ pub struct OpDecision {
     /// The cost model's device time for the op as planned (its own kernel, not the
     /// conversions around it), in ns.
     pub time_ns: u64,
+    /// The op's part of the cost model's lower bound (`plan::op_lower_bounds`): its time at
+    /// its best placement with every free tensor local in L1, in ns. Below `time_ns` but
+    /// where a conversion in front of the op carries part of it (a weight the bound reads in
+    /// DRAM, converted to L1 first).
+    pub bound_ns: u64,
 }
 
 /// One chain's outcome.
@@ -136,6 +141,7 @@ pub(crate) fn plan_report_for(
         report.reshards += plan.reshards();
         report.spills += plan.spills();
         let cost = plan::plan_cost(db, func, policy);
+        let bounds = plan::op_lower_bounds(db, func);
         for (i, (data, p)) in body.ops.iter().zip(&plan.ops).enumerate() {
             // A chain index the plan's list lacks (a planner bug) reads as no chain, not a
             // panic of the language server.
@@ -163,6 +169,7 @@ pub(crate) fn plan_report_for(
                 spill: p.spill.as_ref().map(|s| (s.layout.clone(), s.reason.to_string())),
                 position: plan.schedule.position.get(i).copied().filter(|&p| p != u32::MAX),
                 time_ns: cost.per_op.get(i).copied().unwrap_or(0),
+                bound_ns: bounds.get(i).copied().unwrap_or(0),
             });
         }
     }

@@ -338,6 +338,26 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
     total
 }
 
+/// Each op's part of [`cost_lower_bound`], by body index: what the op costs at its best
+/// placement with every free tensor local in L1 (its output kept as written where it is
+/// fixed). For reports, next to the op's planned time: the difference is what a plan could
+/// still win on that op, reshards and spills aside.
+#[must_use]
+pub fn op_lower_bounds(db: &dyn Db, func: FuncId) -> Vec<u64> {
+    let groups = layout::Groups::new(db, func);
+    let mut out = Vec::new();
+    for group in groups.iter() {
+        let bounds = lower_bounds_of_group(db, func, group);
+        let fixed = fixed_of_group(db, func, group);
+        out.extend(bounds.iter().zip(fixed.iter()).map(
+            |(&(free, pinned), &f)| {
+                if f { pinned } else { free }
+            },
+        ));
+    }
+    out
+}
+
 /// One group's part of the lower bound, given which of its outputs are fixed.
 fn group_bound(bounds: &[(u64, u64)], fixed: &[bool]) -> u128 {
     bounds

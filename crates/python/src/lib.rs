@@ -189,6 +189,7 @@ fn plan_json(report: &ide::PlanReport) -> Value {
             "spill": d.spill.as_ref().map(|(l, r)| json!({"layout": layout_json(l), "reason": r})),
             "position": d.position,
             "time_ns": d.time_ns,
+            "bound_ns": d.bound_ns,
         })).collect::<Vec<_>>(),
         "chains": report.chains.iter().map(|c| json!({
             "func": c.func, "id": c.index, "ops": c.ops, "state": c.state, "concat": c.concat,

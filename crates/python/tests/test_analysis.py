@@ -57,6 +57,7 @@ def test_opening_a_ttnn_file_plans_every_op_with_its_time(ffn: Analysis):
     assert kinds == ["ttnn.matmul", "ttnn.add", "ttnn.gelu", "ttnn.matmul", "ttnn.add", "ttnn.relu"]
     assert [op["op"] for op in plan["ops"]][0] == "ffn.up"
     assert all(op["time_ns"] > 0 for op in plan["ops"])
+    assert all(0 < op["bound_ns"] for op in plan["ops"])
     assert plan["ops_in_l1"] == sum(
         1 for op in plan["ops"] if op["planned"] and op["planned"]["buffer"] == "l1"
     )

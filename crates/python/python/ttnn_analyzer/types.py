@@ -70,6 +70,8 @@ class OpDecision(TypedDict):
     spill: Optional[Spill]
     position: Optional[int]
     time_ns: int
+    # The op's part of the cost model's lower bound, in ns.
+    bound_ns: int
 
 
 class Chain(TypedDict):
