@@ -76,6 +76,8 @@ fn hover_on_an_op_name_shows_its_layout_l1_and_legal_layouts() {
 
             estimated time as written: 4.9 µs device time, overhead-bound on 16 core(s)
 
+            lower bound: 4.9 µs (its best placement, every free tensor local in L1)
+
             planned layout (df-sharding): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)
 
             op config: matmul 2D mcast per_core 1x1 in0_block_w 2
@@ -109,6 +111,8 @@ fn hover_explains_a_chain_the_cost_model_declines() {
 
             estimated time as written: 3.2 µs device time, overhead-bound on 16 core(s)
 
+            lower bound: 3.1 µs (its best placement, every free tensor local in L1)
+
             planned layout (df-sharding-merge): unchanged, DRAM interleaved, 2x8 tiles total (bf16)
 
             L1 per core: cb 8192 B, tensor 0 B, output 0 B; live L1 before it: 0 B
@@ -137,6 +141,8 @@ fn hover_on_a_result_definition_describes_the_op() {
             L1 per core: none (DRAM il)
 
             estimated time as written: 3.2 µs device time, overhead-bound on 16 core(s)
+
+            lower bound: 3.1 µs (its best placement, every free tensor local in L1)
 
             planned layout (df-sharding): L1 block_sharded 2x8, 1x1 tiles per core (bf16)
 
@@ -274,6 +280,8 @@ fn hover_shows_an_applied_override() {
             L1 per core: none (DRAM il)
 
             estimated time as written: 3.2 µs device time, overhead-bound on 16 core(s)
+
+            lower bound: 3.1 µs (its best placement, every free tensor local in L1)
 
             planned layout (df-sharding): unchanged, DRAM interleaved, 2x8 tiles total (bf16)
 

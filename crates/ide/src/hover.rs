@@ -106,6 +106,7 @@ fn op_hover(db: &RootDatabase, text: &str, site: &sites::OpSite) -> String {
         lines.push(format!("callee: `@{callee}`"));
     }
     lines.extend(time_line(db, site));
+    lines.extend(bound_line(db, site));
     lines.extend(plan_hover::extra_lines(db, site.op));
     for l in lines {
         out.push_str("\n\n");
@@ -138,6 +139,19 @@ fn time_line(db: &RootDatabase, site: &sites::OpSite) -> Option<String> {
             c.cores
         )
     })
+}
+
+/// The op's part of the cost model's lower bound: what no plan can beat for it (its best
+/// placement, every free tensor local in L1, the weights no policy moves read where they
+/// are). None for an op that costs nothing at its best (a view) or that the model does not
+/// know.
+fn bound_line(db: &RootDatabase, site: &sites::OpSite) -> Option<String> {
+    let (_, idx) = ir::op_in_body(db, site.op)?;
+    let ns = plan::op_lower_bound(db, site.op.func(db), idx).filter(|&ns| ns > 0)?;
+    Some(format!(
+        "lower bound: {:.1} µs (its best placement, every free tensor local in L1)",
+        ns as f64 / 1e3
+    ))
 }
 
 /// The layout of a value as written, in words, and its per-core L1 footprint.

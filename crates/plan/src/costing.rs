@@ -358,6 +358,14 @@ pub fn op_lower_bounds(db: &dyn Db, func: FuncId) -> Vec<u64> {
     out
 }
 
+/// [`op_lower_bounds`] of op `i` (body index) alone: its group's bounds, for a hover.
+#[must_use]
+pub fn op_lower_bound(db: &dyn Db, func: FuncId, i: usize) -> Option<u64> {
+    let (_, group, at) = layout::Groups::new(db, func).locate(i)?;
+    let (free, pinned) = *lower_bounds_of_group(db, func, group).get(at)?;
+    Some(if *fixed_of_group(db, func, group).get(at)? { pinned } else { free })
+}
+
 /// One group's part of the lower bound, given which of its outputs are fixed.
 fn group_bound(bounds: &[(u64, u64)], fixed: &[bool]) -> u128 {
     bounds

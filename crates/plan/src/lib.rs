@@ -59,8 +59,8 @@ pub use crate::{
         plan_walking_every_chunk,
     },
     costing::{
-        CostTotals, PlanCost, base_plan_cost, chunk_cost, cost_lower_bound, op_lower_bounds,
-        plan_cost, plan_totals, values_read_as_written, written_cost,
+        CostTotals, PlanCost, base_plan_cost, chunk_cost, cost_lower_bound, op_lower_bound,
+        op_lower_bounds, plan_cost, plan_totals, values_read_as_written, written_cost,
     },
     merge::{Carry, MergeKind, Reservation},
     planning::{

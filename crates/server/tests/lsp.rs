@@ -185,7 +185,7 @@ fn hover_describes_the_op_under_the_cursor() {
         {
           "contents": {
             "kind": "markdown",
-            "value": "**`ttnn.matmul`** `%0` in `@main`, loc `\"mm\"` (line 7)\n\nresult: `tensor<64x256xbf16>`\n\nlayout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nL1 per core: 2048 B on 16 core(s)\n\nestimated time as written: 4.9 µs device time, overhead-bound on 16 core(s)\n\nplanned layout (df-sharding): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nop config: matmul 2D mcast per_core 1x1 in0_block_w 2\n\nL1 per core: cb 16384 B, tensor 2048 B, output 2048 B; live L1 before it: 0 B\n\nchain #0: op 1 of 2, completed\n\nwhy: L1 chain, op 1 of 2: the config with the highest accumulated core usage (32)\n\nlegal layouts: 1 interleaved, 17 sharded"
+            "value": "**`ttnn.matmul`** `%0` in `@main`, loc `\"mm\"` (line 7)\n\nresult: `tensor<64x256xbf16>`\n\nlayout: L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nL1 per core: 2048 B on 16 core(s)\n\nestimated time as written: 4.9 µs device time, overhead-bound on 16 core(s)\n\nlower bound: 4.9 µs (its best placement, every free tensor local in L1)\n\nplanned layout (df-sharding): unchanged, L1 block_sharded 2x8, 1x1 tiles per core (bf16)\n\nop config: matmul 2D mcast per_core 1x1 in0_block_w 2\n\nL1 per core: cb 16384 B, tensor 2048 B, output 2048 B; live L1 before it: 0 B\n\nchain #0: op 1 of 2, completed\n\nwhy: L1 chain, op 1 of 2: the config with the highest accumulated core usage (32)\n\nlegal layouts: 1 interleaved, 17 sharded"
           },
           "range": {
             "end": {
