@@ -457,7 +457,10 @@ fn checks(text: &str) -> Vec<Check> {
         if directive == "CHECK-SAME"
             && let Some(prev) = out.last_mut()
         {
-            prev.pattern.push_str(" {{.*}}");
+            // FileCheck reads a `CHECK-SAME` anywhere after the previous match on its line,
+            // with nothing between required: not even a space (`"ttnn.argmax"` and `-> ..`
+            // of `"ttnn.argmax"(%0) ... -> tensor<3xui32>`).
+            prev.pattern.push_str("{{.*}}");
             prev.pattern.push_str(&pattern);
             continue;
         }
@@ -891,7 +894,23 @@ fn glob_match(pattern: &str, line: &str) -> bool {
 mod tests {
     use expect_test::expect;
 
-    use super::{asserted_layout, decode_layout, inline_aliases, literal_fields, setup_of};
+    use super::{
+        asserted_layout, checks, decode_layout, glob_match, inline_aliases, literal_fields,
+        setup_of,
+    };
+
+    #[test]
+    fn a_check_same_continues_the_line_of_its_check_with_nothing_required_between() {
+        let text = "// CHECK: \"ttnn.argmax\"\n// CHECK-SAME: -> tensor<3xui32\n";
+        let c = checks(text);
+        expect![[r#"["\"ttnn.argmax\"{{.*}}-> tensor<3xui32"]"#]]
+            .assert_eq(&format!("{:?}", c.iter().map(|c| c.pattern.as_str()).collect::<Vec<_>>()));
+        let line =
+            r#"%1 = "ttnn.argmax"(%0) <{dim = 1 : si32}> : (tensor<3x3xsi32>) -> tensor<3xui32>"#;
+        assert!(glob_match(&c[0].pattern, line));
+        // Not before the check's own match.
+        assert!(!glob_match(&c[0].pattern, r#"-> tensor<3xui32> "ttnn.argmax""#));
+    }
 
     /// The options a test's RUN line leads to, or why it is skipped.
     fn describe(text: &str) -> String {
