@@ -297,15 +297,7 @@ fn no_placement_of_an_op_costs_less_than_its_lower_bound() {
     for (kind, n) in sweep_kinds() {
         for shape in sweep_shapes() {
             let out_shape = sweep_output(&kind, &shape);
-            let in_shapes: Vec<Vec<u64>> = (0..n)
-                .map(|i| {
-                    if i == 1 && kind.is_matmul_like() {
-                        vec![shape[1], shape[0]]
-                    } else {
-                        shape.clone()
-                    }
-                })
-                .collect();
+            let in_shapes = sweep_input_shapes(&kind, n, &shape);
             let unit = OpUnit {
                 kind: kind.clone(),
                 inputs: in_shapes.iter().map(|s| UnitTensor::free(s, BF16, TILE)).collect(),
@@ -365,15 +357,7 @@ fn an_operand_left_in_dram_bounds_reading_it_there_and_converting_it_first() {
     for (kind, n) in sweep_kinds() {
         for shape in sweep_shapes() {
             let out_shape = sweep_output(&kind, &shape);
-            let in_shapes: Vec<Vec<u64>> = (0..n)
-                .map(|i| {
-                    if i == 1 && kind.is_matmul_like() {
-                        vec![shape[1], shape[0]]
-                    } else {
-                        shape.clone()
-                    }
-                })
-                .collect();
+            let in_shapes = sweep_input_shapes(&kind, n, &shape);
             for fixed in 0..n {
                 let inputs: Vec<UnitTensor> = in_shapes
                     .iter()
@@ -665,6 +649,16 @@ fn sweep_kinds() -> Vec<(OpKind, usize)> {
 }
 
 /// Output shape of a sweep op on a square-ish input.
+/// The `n` operand shapes of a swept op over `shape`: a matmul's B transposed, the rest
+/// `shape` itself.
+fn sweep_input_shapes(kind: &OpKind, n: usize, shape: &[u64]) -> Vec<Vec<u64>> {
+    (0..n)
+        .map(|i| {
+            if i == 1 && kind.is_matmul_like() { vec![shape[1], shape[0]] } else { shape.to_vec() }
+        })
+        .collect()
+}
+
 fn sweep_output(kind: &OpKind, shape: &[u64]) -> Vec<u64> {
     match kind {
         OpKind::Reduction { .. } => vec![shape[0], 1],
@@ -691,11 +685,7 @@ fn sweep_inputs(
     shape: &[u64],
     make: &dyn Fn(&[u64]) -> TensorDesc,
 ) -> Vec<TensorDesc> {
-    (0..n)
-        .map(|i| {
-            if i == 1 && kind.is_matmul_like() { make(&[shape[1], shape[0]]) } else { make(shape) }
-        })
-        .collect()
+    sweep_input_shapes(kind, n, shape).iter().map(|s| make(s)).collect()
 }
 
 #[test]
