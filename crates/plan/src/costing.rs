@@ -327,15 +327,13 @@ pub fn cost_lower_bound(db: &dyn Db, func: FuncId) -> u64 {
     if db.memo_style() == layout::MemoStyle::Tuning {
         return tuning_lower_bound(db, func);
     }
-    let mut total = 0u64;
-    for group in layout::Groups::new(db, func).iter() {
-        let bounds = lower_bounds_of_group(db, func, group);
-        let fixed = fixed_of_group(db, func, group);
-        for (&(free, pinned), &f) in bounds.iter().zip(fixed.iter()) {
-            total = total.saturating_add(if f { pinned } else { free });
-        }
-    }
-    total
+    op_lower_bounds(db, func).into_iter().fold(0u64, u64::saturating_add)
+}
+
+/// An op's bound from its block's pair (output free, output kept as written): the second
+/// where its output is fixed.
+fn chosen((free, pinned): (u64, u64), fixed: bool) -> u64 {
+    if fixed { pinned } else { free }
 }
 
 /// Each op's part of [`cost_lower_bound`], by body index: what the op costs at its best
@@ -349,11 +347,7 @@ pub fn op_lower_bounds(db: &dyn Db, func: FuncId) -> Vec<u64> {
     for group in groups.iter() {
         let bounds = lower_bounds_of_group(db, func, group);
         let fixed = fixed_of_group(db, func, group);
-        out.extend(bounds.iter().zip(fixed.iter()).map(
-            |(&(free, pinned), &f)| {
-                if f { pinned } else { free }
-            },
-        ));
+        out.extend(bounds.iter().zip(fixed.iter()).map(|(&b, &f)| chosen(b, f)));
     }
     out
 }
@@ -362,17 +356,13 @@ pub fn op_lower_bounds(db: &dyn Db, func: FuncId) -> Vec<u64> {
 #[must_use]
 pub fn op_lower_bound(db: &dyn Db, func: FuncId, i: usize) -> Option<u64> {
     let (_, group, at) = layout::Groups::new(db, func).locate(i)?;
-    let (free, pinned) = *lower_bounds_of_group(db, func, group).get(at)?;
-    Some(if *fixed_of_group(db, func, group).get(at)? { pinned } else { free })
+    let bound = *lower_bounds_of_group(db, func, group).get(at)?;
+    Some(chosen(bound, *fixed_of_group(db, func, group).get(at)?))
 }
 
 /// One group's part of the lower bound, given which of its outputs are fixed.
 fn group_bound(bounds: &[(u64, u64)], fixed: &[bool]) -> u128 {
-    bounds
-        .iter()
-        .zip(fixed)
-        .map(|(&(free, pinned), &f)| u128::from(if f { pinned } else { free }))
-        .sum()
+    bounds.iter().zip(fixed).map(|(&b, &f)| u128::from(chosen(b, f))).sum()
 }
 
 /// [`cost_lower_bound`] on a tuning host: the bound without overrides
