@@ -5,7 +5,7 @@
 //!
 //! Inputs (`--inputs`, comma separated, default `gen10k,gen100k,models`): `genN` (`gen10k`,
 //! `gen100k`, `gen500`), a generated graph of N ops (`cargo xtask gen --ops N`, mixed kind,
-//! seed 1); `models`, the two largest TTIR
+//! seed 1), or of another kind with `:KIND` (`gen10k:conv`, `gen10k:transformer`); `models`, the two largest TTIR
 //! models of the corpus (`--corpus DIR`, default `../shared/corpus`) imported to TTNN with
 //! `ttnn-analyzer import`.
 //!
@@ -124,16 +124,24 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     for w in &wanted {
         match *w {
             w if w.starts_with("gen") => {
-                let n = &w[3..];
+                // `gen10k` or `gen10k:conv`: a size, then optionally the graph's kind.
+                let (n, kind) = w[3..].split_once(':').unwrap_or((&w[3..], "mixed"));
+                let kind = GraphKind::from_name(kind).ok_or_else(|| {
+                    anyhow::format_err!("`{w}`: unknown graph kind `{kind}` (transformer, conv or mixed)")
+                })?;
                 let ops = match n.strip_suffix('k') {
                     Some(k) => k.parse::<usize>().map(|k| k * 1000),
                     None => n.parse::<usize>(),
                 }
                 .map_err(|_| anyhow::format_err!("`{w}`: expected `gen` and a size, as gen10k"))?;
-                let text = generate(ops, 1, GraphKind::Mixed);
-                let path = dir.join(format!("gen-mixed-{ops}.mlir"));
+                let text = generate(ops, 1, kind);
+                let path = dir.join(format!("gen-{}-{ops}.mlir", kind.name()));
                 write_file(&path, text.as_bytes())?;
-                inputs.push(Input { name: format!("generated, {} ops", ops + 1), path, text });
+                let name = match kind {
+                    GraphKind::Mixed => format!("generated, {} ops", ops + 1),
+                    _ => format!("generated {}, {} ops", kind.name(), ops + 1),
+                };
+                inputs.push(Input { name, path, text });
             }
             "models" => inputs.extend(import_models(&ours_exe, &corpus, &dir)?),
             other => return Err(anyhow::format_err!("unknown input `{other}`")),
