@@ -20,7 +20,8 @@
 #ttnn_layout17 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, bf16>, #dram>, <interleaved>>
 #ttnn_layout18 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<4x2xbf16, #dram>, <interleaved>>
 #ttnn_layout19 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x2xui32, #dram>, <interleaved>>
-#ttnn_layout20 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
+#ttnn_layout20 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, u32>, #dram>, <interleaved>>
+#ttnn_layout21 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x4xsi32, #dram>, <interleaved>>
 module @mixed attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x1>]>} {
   func.func @main(%arg0: tensor<1x16x16x8xbf16, #ttnn_layout> {ttir.name = "image"} loc("x"), %arg1: tensor<8x8x3x3xbf16, #ttnn_layout1>, %arg2: tensor<1x1x1x8xbf16, #ttnn_layout2>, %arg3: tensor<2x4xsi32, #ttnn_layout3>, %arg4: tensor<64x32xbf16, #ttnn_layout4>, %arg5: tensor<32xbf16, #ttnn_layout5>, %arg6: tensor<32xbf16, #ttnn_layout5>, %arg7: tensor<2x1x16x32xbf16, #ttnn_layout6>, %arg8: tensor<1xsi32, #ttnn_layout7>) -> (tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>) {
     %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device")
@@ -42,25 +43,26 @@ module @mixed attributes {ttcore.meshes = #ttcore.meshes<[<"mesh" = 1x1>]>} {
     %16 = "ttnn.sum"(%15) <{dim_arg = [2 : i32], keep_dim = false}> : (tensor<4x2x2xbf16, #ttnn_layout15>) -> tensor<4x2xbf16, #ttnn_layout17> loc("rowsum")
     %17 = "ttnn.to_layout"(%16) : (tensor<4x2xbf16, #ttnn_layout17>) -> tensor<4x2xbf16, #ttnn_layout18> loc("best_in_0_layout")
     %18 = "ttnn.argmax"(%17) <{dim = 0 : si32, keep_dim = false}> : (tensor<4x2xbf16, #ttnn_layout18>) -> tensor<2xui32, #ttnn_layout19> loc("best")
-    %19 = "ttnn.to_layout"(%18) : (tensor<2xui32, #ttnn_layout19>) -> tensor<2xsi32, #ttnn_layout7> loc("best_out_layout")
-    %20 = "ttnn.reshape"(%19) <{shape = [2 : i32, 1 : i32]}> : (tensor<2xsi32, #ttnn_layout7>) -> tensor<2x1xsi32, #ttnn_layout3> loc("best_col")
-    %21 = "ttnn.eq"(%13#1, %20) : (tensor<2x4xsi32, #ttnn_layout3>, tensor<2x1xsi32, #ttnn_layout3>) -> tensor<2x4xbf16, #ttnn_layout17> loc("hit")
-    %22 = "ttnn.where"(%21, %13#2, %13#1) : (tensor<2x4xbf16, #ttnn_layout17>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("pick")
-    %23 = "ttnn.slice_static"(%9) <{begins = [0 : i32, 0 : i32, 0 : i32], ends = [1 : i32, 4 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x32xbf16, #ttnn_layout9>) -> tensor<1x4x32xbf16, #ttnn_layout16> loc("first")
-    %24 = "ttnn.reshape"(%23) <{shape = [1 : i32, 1 : i32, 4 : i32, 32 : i32]}> : (tensor<1x4x32xbf16, #ttnn_layout16>) -> tensor<1x1x4x32xbf16, #ttnn_layout2> loc("kv")
-    %25 = "ttnn.pad"(%24) <{padding = array<i32: 0, 0, 0, 0, 0, 12, 0, 0>, use_multicore = true, value = 0.000000e+00 : f32}> : (tensor<1x1x4x32xbf16, #ttnn_layout2>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("kv_pad")
-    "ttnn.fill_cache"(%arg7, %25) <{batch_offset = 1 : i32}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>, tensor<1x1x16x32xbf16, #ttnn_layout2>) -> () loc("fill")
-    %26 = "ttnn.slice_static"(%arg7) <{begins = [1 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 1 : i32, 16 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("last")
-    %27 = "ttnn.upsample"(%26) <{mode = "nearest", scale_factor = array<i32: 16, 1>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x16x16x32xbf16, #ttnn_layout> loc("up")
-    %28 = "ttnn.permute"(%27) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x16x16x32xbf16, #ttnn_layout>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("up_permute_out")
-    %29 = "ttnn.pow_scalar"(%28) <{rhs = 2.000000e+00 : f32}> : (tensor<1x32x16x16xbf16, #ttnn_layout10>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("square")
-    return %4, %9, %22, %29 : tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>
+    %19 = "ttnn.to_layout"(%18) : (tensor<2xui32, #ttnn_layout19>) -> tensor<2xui32, #ttnn_layout20> loc("best_out_layout")
+    %20 = "ttnn.typecast"(%19) : (tensor<2xui32, #ttnn_layout20>) -> tensor<2xsi32, #ttnn_layout7> loc("best_out_layout_typecast")
+    %21 = "ttnn.reshape"(%20) <{shape = [2 : i32, 1 : i32]}> : (tensor<2xsi32, #ttnn_layout7>) -> tensor<2x1xsi32, #ttnn_layout3> loc("best_col")
+    %22 = "ttnn.eq"(%13#1, %21) : (tensor<2x4xsi32, #ttnn_layout3>, tensor<2x1xsi32, #ttnn_layout3>) -> tensor<2x4xbf16, #ttnn_layout17> loc("hit")
+    %23 = "ttnn.where"(%22, %13#2, %13#1) : (tensor<2x4xbf16, #ttnn_layout17>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("pick")
+    %24 = "ttnn.slice_static"(%9) <{begins = [0 : i32, 0 : i32, 0 : i32], ends = [1 : i32, 4 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x4x32xbf16, #ttnn_layout9>) -> tensor<1x4x32xbf16, #ttnn_layout16> loc("first")
+    %25 = "ttnn.reshape"(%24) <{shape = [1 : i32, 1 : i32, 4 : i32, 32 : i32]}> : (tensor<1x4x32xbf16, #ttnn_layout16>) -> tensor<1x1x4x32xbf16, #ttnn_layout2> loc("kv")
+    %26 = "ttnn.pad"(%25) <{padding = array<i32: 0, 0, 0, 0, 0, 12, 0, 0>, use_multicore = true, value = 0.000000e+00 : f32}> : (tensor<1x1x4x32xbf16, #ttnn_layout2>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("kv_pad")
+    "ttnn.fill_cache"(%arg7, %26) <{batch_offset = 1 : i32}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>, tensor<1x1x16x32xbf16, #ttnn_layout2>) -> () loc("fill")
+    %27 = "ttnn.slice_static"(%arg7) <{begins = [1 : i32, 0 : i32, 0 : i32, 0 : i32], ends = [2 : i32, 1 : i32, 16 : i32, 32 : i32], step = [1 : i32, 1 : i32, 1 : i32, 1 : i32]}> : (tensor<2x1x16x32xbf16, #ttnn_layout6>) -> tensor<1x1x16x32xbf16, #ttnn_layout2> loc("last")
+    %28 = "ttnn.upsample"(%27) <{mode = "nearest", scale_factor = array<i32: 16, 1>}> : (tensor<1x1x16x32xbf16, #ttnn_layout2>) -> tensor<1x16x16x32xbf16, #ttnn_layout> loc("up")
+    %29 = "ttnn.permute"(%28) <{permutation = array<i64: 0, 3, 1, 2>}> : (tensor<1x16x16x32xbf16, #ttnn_layout>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("up_permute_out")
+    %30 = "ttnn.pow_scalar"(%29) <{rhs = 2.000000e+00 : f32}> : (tensor<1x32x16x16xbf16, #ttnn_layout10>) -> tensor<1x32x16x16xbf16, #ttnn_layout10> loc("square")
+    return %4, %9, %23, %30 : tensor<1x8x8x8xbf16, #ttnn_layout8>, tensor<2x4x32xbf16, #ttnn_layout9>, tensor<2x4xsi32, #ttnn_layout3>, tensor<1x32x16x16xbf16, #ttnn_layout10>
   }
   func.func private @main_const_eval_0() -> (tensor<1x1x1xbf16, #ttnn_layout16>, tensor<2x4xsi32, #ttnn_layout3>, tensor<2x4xsi32, #ttnn_layout3>) attributes {tt.function_type = "const_eval"} {
     %0 = "ttnn.get_device"() <{mesh_offset = #ttnn<mesh_offset 0x0>, mesh_shape = #ttnn<mesh_shape 1x1>}> : () -> !ttnn.device loc("get_device_1")
     %1 = "ttnn.full"(%0) <{fill_value = 1.250000e-01 : f32, shape = #ttnn.shape<1x1x1>}> : (!ttnn.device) -> tensor<1x1x1xbf16, #ttnn_layout16> loc("scale")
-    %2 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout20> loc("iota")
-    %3 = "ttnn.to_layout"(%2) : (tensor<4xsi32, #ttnn_layout20>) -> tensor<4xsi32, #ttnn_layout7> loc("iota_to_layout")
+    %2 = "ttnn.arange"(%0) <{end = 4 : si64, start = 0 : si64, step = 1 : si64}> : (!ttnn.device) -> tensor<4xsi32, #ttnn_layout21> loc("iota")
+    %3 = "ttnn.to_layout"(%2) : (tensor<4xsi32, #ttnn_layout21>) -> tensor<4xsi32, #ttnn_layout7> loc("iota_to_layout")
     %4 = "ttnn.reshape"(%3) <{shape = [1 : i32, 4 : i32]}> : (tensor<4xsi32, #ttnn_layout7>) -> tensor<1x4xsi32, #ttnn_layout3> loc("iota_reshape")
     %5 = "ttnn.repeat"(%4) <{repeat_dims = #ttnn.shape<2x1>}> : (tensor<1x4xsi32, #ttnn_layout3>) -> tensor<2x4xsi32, #ttnn_layout3> loc("iota_repeat")
     %6 = "ttnn.constant"(%0) <{value = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xsi32>}> : (!ttnn.device) -> tensor<2x4xsi32, #ttnn_layout3> loc("table")

@@ -127,7 +127,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 // `gen10k` or `gen10k:conv`: a size, then optionally the graph's kind.
                 let (n, kind) = w[3..].split_once(':').unwrap_or((&w[3..], "mixed"));
                 let kind = GraphKind::from_name(kind).ok_or_else(|| {
-                    anyhow::format_err!("`{w}`: unknown graph kind `{kind}` (transformer, conv or mixed)")
+                    anyhow::format_err!(
+                        "`{w}`: unknown graph kind `{kind}` (transformer, conv or mixed)"
+                    )
                 })?;
                 let ops = match n.strip_suffix('k') {
                     Some(k) => k.parse::<usize>().map(|k| k * 1000),

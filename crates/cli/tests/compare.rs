@@ -186,15 +186,15 @@ fn a_ttir_file_is_imported_before_it_is_compared() {
     assert_eq!(stderr, "");
     assert_eq!(code, 0, "no policy introduces a violation:\n{stdout}");
     expect![[r#"
-        mixed_ops: 31 ops (imported from TTIR), target n150, usable L1 1325652 B per core
-        lower bound: 122.2 µs
+        mixed_ops: 32 ops (imported from TTIR), target n150, usable L1 1325652 B per core
+        lower bound: 125.3 µs
         estimated device time per inference; const-eval at load (once): 15.9 µs
 
         configuration      time µs  x bound  ops in L1  reshards  spills  peak L1 B/core  of budget  new violations  pre-existing
-        as-written           128.9    1.06x       0/31         0       0           51200       3.9%               0             0
-        df-sharding          141.1    1.15x       3/31         1       3           51200       3.9%               0             0
-        df-sharding-merge    128.9    1.06x       0/31         0       0           51200       3.9%               0             0
-        greedy               158.9    1.30x      13/31         7       3           51200       3.9%               0             0
+        as-written           132.3    1.06x       0/32         0       0           51200       3.9%               0             0
+        df-sharding          144.5    1.15x       3/32         1       3           51200       3.9%               0             0
+        df-sharding-merge    132.3    1.06x       0/32         0       0           51200       3.9%               0             0
+        greedy               162.3    1.30x      13/32         7       3           51200       3.9%               0             0
     "#]]
     .assert_eq(&stdout);
 }

@@ -236,6 +236,49 @@ impl Cx<'_, '_> {
         self.f.push_op(name, form, operands, props, Vec::new(), loc, false);
     }
 
+    /// The ops tt-mlir runs to take `x` of type `from` to type `to`, as its layout
+    /// decomposition writes a workaround's `to_layout` (`TTNNDecomposeLayouts`, device side):
+    /// a page change alone is a `ttnn.to_layout`, a data type change alone a `ttnn.typecast`;
+    /// both are one `to_layout` only from row-major to tiles within the float types, else a
+    /// `to_layout` and a `typecast`, the (un)tilize on whichever data type tt-metal can
+    /// (un)tilize on device (the input's when tilizing, the output's when untilizing, the
+    /// other where that one cannot). `loc` names the `to_layout`; a separate cast is `loc`
+    /// with `_typecast`.
+    fn convert(&mut self, x: &Val, from: &TType, to: TType, loc: String) -> Val {
+        let page = from.page != to.page;
+        let dtype = from.dtype != to.dtype;
+        let cast_loc = || format!("{loc}_typecast");
+        if !dtype
+            || (page
+                && from.page == PageLayout::RowMajor
+                && float_family(from.dtype)
+                && float_family(to.dtype))
+        {
+            if !page && !dtype {
+                return x.clone();
+            }
+            return self.emit("ttnn.to_layout", &[x], Vec::new(), to, loc);
+        }
+        if !page {
+            return self.emit("ttnn.typecast", &[x], Vec::new(), to, cast_loc());
+        }
+        // Which data type the (un)tilize runs on: the side tt-metal handles on device.
+        let layout_on_input = if from.page == PageLayout::Tile {
+            !device_layout_change(to.dtype)
+        } else {
+            device_layout_change(from.dtype)
+        };
+        if layout_on_input {
+            let mid = TType { page: to.page, ..from.clone() };
+            let y = self.emit("ttnn.to_layout", &[x], Vec::new(), mid, loc.clone());
+            self.emit("ttnn.typecast", &[&y], Vec::new(), to, cast_loc())
+        } else {
+            let mid = TType { dtype: to.dtype, ..from.clone() };
+            let y = self.emit("ttnn.typecast", &[x], Vec::new(), mid, cast_loc());
+            self.emit("ttnn.to_layout", &[&y], Vec::new(), to, loc)
+        }
+    }
+
     /// `ttnn.reshape`, unless the shape already matches.
     fn reshape_to(&mut self, v: &Val, t: &TType, shape: &[u64], loc: String) -> (Val, TType) {
         if t.shape == shape {
@@ -313,6 +356,18 @@ impl Cx<'_, '_> {
 
 fn one(v: Val) -> Lowered {
     Ok(vec![Slot::Val(v)])
+}
+
+/// Whether `ttnn.to_layout` converts values of `d` (tt-mlir: the float family; the integer
+/// types and booleans need a `ttnn.typecast`).
+fn float_family(d: DataType) -> bool {
+    !matches!(d, DataType::U32 | DataType::U16 | DataType::U8 | DataType::SI32 | DataType::I1)
+}
+
+/// Whether tt-metal tilizes and untilizes `d` on device (tt-mlir's
+/// `isOnDeviceLayoutChangeSupportedForDataType`).
+fn device_layout_change(d: DataType) -> bool {
+    matches!(d, DataType::BF16 | DataType::F32 | DataType::U32 | DataType::U16 | DataType::SI32)
 }
 
 fn suffixed(op: &OpIn<'_>, suffix: &str) -> String {
@@ -756,8 +811,9 @@ fn prod(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
 
 /// tt-metal's argmax reads a row-major input (a tiled one falls back to a single core,
 /// tt-metal#46340) and writes row-major `u32` indices. As tt-mlir's workaround pass does, the
-/// input is converted with a `ttnn.to_layout` first and the indices converted back to the
-/// result's tiled type after, which is what the importer's other ops read.
+/// input is converted to row-major first and the indices converted back to the result's
+/// tiled type after, which is what the importer's other ops read: tiled, then cast to the
+/// result's data type ([`Cx::convert`]).
 fn argmax(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
     let ty = cx.result(op, 0)?;
     let (x, xt) = cx.operand(op, 0)?;
@@ -767,19 +823,12 @@ fn argmax(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
         Some([d]) => props.push(p("dim", format!("{} : si32", dim_index(*d, xt.rank())?))),
         Some(_) => return Err("`ttnn.argmax` reduces a single dimension".to_owned()),
     }
-    let x = if xt.page == PageLayout::RowMajor {
-        x
-    } else {
-        let rm = TType { page: PageLayout::RowMajor, ..xt };
-        cx.emit("ttnn.to_layout", &[&x], Vec::new(), rm, suffixed(op, "_in_0_layout"))
-    };
+    let rm = TType { page: PageLayout::RowMajor, ..xt.clone() };
+    let x = cx.convert(&x, &xt, rm, suffixed(op, "_in_0_layout"));
     let indices =
         TType { shape: ty.shape.clone(), dtype: DataType::U32, page: PageLayout::RowMajor };
     let a = cx.emit("ttnn.argmax", &[&x], props, indices.clone(), op.base.clone());
-    if indices == ty {
-        return one(a);
-    }
-    one(cx.emit("ttnn.to_layout", &[&a], Vec::new(), ty, suffixed(op, "_out_layout")))
+    one(cx.convert(&a, &indices, ty, suffixed(op, "_out_layout")))
 }
 
 /// `reduce_or(x)` is `sum(x) != 0`: booleans are `bf16` zeros and ones after normalization.
@@ -912,7 +961,7 @@ fn batch_norm(cx: &mut Cx<'_, '_>, op: &OpIn<'_>) -> Lowered {
 // ---- indexing -------------------------------------------------------------------------------
 
 /// `ttnn.embedding` reads row-major `u32` indices of shape `[batch, seq]`: tt-mlir's
-/// workaround converts them with a `ttnn.to_layout`; other index ranks are reshaped.
+/// workaround converts them ([`Cx::convert`]); other index ranks are reshaped.
 fn emit_embedding(
     cx: &mut Cx<'_, '_>,
     op: &OpIn<'_>,
@@ -930,16 +979,8 @@ fn emit_embedding(
     } else {
         cx.reshape_to(&iv, &it, &[1, volume(&it.shape)], suffixed(op, "_reshape_indices"))
     };
-    let (iv, it) = if it.page == PageLayout::RowMajor && it.dtype == DataType::U32 {
-        (iv, it)
-    } else {
-        let rm =
-            TType { shape: it.shape.clone(), dtype: DataType::U32, page: PageLayout::RowMajor };
-        (
-            cx.emit("ttnn.to_layout", &[&iv], Vec::new(), rm.clone(), suffixed(op, "_in_0_layout")),
-            rm,
-        )
-    };
+    let rm = TType { shape: it.shape.clone(), dtype: DataType::U32, page: PageLayout::RowMajor };
+    let (iv, it) = (cx.convert(&iv, &it, rm.clone(), suffixed(op, "_in_0_layout")), rm);
     let out_ty = result.reshaped(vec![it.shape[0], it.shape[1], wt.shape[1]]);
     if volume(&out_ty.shape) != volume(&result.shape) {
         return Err("embedding result does not match its indices and weights".to_owned());

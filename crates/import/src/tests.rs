@@ -322,10 +322,11 @@ fn embeddings_read_row_major_indices_and_slice_gathers_become_embeddings() {
                 %2 = "ttnn.permute"(%arg3) <{permutation = array<i64: 1, 0, 2>}> : (tensor<4x100x16xbf16, #ttnn_layout3>) -> tensor<100x4x16xbf16, #ttnn_layout7> loc("gather_permute_input")
                 %3 = "ttnn.reshape"(%2) <{shape = [100 : i32, 64 : i32]}> : (tensor<100x4x16xbf16, #ttnn_layout7>) -> tensor<100x64xbf16, #ttnn_layout1> loc("gather_reshape_input")
                 %4 = "ttnn.reshape"(%arg2) <{shape = [1 : i32, 8 : i32]}> : (tensor<8xsi32, #ttnn_layout2>) -> tensor<1x8xsi32, #ttnn_layout8> loc("gather_reshape_indices")
-                %5 = "ttnn.to_layout"(%4) : (tensor<1x8xsi32, #ttnn_layout8>) -> tensor<1x8xui32, #ttnn_layout6> loc("gather_in_0_layout")
-                %6 = "ttnn.embedding"(%5, %3) : (tensor<1x8xui32, #ttnn_layout6>, tensor<100x64xbf16, #ttnn_layout1>) -> tensor<1x8x64xbf16, #ttnn_layout4> loc("gather")
-                %7 = "ttnn.reshape"(%6) <{shape = [8 : i32, 4 : i32, 16 : i32]}> : (tensor<1x8x64xbf16, #ttnn_layout4>) -> tensor<8x4x16xbf16, #ttnn_layout5> loc("gather_reshape_out")
-                return %1, %7 : tensor<1x8x64xbf16, #ttnn_layout4>, tensor<8x4x16xbf16, #ttnn_layout5>
+                %5 = "ttnn.typecast"(%4) : (tensor<1x8xsi32, #ttnn_layout8>) -> tensor<1x8xui32, #ttnn_layout> loc("gather_in_0_layout_typecast")
+                %6 = "ttnn.to_layout"(%5) : (tensor<1x8xui32, #ttnn_layout>) -> tensor<1x8xui32, #ttnn_layout6> loc("gather_in_0_layout")
+                %7 = "ttnn.embedding"(%6, %3) : (tensor<1x8xui32, #ttnn_layout6>, tensor<100x64xbf16, #ttnn_layout1>) -> tensor<1x8x64xbf16, #ttnn_layout4> loc("gather")
+                %8 = "ttnn.reshape"(%7) <{shape = [8 : i32, 4 : i32, 16 : i32]}> : (tensor<1x8x64xbf16, #ttnn_layout4>) -> tensor<8x4x16xbf16, #ttnn_layout5> loc("gather_reshape_out")
+                return %1, %8 : tensor<1x8x64xbf16, #ttnn_layout4>, tensor<8x4x16xbf16, #ttnn_layout5>
               }
             }
         "#]],
@@ -336,7 +337,8 @@ fn embeddings_read_row_major_indices_and_slice_gathers_become_embeddings() {
 fn argmax_reads_a_row_major_input_and_its_u32_indices_are_tiled_back() {
     // tt-metal#46340: a tiled argmax input falls back to one core, so, as tt-mlir's workaround
     // pass does, the input goes through `to_layout` first and the row-major u32 indices are
-    // converted back to the tiled result type the rest of the module reads.
+    // converted back to the tiled result type the rest of the module reads: tilized as u32,
+    // then cast to si32, the order tt-mlir's layout decomposition gives a u32 tilize.
     check(
         r#"func.func @f(%x: tensor<32x1000xbf16>) -> (tensor<32xi32>, tensor<32x1xi32>) {
   %0 = "ttir.argmax"(%x) <{dim_arg = [1 : i32], keep_dim = false}> : (tensor<32x1000xbf16>) -> tensor<32xi32> loc("pick")
@@ -352,16 +354,20 @@ fn argmax_reads_a_row_major_input_and_its_u32_indices_are_tiled_back() {
             #ttnn_layout2 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, si32>, #dram>, <interleaved>>
             #ttnn_layout3 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x1000xbf16, #dram>, <interleaved>>
             #ttnn_layout4 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x32xui32, #dram>, <interleaved>>
-            #ttnn_layout5 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x1xui32, #dram>, <interleaved>>
+            #ttnn_layout5 = #ttnn.ttnn_layout<(d0) -> (0, d0), <1x1>, memref<1x1x!ttcore.tile<32x32, u32>, #dram>, <interleaved>>
+            #ttnn_layout6 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<32x1xui32, #dram>, <interleaved>>
+            #ttnn_layout7 = #ttnn.ttnn_layout<(d0, d1) -> (d0, d1), <1x1>, memref<1x1x!ttcore.tile<32x32, u32>, #dram>, <interleaved>>
             module {
               func.func @f(%arg0: tensor<32x1000xbf16, #ttnn_layout>) -> (tensor<32xsi32, #ttnn_layout1>, tensor<32x1xsi32, #ttnn_layout2>) {
                 %0 = "ttnn.to_layout"(%arg0) : (tensor<32x1000xbf16, #ttnn_layout>) -> tensor<32x1000xbf16, #ttnn_layout3> loc("pick_in_0_layout")
                 %1 = "ttnn.argmax"(%0) <{dim = 1 : si32, keep_dim = false}> : (tensor<32x1000xbf16, #ttnn_layout3>) -> tensor<32xui32, #ttnn_layout4> loc("pick")
-                %2 = "ttnn.to_layout"(%1) : (tensor<32xui32, #ttnn_layout4>) -> tensor<32xsi32, #ttnn_layout1> loc("pick_out_layout")
-                %3 = "ttnn.to_layout"(%arg0) : (tensor<32x1000xbf16, #ttnn_layout>) -> tensor<32x1000xbf16, #ttnn_layout3> loc("pick_keep_in_0_layout")
-                %4 = "ttnn.argmax"(%3) <{dim = 1 : si32, keep_dim = true}> : (tensor<32x1000xbf16, #ttnn_layout3>) -> tensor<32x1xui32, #ttnn_layout5> loc("pick_keep")
-                %5 = "ttnn.to_layout"(%4) : (tensor<32x1xui32, #ttnn_layout5>) -> tensor<32x1xsi32, #ttnn_layout2> loc("pick_keep_out_layout")
-                return %2, %5 : tensor<32xsi32, #ttnn_layout1>, tensor<32x1xsi32, #ttnn_layout2>
+                %2 = "ttnn.to_layout"(%1) : (tensor<32xui32, #ttnn_layout4>) -> tensor<32xui32, #ttnn_layout5> loc("pick_out_layout")
+                %3 = "ttnn.typecast"(%2) : (tensor<32xui32, #ttnn_layout5>) -> tensor<32xsi32, #ttnn_layout1> loc("pick_out_layout_typecast")
+                %4 = "ttnn.to_layout"(%arg0) : (tensor<32x1000xbf16, #ttnn_layout>) -> tensor<32x1000xbf16, #ttnn_layout3> loc("pick_keep_in_0_layout")
+                %5 = "ttnn.argmax"(%4) <{dim = 1 : si32, keep_dim = true}> : (tensor<32x1000xbf16, #ttnn_layout3>) -> tensor<32x1xui32, #ttnn_layout6> loc("pick_keep")
+                %6 = "ttnn.to_layout"(%5) : (tensor<32x1xui32, #ttnn_layout6>) -> tensor<32x1xui32, #ttnn_layout7> loc("pick_keep_out_layout")
+                %7 = "ttnn.typecast"(%6) : (tensor<32x1xui32, #ttnn_layout7>) -> tensor<32x1xsi32, #ttnn_layout2> loc("pick_keep_out_layout_typecast")
+                return %3, %7 : tensor<32xsi32, #ttnn_layout1>, tensor<32x1xsi32, #ttnn_layout2>
               }
             }
         "#]],
