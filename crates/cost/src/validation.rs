@@ -249,6 +249,48 @@ fn held_out(model: &CostModel) -> Vec<Point> {
         tt_metal_ns: None,
         held_out: true,
     });
+    // The decode layer's attention ops, with the shapes of the corpus graph of that layer
+    // (`llama_3_2_1b_decoder`: a `32x8x128x64` cache per K and V), every tensor in DRAM as
+    // the plans leave them. `SdpaDecodeDeviceOperation` (16 rows, 38.2-41.5 µs),
+    // `NLPCreateQKVHeadsDecodeDeviceOperation` (16 rows, 15.6-15.9 µs; costed with Q as
+    // its output and K's and V's bytes added) and `NLPConcatHeadsDecodeDeviceOperation` (16
+    // rows, 3.4-4.5 µs).
+    let q = dram(&[1, 32, 32, 64]);
+    let kv = dram(&[32, 8, 128, 64]);
+    let sdpa = opmodel::op_kind("ttnn.scaled_dot_product_attention_decode", &());
+    let c = model.op_cost(
+        &sdpa,
+        &[q.clone(), kv.clone(), kv, dram(&[32, 1, 32, 128])],
+        &q,
+        &OpConfig::None,
+    );
+    out.push(Point {
+        name: "llama_3_2_1b scaled_dot_product_attention_decode, 32 users x 32 heads x 64 over a 128-position cache (held out)".to_owned(),
+        estimate_ns: c.total_ns,
+        measured_ns: 39_857,
+        tt_metal_ns: None,
+        held_out: true,
+    });
+    let create = opmodel::op_kind("ttnn.nlp_create_qkv_heads_decode", &());
+    let c = model.op_cost(&create, &[dram(&[1, 1, 32, 3072])], &q, &OpConfig::None);
+    out.push(Point {
+        name:
+            "llama_3_2_1b nlp_create_qkv_heads_decode 1x1x32x3072 into 32 + 8 + 8 heads (held out)"
+                .to_owned(),
+        estimate_ns: c.total_ns,
+        measured_ns: 15_667,
+        tt_metal_ns: None,
+        held_out: true,
+    });
+    let concat = opmodel::op_kind("ttnn.nlp_concat_heads_decode", &());
+    let c = model.op_cost(&concat, &[q], &dram(&[1, 1, 32, 2048]), &OpConfig::None);
+    out.push(Point {
+        name: "llama_3_2_1b nlp_concat_heads_decode 1x32x32x64 (held out)".to_owned(),
+        estimate_ns: c.total_ns,
+        measured_ns: 3_479,
+        tt_metal_ns: None,
+        held_out: true,
+    });
     // `LayerNormDeviceOperation` on 64 cores (33 of them, 11.5-13.1 µs): the RMS norms of
     // the hidden state, one tile row of 64 tiles width sharded a tile per core.
     let x = [1, 1, 32, 2048];
