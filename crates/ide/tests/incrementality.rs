@@ -449,8 +449,9 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
     // The plan's parts come in chunks of 256 ops, and an override that keeps the 1100th op
     // in its chain (another sharding) re-solves that chain and re-derives only the fifth
     // chunk, which is walked with the overrides (`overridden_chunk`) and whose cost and
-    // rewritten text are the only ones made again; every other chunk keeps the plan
-    // without overrides. The chunk's chains with overrides are built for the first time (the
+    // rewritten text are the only ones made again (its text reads the values carried in
+    // with the overrides, `chunk_incoming` and `plan_carry`, asked for the first time);
+    // every other chunk keeps the plan, and the text, without overrides. The chunk's chains with overrides are built for the first time (the
     // blocks of 32 schedule positions it overlaps, reading their groups' chainability with
     // overrides); its fixed outputs
     // are checked again; the blocks of base plans read no overrides (the chunk makes an
@@ -461,11 +462,13 @@ fn an_override_in_a_long_function_lays_out_only_its_chunk_again() {
         chain_block x6
         chainable_block x6
         chunk_cost
+        chunk_incoming
         final_ir_for
         fixed_block
         overridden_chunk
         overridden_chunks
         overridden_solve_chain(@main:[%1100])
+        plan_carry
         plan_parts_chunk
         plan_slice
         plan_totals
@@ -487,10 +490,12 @@ fn pinning_an_op_to_dram_rechecks_chainability_in_one_block_of_ops() {
         chain_block x6
         chainable_block x6
         chunk_cost
+        chunk_incoming
         final_ir_for
         fixed_block
         overridden_chunk
         overridden_chunks
+        plan_carry
         plan_parts_chunk
         plan_slice
         plan_totals
@@ -531,6 +536,7 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     expect![[r#"
         chunk_chains 1
         chunk_cost 1
+        chunk_incoming 1
         chunk_overridden 1
         overridden_chunk 1
         overridden_chunks 1
@@ -570,13 +576,13 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
     optimize_file(&host);
     expect![[r#"
         chunk_cost 1
+        chunk_incoming 1
         overridden_carry 1
         overridden_chunk 1
         overridden_chunks 1
         overridden_groups 1
         overridden_legality 1
         overridden_solve_chain 1
-        plan_carry 1
         plan_parts_chunk 1
         plan_slice 1
         plan_totals 1
@@ -731,6 +737,36 @@ fn an_override_sharing_the_device_handles_slot_re_plans_only_its_chunk() {
     .assert_eq(&executed_counts(
         &host,
         &["overrides_block", "plan_parts_chunk", "overridden_chunk", "base_chunk"],
+    ));
+}
+
+#[test]
+fn an_override_in_the_last_chunk_reprints_that_chunk_alone() {
+    // The convolutions of most chunks read the device handle, which the last chunk plans
+    // (unscheduled ops form its tail). An override on r1199 reaches the last chunk but
+    // leaves the device handle's plan as it was, so the last chunk's text alone is made from
+    // the plan with overrides (its incoming values too, the first time anything asks with
+    // them); every other chunk keeps the text of the plan without overrides, and which
+    // chunks read unscheduled ops (`reads_unscheduled`) is not asked.
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let mut host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        convs_reading_the_device(),
+    );
+    optimize_file(&host);
+    let _ = host.take_executed_queries();
+    host.apply_change(
+        Change::new().set_overrides("m.overrides", "override-output-layout=r1199=dram\n"),
+    );
+    optimize_file(&host);
+    expect![[r#"
+        chunk_incoming 1
+        overridden_chunk 1
+        overridden_chunks 1
+        rewrite_chunk 1"#]]
+    .assert_eq(&executed_counts(
+        &host,
+        &["rewrite_chunk", "reads_unscheduled", "chunk_incoming", "overridden_chunk"],
     ));
 }
 

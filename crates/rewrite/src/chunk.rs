@@ -1,6 +1,6 @@
 //! The rewritten lines of one chunk of a function's plan.
 //!
-//! `rewrite_chunk(f, policy, k)` prints the ops of plan chunk `k` (with the conversions in
+//! `rewrite_chunk(f, policy, k, reads)` prints the ops of plan chunk `k` (with the conversions in
 //! front of them and the spills after them) from that chunk's slice of the plan, the outputs
 //! the carry into it hands on and the written pieces of the function (`crate::statics`). An
 //! override re-runs only the chunks whose plans or incoming values it changed; `final_ir_for`
@@ -97,14 +97,87 @@ pub fn unscheduled(db: &dyn Db, func: FuncId) -> Arc<Unscheduled> {
     Arc::new(out)
 }
 
-/// The rewritten text of chunk `k` of `func`'s plan under `policy`.
+/// Which plan chunk `k`'s text reads: the plan without overrides where the overrides do not
+/// reach the chunk (`plan::override_reach`: its walk, and the carry into it, are those of the
+/// plan without them) and, if the chunk prints or reads unscheduled ops
+/// ([`reads_unscheduled`]), do not move those (`unscheduled_moved`, see
+/// [`unscheduled_plans_moved`]: they are planned in the last chunk); else the plan. So after
+/// an override the text of a chunk it does not reach is the memo of the plan without
+/// overrides, which reads the graph alone and stays valid in O(1) on a tuning host, rather
+/// than a memo re-checked through the overrides' reach. `greedy` plans every chunk with its
+/// own walk and always reads the plan.
+pub(crate) fn chunk_reads(
+    db: &dyn Db,
+    func: FuncId,
+    (reach, policy): (&plan::Reach, Policy),
+    k: u32,
+    unscheduled_moved: bool,
+) -> plan::Reads {
+    if policy == Policy::Greedy
+        || reach.start_of(k).is_some()
+        || (unscheduled_moved && reads_unscheduled(db, func, k))
+    {
+        plan::Reads::Overrides
+    } else {
+        plan::Reads::Base
+    }
+}
+
+/// Whether the overrides change the plan of an unscheduled op (device handles, `ttnn.empty`:
+/// the tail of the last chunk `last`), which every chunk reading one prints from. Asked once
+/// per rewrite; compares those few plans when the overrides reach the last chunk.
+pub(crate) fn unscheduled_plans_moved(
+    db: &dyn Db,
+    func: FuncId,
+    (reach, policy): (&plan::Reach, Policy),
+    last: u32,
+) -> bool {
+    if policy == Policy::Greedy || reach.start_of(last).is_none() {
+        return false;
+    }
+    let sched = plan::schedule(db, func);
+    let ops = plan::chunk_ops(db, func, last);
+    let (base, now) =
+        (plan::base_slice(db, func, policy, last), plan::plan_slice(db, func, policy, last));
+    ops.iter().enumerate().any(|(at, &i)| {
+        sched.position.get(i as usize) == Some(&u32::MAX) && base.plans.get(at) != now.plans.get(at)
+    })
+}
+
+/// Whether chunk `k`'s text takes plans of unscheduled ops (device handles, `ttnn.empty`,
+/// planned in the last chunk): it holds some, or one of its ops reads one. From the graph
+/// alone.
+#[salsa::tracked(returns(copy))]
+pub fn reads_unscheduled(db: &dyn Db, func: FuncId, k: u32) -> bool {
+    let Some(body) = ir::func_body(db, func) else { return false };
+    let sched = plan::schedule(db, func);
+    let unscheduled = |i: u32| sched.position.get(i as usize) == Some(&u32::MAX);
+    plan::chunk_ops(db, func, k).iter().any(|&i| {
+        unscheduled(i)
+            || body.ops.get(i as usize).is_some_and(|data| {
+                data.operands
+                    .iter()
+                    .any(|v| body.result_of(*v).is_some_and(|(op, _)| unscheduled(op)))
+            })
+    })
+}
+
+/// The rewritten text of chunk `k` of `func`'s plan under `policy`, from the plan with the
+/// overrides or, with [`plan::Reads::Base`], without them ([`chunk_reads`] says which one a
+/// chunk's text needs).
 #[salsa::tracked(returns(clone))]
-pub fn rewrite_chunk(db: &dyn Db, func: FuncId, policy: Policy, k: u32) -> Arc<ChunkText> {
+pub fn rewrite_chunk(
+    db: &dyn Db,
+    func: FuncId,
+    policy: Policy,
+    k: u32,
+    reads: plan::Reads,
+) -> Arc<ChunkText> {
     let (Some(body), Some(statics)) = (ir::func_body(db, func), func_text(db, func)) else {
         return Arc::default();
     };
     let here = plan::chunk_ops(db, func, k);
-    let plans = plan::ChunkValues::new(db, func, policy, k, plan::Reads::Overrides);
+    let plans = plan::ChunkValues::new(db, func, policy, k, reads);
     let sched = plan::schedule(db, func);
     let unscheduled = unscheduled(db, func);
     let loc_names = ir::func_loc_names(db, func);

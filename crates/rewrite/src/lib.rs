@@ -347,9 +347,19 @@ impl Rewriter<'_> {
         let region = f.body.as_ref()?;
         let statics = statics::func_text(db, func)?;
         let pad = "  ".repeat(indent + 1);
-        let pieces: Vec<(Arc<chunk::ChunkText>, Vec<String>)> = (0..plan::chunk_count(db, func))
+        let count = plan::chunk_count(db, func);
+        // `greedy` has no reach (every chunk is its own walk): not asked.
+        let reach = if self.policy == Policy::Greedy {
+            Arc::default()
+        } else {
+            plan::override_reach(db, func, self.policy)
+        };
+        let last = count.saturating_sub(1);
+        let moved = chunk::unscheduled_plans_moved(db, func, (&reach, self.policy), last);
+        let pieces: Vec<(Arc<chunk::ChunkText>, Vec<String>)> = (0..count)
             .map(|k| {
-                let c = chunk::rewrite_chunk(db, func, self.policy, k);
+                let reads = chunk::chunk_reads(db, func, (&reach, self.policy), k, moved);
+                let c = chunk::rewrite_chunk(db, func, self.policy, k, reads);
                 let names = c.layouts.iter().map(|l| self.layout_ref(chunk, l)).collect();
                 (c, names)
             })
