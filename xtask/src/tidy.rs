@@ -35,6 +35,7 @@ mod tests {
         ("plan::foreign_op_plan", "an op's body index, read across a chunk cut"),
         ("plan::foreign_chain", "a chain's last op's body index, read across a chunk cut"),
         ("rewrite::rewrite_chunk", "plan chunks are cut along the schedule"),
+        ("rewrite::reads_unscheduled", "plan chunks are cut along the schedule"),
         ("ide::chunk_findings", "plan chunks are cut along the schedule"),
     ];
 
