@@ -5,9 +5,9 @@
 //!
 //! Inputs (`--inputs`, comma separated, default `gen10k,gen100k,models`): `genN` (`gen10k`,
 //! `gen100k`, `gen500`), a generated graph of N ops (`cargo xtask gen --ops N`, mixed kind,
-//! seed 1), or of another kind with `:KIND` (`gen10k:conv`, `gen10k:transformer`); `models`, the two largest TTIR
-//! models of the corpus (`--corpus DIR`, default `../shared/corpus`) imported to TTNN with
-//! `ttnn-analyzer import`.
+//! seed 1), or of another kind with `:KIND` (`gen10k:conv`, `gen10k:transformer`);
+//! `models`, the two largest TTIR models of the corpus (`--corpus DIR`, default
+//! `../shared/corpus`) imported to TTNN with `ttnn-analyzer import`.
 //!
 //! Each server runs as a child process spoken to over stdio, as an editor does. Per input
 //! and server, one session: the time from `didOpen` to the first `publishDiagnostics`, then
