@@ -364,6 +364,25 @@ fn optimize_file(host: &AnalysisHost) {
     let _ = analysis.final_ir_for(file, ide::Policy::DfShardingMerge).expect("not cancelled");
 }
 
+/// A tuning host (query log on) with `text` set as `FILE` and optimized once, its log of
+/// those queries taken.
+fn optimized_tuning_host(text: String) -> AnalysisHost {
+    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
+    let host = with_file(
+        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
+        text,
+    );
+    optimize_file(&host);
+    let _ = host.take_executed_queries();
+    host
+}
+
+/// Sets the overrides text of `host` to `overrides` and optimizes `FILE` again.
+fn optimize_with_overrides(host: &mut AnalysisHost, overrides: &str) {
+    host.apply_change(Change::new().set_overrides("m.overrides", overrides));
+    optimize_file(host);
+}
+
 #[test]
 fn the_greedy_policy_re_plans_the_edited_function_once_and_a_repeated_question_runs_nothing() {
     // `greedy_plan` is one memo per function (not incremental below it): an attribute edit
@@ -514,19 +533,9 @@ fn a_tuning_host_re_plans_one_chunk_when_the_chains_change_after_an_earlier_over
     // backdated, and only the chunks overlapping that block look at their chains again (two;
     // one comes out equal). Only the chunk holding op 1100 is planned and printed again, not
     // all five.
-    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
-    let mut host = with_file(
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
-        relus(|_| "%a".to_owned()),
-    );
-    optimize_file(&host);
-    host.apply_change(
-        Change::new()
-            .set_overrides("m.overrides", "override-output-layout=r10=l1:height_sharded\n"),
-    );
-    optimize_file(&host);
-    host.apply_change(Change::new().set_overrides("m.overrides", ""));
-    optimize_file(&host);
+    let mut host = optimized_tuning_host(relus(|_| "%a".to_owned()));
+    optimize_with_overrides(&mut host, "override-output-layout=r10=l1:height_sharded\n");
+    optimize_with_overrides(&mut host, "");
     let _ = host.take_executed_queries();
     host.apply_change(Change::new().set_overrides(
         "m.overrides",
@@ -562,18 +571,8 @@ fn a_first_override_on_a_tuning_host_walks_only_the_chunk_holding_the_op() {
     // the slot been created at a higher durability than its later writes, the carry would
     // come out equal but less durable, which salsa does not backdate, and each of the
     // four chunks after op 10's would be walked again in turn.
-    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
-    let mut host = with_file(
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
-        relus(|_| "%a".to_owned()),
-    );
-    optimize_file(&host);
-    let _ = host.take_executed_queries();
-    host.apply_change(
-        Change::new()
-            .set_overrides("m.overrides", "override-output-layout=r10=l1:height_sharded\n"),
-    );
-    optimize_file(&host);
+    let mut host = optimized_tuning_host(relus(|_| "%a".to_owned()));
+    optimize_with_overrides(&mut host, "override-output-layout=r10=l1:height_sharded\n");
     expect![[r#"
         chunk_cost 1
         chunk_incoming 1
@@ -619,12 +618,7 @@ fn a_tuning_host_reaches_the_override_memos_of_the_overridden_group_alone() {
     // again (`func_optimizable`). Clearing the override runs none of them: no group has
     // overrides, and op 1100's chunk takes its parts without overrides from the memo made
     // when the file was first optimized.
-    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
-    let mut host = with_file(
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
-        relus(|_| "%a".to_owned()),
-    );
-    optimize_file(&host);
+    let mut host = optimized_tuning_host(relus(|_| "%a".to_owned()));
     let group_memos =
         ["overrides_block", "chainable_block", "fixed_block", "base_lower_bound", "func_slots"];
     let _ = host.take_executed_queries();
@@ -665,8 +659,7 @@ fn a_tuning_host_reaches_the_override_memos_of_the_overridden_group_alone() {
         base_lower_bound 0
         func_slots 1"#]]
     .assert_eq(&walked.join("\n"));
-    host.apply_change(Change::new().set_overrides("m.overrides", ""));
-    optimize_file(&host);
+    optimize_with_overrides(&mut host, "");
     expect![[r#""#]].assert_eq(&executed_counts(
         &host,
         &[
@@ -718,17 +711,8 @@ fn an_override_sharing_the_device_handles_slot_re_plans_only_its_chunk() {
     // overrides (a producer's slot holds one), so the override memos of their ops' groups
     // are asked, and made, for the first time (34 groups): a tuning host reaches a group's
     // override memos only once something asks with overrides.
-    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
-    let mut host = with_file(
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
-        convs_reading_the_device(),
-    );
-    optimize_file(&host);
-    let _ = host.take_executed_queries();
-    host.apply_change(
-        Change::new().set_overrides("m.overrides", "override-output-layout=r3=dram\n"),
-    );
-    optimize_file(&host);
+    let mut host = optimized_tuning_host(convs_reading_the_device());
+    optimize_with_overrides(&mut host, "override-output-layout=r3=dram\n");
     expect![[r#"
         overridden_chunk 1
         overridden_chunks 1
@@ -748,17 +732,8 @@ fn an_override_in_the_last_chunk_reprints_that_chunk_alone() {
     // the plan with overrides (its incoming values too, the first time anything asks with
     // them); every other chunk keeps the text of the plan without overrides, and which
     // chunks read unscheduled ops (`reads_unscheduled`) is not asked.
-    let config = HostConfig { mode: HostMode::Tuning, query_log: true };
-    let mut host = with_file(
-        AnalysisHost::with_config(target::Target::n150(), Options::tt_mlir_defaults(), config),
-        convs_reading_the_device(),
-    );
-    optimize_file(&host);
-    let _ = host.take_executed_queries();
-    host.apply_change(
-        Change::new().set_overrides("m.overrides", "override-output-layout=r1199=dram\n"),
-    );
-    optimize_file(&host);
+    let mut host = optimized_tuning_host(convs_reading_the_device());
+    optimize_with_overrides(&mut host, "override-output-layout=r1199=dram\n");
     expect![[r#"
         chunk_incoming 1
         overridden_chunk 1
