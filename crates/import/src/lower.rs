@@ -248,15 +248,13 @@ impl Cx<'_, '_> {
         let page = from.page != to.page;
         let dtype = from.dtype != to.dtype;
         let cast_loc = || format!("{loc}_typecast");
-        if !dtype
-            || (page
-                && from.page == PageLayout::RowMajor
-                && float_family(from.dtype)
-                && float_family(to.dtype))
-        {
-            if !page && !dtype {
-                return x.clone();
-            }
+        if !page && !dtype {
+            return x.clone();
+        }
+        // A tilize can convert between float types itself.
+        let tilize_casts =
+            from.page == PageLayout::RowMajor && from.dtype.is_float() && to.dtype.is_float();
+        if !dtype || (page && tilize_casts) {
             return self.emit("ttnn.to_layout", &[x], Vec::new(), to, loc);
         }
         if !page {
@@ -356,12 +354,6 @@ impl Cx<'_, '_> {
 
 fn one(v: Val) -> Lowered {
     Ok(vec![Slot::Val(v)])
-}
-
-/// Whether `ttnn.to_layout` converts values of `d` (tt-mlir: the float family; the integer
-/// types and booleans need a `ttnn.typecast`).
-fn float_family(d: DataType) -> bool {
-    !matches!(d, DataType::U32 | DataType::U16 | DataType::U8 | DataType::SI32 | DataType::I1)
 }
 
 /// Whether tt-metal tilizes and untilizes `d` on device (tt-mlir's
