@@ -26,25 +26,51 @@ mod util;
 #[global_allocator]
 static GLOBAL: alloc::Counting = alloc::Counting;
 
-const TASKS: &str = "calibrate, cost-validate, bench, bench-edits, bench-lsp, bench-opmodel, bench-parse, corpus, fuzz, gen, models, optimize-corpus, ttmlir-tests";
+/// A task: its name on the command line, its module's source (whose leading `//!` lines are
+/// its usage and description, what `cargo xtask TASK --help` prints, so the help is the
+/// documentation and cannot drift from it), and what runs it with the arguments after its
+/// name.
+struct Task {
+    name: &'static str,
+    source: &'static str,
+    run: fn(&[String]) -> anyhow::Result<()>,
+}
 
-/// Each task's module source, whose leading `//!` lines are its usage and description: what
-/// `cargo xtask TASK --help` prints, so the help is the documentation and cannot drift from it.
-const TASK_DOCS: &[(&str, &str)] = &[
-    ("calibrate", include_str!("calibrate.rs")),
-    ("cost-validate", include_str!("cost_validate.rs")),
-    ("bench", include_str!("bench.rs")),
-    ("bench-edits", include_str!("bench_edits.rs")),
-    ("bench-lsp", include_str!("bench_lsp.rs")),
-    ("bench-opmodel", include_str!("bench_opmodel.rs")),
-    ("bench-parse", include_str!("bench_parse.rs")),
-    ("corpus", include_str!("corpus.rs")),
-    ("fuzz", include_str!("fuzz.rs")),
-    ("gen", include_str!("gen.rs")),
-    ("models", include_str!("models.rs")),
-    ("optimize-corpus", include_str!("optimize_corpus.rs")),
-    ("ttmlir-tests", include_str!("ttmlir_tests.rs")),
+const TASKS: &[Task] = &[
+    Task { name: "calibrate", source: include_str!("calibrate.rs"), run: |_| calibrate::run() },
+    Task {
+        name: "cost-validate",
+        source: include_str!("cost_validate.rs"),
+        run: cost_validate::run,
+    },
+    Task { name: "bench", source: include_str!("bench.rs"), run: bench::run },
+    Task { name: "bench-edits", source: include_str!("bench_edits.rs"), run: bench_edits::run },
+    Task { name: "bench-lsp", source: include_str!("bench_lsp.rs"), run: bench_lsp::run },
+    Task {
+        name: "bench-opmodel",
+        source: include_str!("bench_opmodel.rs"),
+        run: |_| bench_opmodel::run(),
+    },
+    Task { name: "bench-parse", source: include_str!("bench_parse.rs"), run: bench_parse::run },
+    Task { name: "corpus", source: include_str!("corpus.rs"), run: corpus::run },
+    Task { name: "fuzz", source: include_str!("fuzz.rs"), run: fuzz::run },
+    Task { name: "gen", source: include_str!("gen.rs"), run: r#gen::run },
+    Task { name: "models", source: include_str!("models.rs"), run: models::run },
+    Task {
+        name: "optimize-corpus",
+        source: include_str!("optimize_corpus.rs"),
+        run: optimize_corpus::run,
+    },
+    Task { name: "ttmlir-tests", source: include_str!("ttmlir_tests.rs"), run: ttmlir_tests::run },
 ];
+
+/// The task named `name`, or an error that lists the tasks.
+fn task(name: &str) -> anyhow::Result<&'static Task> {
+    TASKS.iter().find(|t| t.name == name).ok_or_else(|| {
+        let names: Vec<&str> = TASKS.iter().map(|t| t.name).collect();
+        anyhow::format_err!("unknown task `{name}`, expected one of: {}", names.join(", "))
+    })
+}
 
 /// The leading `//!` block of a module's source, without the markers.
 fn module_doc(source: &str) -> String {
@@ -58,22 +84,20 @@ fn module_doc(source: &str) -> String {
 }
 
 /// `cargo xtask --help` (every task's first doc line) or `cargo xtask TASK --help`.
-fn help(task: Option<&str>) -> anyhow::Result<()> {
-    let mut out = String::new();
-    match task.and_then(|t| TASK_DOCS.iter().find(|(name, _)| *name == t)) {
-        Some((_, source)) => out.push_str(&module_doc(source)),
-        None if task.is_some() => {
-            anyhow::bail!("unknown task `{}`, expected one of: {TASKS}", task.unwrap_or_default())
-        }
+fn help(name: Option<&str>) -> anyhow::Result<()> {
+    let out = match name {
+        Some(name) => module_doc(task(name)?.source),
         None => {
-            out.push_str("usage: cargo xtask <task> [flags]; cargo xtask <task> --help\n\n");
-            for (name, source) in TASK_DOCS {
-                let doc = module_doc(source);
+            let mut out =
+                String::from("usage: cargo xtask <task> [flags]; cargo xtask <task> --help\n\n");
+            for t in TASKS {
+                let doc = module_doc(t.source);
                 let first = doc.split("\n\n").next().unwrap_or_default().replace('\n', " ");
-                out.push_str(&format!("{name}\n    {first}\n"));
+                out.push_str(&format!("{}\n    {first}\n", t.name));
             }
+            out
         }
-    }
+    };
     use std::io::Write as _;
     std::io::stdout().write_all(out.as_bytes())?;
     Ok(())
@@ -82,28 +106,11 @@ fn help(task: Option<&str>) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let asks_help = |a: &String| a == "--help" || a == "-h";
-    if args.first().is_none_or(asks_help) {
-        return help(None);
-    }
-    if args[1..].iter().any(asks_help) {
-        return help(args.first().map(String::as_str));
-    }
-    match args.first().map(String::as_str) {
-        Some("calibrate") => calibrate::run(),
-        Some("cost-validate") => cost_validate::run(&args[1..]),
-        Some("bench") => bench::run(&args[1..]),
-        Some("bench-edits") => bench_edits::run(&args[1..]),
-        Some("bench-lsp") => bench_lsp::run(&args[1..]),
-        Some("bench-opmodel") => bench_opmodel::run(),
-        Some("bench-parse") => bench_parse::run(&args[1..]),
-        Some("corpus") => corpus::run(&args[1..]),
-        Some("optimize-corpus") => optimize_corpus::run(&args[1..]),
-        Some("fuzz") => fuzz::run(&args[1..]),
-        Some("gen") => r#gen::run(&args[1..]),
-        Some("models") => models::run(&args[1..]),
-        Some("ttmlir-tests") => ttmlir_tests::run(&args[1..]),
-        Some(other) => Err(anyhow::format_err!("unknown task `{other}`, expected one of: {TASKS}")),
+    match args.split_first() {
         None => help(None),
+        Some((first, _)) if asks_help(first) => help(None),
+        Some((name, rest)) if rest.iter().any(asks_help) => help(Some(name)),
+        Some((name, rest)) => (task(name)?.run)(rest),
     }
 }
 
@@ -113,14 +120,12 @@ mod tests {
 
     #[test]
     fn every_task_has_help_that_starts_with_its_usage() {
-        let tasks: Vec<&str> = TASKS.split(", ").collect();
-        let documented: Vec<&str> = TASK_DOCS.iter().map(|(name, _)| *name).collect();
-        assert_eq!(tasks, documented, "TASKS and TASK_DOCS list the same tasks, in one order");
-        for (name, source) in TASK_DOCS {
-            let doc = module_doc(source);
+        for t in TASKS {
+            let doc = module_doc(t.source);
             assert!(
-                doc.starts_with(&format!("`cargo xtask {name}")),
-                "`{name}`'s module doc starts with its usage: {doc}"
+                doc.starts_with(&format!("`cargo xtask {}", t.name)),
+                "`{}`'s module doc starts with its usage: {doc}",
+                t.name
             );
         }
     }
